@@ -1,0 +1,61 @@
+package v1alpha1
+
+// Condition types, as kstatus, Flux and Argo CD read them.
+const (
+	// ConditionReady is True when the object's current generation is fully
+	// served, False with a specific reason when it is not, and Unknown while a
+	// new generation is being worked on.
+	ConditionReady = "Ready"
+	// ConditionReconciling is True while the controller works on a generation
+	// it has not finished. It is absent otherwise, never False.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is True when the spec cannot work as written and the
+	// controller will not retry until it changes. It is absent otherwise.
+	ConditionStalled = "Stalled"
+	// ConditionToolsTruncated is True when not every tool the server offers
+	// is in status: a page or tool cap, or the status size budget, was hit.
+	ConditionToolsTruncated = "ToolsTruncated"
+)
+
+// Reasons for the MCPServer Ready condition. Each failure has its own reason
+// so that alerts and dashboards can tell them apart.
+const (
+	// ReasonToolsDiscovered: the tool list was read successfully.
+	ReasonToolsDiscovered = "ToolsDiscovered"
+	// ReasonProgressing: a new generation is being discovered.
+	ReasonProgressing = "Progressing"
+	// ReasonUnreachable: no connection could be made (refused, no route,
+	// name not resolved).
+	ReasonUnreachable = "Unreachable"
+	// ReasonTimeout: the server did not answer within spec.timeout.
+	ReasonTimeout = "Timeout"
+	// ReasonTLSError: the TLS handshake failed (unknown authority, bad
+	// certificate, wrong host name).
+	ReasonTLSError = "TLSError"
+	// ReasonUnauthorized: the server answered HTTP 401.
+	ReasonUnauthorized = "Unauthorized"
+	// ReasonForbidden: the server answered HTTP 403.
+	ReasonForbidden = "Forbidden"
+	// ReasonHTTPError: the server answered another unexpected HTTP status.
+	ReasonHTTPError = "HTTPError"
+	// ReasonProtocolError: the server answered with a JSON-RPC error, or
+	// broke the MCP protocol.
+	ReasonProtocolError = "ProtocolError"
+	// ReasonMalformedResponse: the server's answer was not valid JSON-RPC.
+	ReasonMalformedResponse = "MalformedResponse"
+	// ReasonSecretNotFound: a Secret or key named by spec.headers or
+	// spec.tls does not exist (yet). Recovers when it appears.
+	ReasonSecretNotFound = "SecretNotFound"
+	// ReasonConfigMapNotFound: a ConfigMap or key named by spec.tls does not
+	// exist (yet). Recovers when it appears.
+	ReasonConfigMapNotFound = "ConfigMapNotFound"
+	// ReasonInvalidSpec: the spec cannot work as written (for example a
+	// malformed glob pattern or CA bundle). Stalled until the spec changes.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonTooManyTools: the server offers more tools or pages than the
+	// controller reads; the first ones are kept.
+	ReasonTooManyTools = "TooManyTools"
+	// ReasonStatusBudgetExceeded: the tool definitions do not fit in the
+	// status size budget; the first ones in name order are kept.
+	ReasonStatusBudgetExceeded = "StatusBudgetExceeded"
+)

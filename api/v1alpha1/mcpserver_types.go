@@ -1,0 +1,376 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// TransportType names an MCP transport over HTTP.
+// +kubebuilder:validation:Enum=Auto;SSE;StreamableHTTP
+type TransportType string
+
+const (
+	// TransportAuto tries Streamable HTTP first and falls back to SSE when
+	// the initialize POST is answered 400, 404 or 405, as the MCP
+	// specification's backwards-compatibility section describes.
+	TransportAuto TransportType = "Auto"
+	// TransportSSE is the 2024-11-05 HTTP+SSE transport.
+	TransportSSE TransportType = "SSE"
+	// TransportStreamableHTTP is the Streamable HTTP transport (2025-03-26
+	// and later).
+	TransportStreamableHTTP TransportType = "StreamableHTTP"
+)
+
+// MCPServerSpec says where an MCP server is and how to talk to it.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.url) != has(self.service)",message="exactly one of url and service must be set"
+type MCPServerSpec struct {
+	// url is the server's MCP endpoint, for example
+	// https://tools.example.com/mcp or http://10.0.0.5:3001/sse.
+	// Only http and https are accepted. Exactly one of url and service.
+	// +optional
+	// +kubebuilder:validation:MinLength=8
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && (url(self).getScheme() == 'http' || url(self).getScheme() == 'https') && url(self).getHostname() != ''",message="url must be an absolute http or https URL"
+	URL string `json:"url,omitempty"`
+
+	// service points at a Service in this namespace; the endpoint is
+	// scheme://name.namespace.svc:port/path. Exactly one of url and service.
+	// +optional
+	Service *ServiceReference `json:"service,omitempty"`
+
+	// transport selects the MCP transport: Auto (default) detects it,
+	// SSE is the 2024-11-05 HTTP+SSE transport, StreamableHTTP the
+	// 2025-03-26 one. The detected transport is in status.serverInfo.
+	// +optional
+	// +kubebuilder:default=Auto
+	Transport TransportType `json:"transport,omitempty"`
+
+	// toolPrefix is the middle part of every exposed tool name,
+	// mcp_{toolPrefix}_{tool}. Defaults to the object's name.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9_-]+$`
+	ToolPrefix string `json:"toolPrefix,omitempty"`
+
+	// refreshInterval is how often the tool list is read again, as a
+	// duration such as 60s or 5m; at least 10s, default 60s. Up to 10%
+	// jitter is added so that many servers do not refresh in lockstep.
+	// Servers that announce tools.listChanged are also refreshed as soon
+	// as they say their tools changed.
+	// +optional
+	// +kubebuilder:default="60s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="refreshInterval must be at least 10s"
+	RefreshInterval *metav1.Duration `json:"refreshInterval,omitempty"`
+
+	// timeout bounds every MCP request to this server (connect, initialize,
+	// each tools/list page, each tools/call), as a duration; 1s to 10m,
+	// default 30s.
+	// +optional
+	// +kubebuilder:default="30s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('10m')",message="timeout must be between 1s and 10m"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// headers are sent on every request to the server: auth tokens, tenant
+	// ids. Values from Secrets are re-read when the Secret changes. At most
+	// 32, names unique.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Headers []HeaderSpec `json:"headers,omitempty"`
+
+	// tls configures how the server's certificate is verified.
+	// +optional
+	TLS *TLSSpec `json:"tls,omitempty"`
+
+	// toolFilter keeps or drops tools by their original names before they
+	// are published.
+	// +optional
+	ToolFilter *ToolFilter `json:"toolFilter,omitempty"`
+
+	// suspend stops refreshing; the last status is kept as it is.
+	// Default false.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// ServiceReference names a Service in the MCPServer's namespace.
+type ServiceReference struct {
+	// name of the Service.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// port of the Service, 1 to 65535.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port"`
+
+	// path of the MCP endpoint, for example /mcp or /sse; default /.
+	// +optional
+	// +kubebuilder:default="/"
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/`
+	Path string `json:"path,omitempty"`
+
+	// scheme is http (default) or https.
+	// +optional
+	// +kubebuilder:default=http
+	// +kubebuilder:validation:Enum=http;https
+	Scheme string `json:"scheme,omitempty"`
+}
+
+// HeaderSpec is one HTTP header sent to the server, with its value given
+// inline or taken from a Secret.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.value) != has(self.valueFrom)",message="exactly one of value and valueFrom must be set"
+type HeaderSpec struct {
+	// name of the header, for example Authorization.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern="^[A-Za-z0-9!#$%&'*+.^_`|~-]+$"
+	Name string `json:"name"`
+
+	// value of the header, inline. Use valueFrom for anything secret:
+	// inline values are visible to everyone who can read the object.
+	// +optional
+	// +kubebuilder:validation:MaxLength=8192
+	Value *string `json:"value,omitempty"`
+
+	// valueFrom takes the value from a key of a Secret in this namespace.
+	// +optional
+	ValueFrom *HeaderValueSource `json:"valueFrom,omitempty"`
+}
+
+// HeaderValueSource is where a header value comes from.
+type HeaderValueSource struct {
+	// secretKeyRef names a key of a Secret in this namespace.
+	// +required
+	SecretKeyRef KeyReference `json:"secretKeyRef"`
+}
+
+// KeyReference names one key of a Secret or ConfigMap in the same namespace.
+type KeyReference struct {
+	// name of the Secret or ConfigMap.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// key within it.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key"`
+}
+
+// TLSSpec configures certificate verification.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.caSecretRef) && has(self.caConfigMapRef))",message="at most one of caSecretRef and caConfigMapRef may be set"
+type TLSSpec struct {
+	// caSecretRef names a Secret key holding PEM CA certificates to trust
+	// instead of the system roots.
+	// +optional
+	CASecretRef *KeyReference `json:"caSecretRef,omitempty"`
+
+	// caConfigMapRef names a ConfigMap key holding PEM CA certificates to
+	// trust instead of the system roots.
+	// +optional
+	CAConfigMapRef *KeyReference `json:"caConfigMapRef,omitempty"`
+
+	// insecureSkipVerify turns certificate verification off. Anyone on the
+	// path can then read and change the traffic; a Warning Event says so.
+	// Default false.
+	// +optional
+	InsecureSkipVerify bool `json:"insecureSkipVerify,omitempty"`
+}
+
+// ToolFilter keeps or drops tools by their original names, with glob
+// patterns in path.Match syntax (a plain name matches itself). With an
+// include list only matching tools are kept; exclude wins over include.
+type ToolFilter struct {
+	// include keeps only tools matching one of these patterns. Empty keeps
+	// every tool. At most 64 patterns of at most 256 characters.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=256
+	Include []string `json:"include,omitempty"`
+
+	// exclude drops tools matching one of these patterns. At most 64
+	// patterns of at most 256 characters.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=256
+	Exclude []string `json:"exclude,omitempty"`
+}
+
+// MCPServerStatus is what the controller last learned from the server.
+type MCPServerStatus struct {
+	// observedGeneration is the generation the status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Ready, Reconciling, Stalled and ToolsTruncated.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// serverInfo describes the server as it introduced itself.
+	// +optional
+	ServerInfo *ServerInfo `json:"serverInfo,omitempty"`
+
+	// tools are the tool definitions the server offers, after
+	// spec.toolFilter, sorted by exposed name. When Ready is False they are
+	// the ones from the last successful discovery.
+	// +optional
+	// +listType=atomic
+	Tools []Tool `json:"tools,omitempty"`
+
+	// toolCount is the number of tools in status.tools.
+	// +optional
+	ToolCount int32 `json:"toolCount"`
+
+	// toolsHash is the SHA-256 of the sorted tool list: it changes exactly
+	// when a published tool definition changes.
+	// +optional
+	ToolsHash string `json:"toolsHash,omitempty"`
+
+	// lastSyncTime is when a discovery result was last written. A refresh
+	// that finds nothing new does not move it, so that an unchanged server
+	// costs no writes to the API server.
+	// +optional
+	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+
+	// lastChangeTime is when the published tool list last changed.
+	// +optional
+	LastChangeTime *metav1.Time `json:"lastChangeTime,omitempty"`
+}
+
+// ServerInfo is what the server said about itself during initialize.
+type ServerInfo struct {
+	// name the server gave.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// version the server gave.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// protocolVersion is the MCP revision negotiated, for example 2025-06-18.
+	// +optional
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
+	// transport is the transport in use: SSE or StreamableHTTP.
+	// +optional
+	Transport TransportType `json:"transport,omitempty"`
+	// listChanged is true when the server announced that it notifies
+	// clients when its tool list changes.
+	// +optional
+	ListChanged bool `json:"listChanged,omitempty"`
+}
+
+// Tool is one tool definition as the server sent it, under its exposed name.
+type Tool struct {
+	// name is the exposed name, mcp_{prefix}_{tool} sanitized to
+	// ^[a-zA-Z][a-zA-Z0-9_-]{0,63}$.
+	// +required
+	Name string `json:"name"`
+	// originalName is the tool's name on the server, used to call it.
+	// +required
+	OriginalName string `json:"originalName"`
+	// title is the tool's human-readable title, if it has one.
+	// +optional
+	Title string `json:"title,omitempty"`
+	// description as the server sent it.
+	// +optional
+	Description string `json:"description,omitempty"`
+	// inputSchema is the JSON Schema of the arguments, exactly as the server
+	// sent it; {"type":"object","properties":{}} when it sent none.
+	// +required
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	InputSchema runtime.RawExtension `json:"inputSchema"`
+	// outputSchema is the JSON Schema of structured results, if the server
+	// sent one.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	OutputSchema *runtime.RawExtension `json:"outputSchema,omitempty"`
+	// annotations are the server's hints about the tool's behaviour.
+	// +optional
+	Annotations *ToolAnnotations `json:"annotations,omitempty"`
+	// hash is the SHA-256 of the tool's canonical definition (original
+	// name, title, description, schemas, annotations) as the server sent it.
+	// +required
+	Hash string `json:"hash"`
+}
+
+// ToolAnnotations are hints a server gives about a tool. They are hints, not
+// guarantees: a server can say anything.
+type ToolAnnotations struct {
+	// title is a human-readable title for the tool.
+	// +optional
+	Title string `json:"title,omitempty"`
+	// readOnlyHint: the tool does not change its environment.
+	// +optional
+	ReadOnlyHint *bool `json:"readOnlyHint,omitempty"`
+	// destructiveHint: the tool may destroy data.
+	// +optional
+	DestructiveHint *bool `json:"destructiveHint,omitempty"`
+	// idempotentHint: calling it again with the same arguments has no
+	// further effect.
+	// +optional
+	IdempotentHint *bool `json:"idempotentHint,omitempty"`
+	// openWorldHint: the tool reaches outside systems.
+	// +optional
+	OpenWorldHint *bool `json:"openWorldHint,omitempty"`
+}
+
+// MCPServer points at one MCP server; the controller publishes its tools in
+// status.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=mcps,categories=mcp
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Tools",type=integer,JSONPath=`.status.toolCount`
+// +kubebuilder:printcolumn:name="Transport",type=string,JSONPath=`.status.serverInfo.transport`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Message",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+type MCPServer struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec says where the server is and how to talk to it.
+	// +required
+	Spec MCPServerSpec `json:"spec"`
+
+	// status is what the controller last learned from the server.
+	// +optional
+	Status MCPServerStatus `json:"status,omitempty"`
+}
+
+// MCPServerList is a list of MCPServers.
+//
+// +kubebuilder:object:root=true
+type MCPServerList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []MCPServer `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&MCPServer{}, &MCPServerList{})
+}

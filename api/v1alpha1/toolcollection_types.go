@@ -1,0 +1,205 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ToolCollectionSpec selects MCPServers in the collection's namespace and
+// shapes their tools into one menu.
+type ToolCollectionSpec struct {
+	// servers selects the MCPServers whose tools the collection offers.
+	// +required
+	Servers ServerSelection `json:"servers"`
+
+	// tools filters and renames the selected servers' tools.
+	// +optional
+	Tools *ToolSelection `json:"tools,omitempty"`
+
+	// maxTools caps the number of tools in the menu; tools past it, in name
+	// order, are left out and a condition says so. Many function-calling
+	// APIs accept at most 128 tools per request. 1 to 10000.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	MaxTools *int32 `json:"maxTools,omitempty"`
+}
+
+// ServerSelection picks MCPServers by labels, by names, or both (the union).
+//
+// +kubebuilder:validation:XValidation:rule="has(self.selector) || (has(self.names) && size(self.names) > 0)",message="set selector, names, or both"
+type ServerSelection struct {
+	// selector matches MCPServers in this namespace by label. An empty
+	// selector {} matches every MCPServer in the namespace.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+
+	// names lists MCPServers in this namespace by name. At most 256.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=253
+	Names []string `json:"names,omitempty"`
+}
+
+// ToolSelection filters and renames tools by their exposed names.
+type ToolSelection struct {
+	// include keeps only tools whose exposed name matches one of these glob
+	// patterns (path.Match syntax). Empty keeps every tool. At most 128.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=128
+	// +kubebuilder:validation:items:MaxLength=256
+	Include []string `json:"include,omitempty"`
+
+	// exclude drops tools whose exposed name matches one of these glob
+	// patterns; exclude wins over include. At most 128.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=128
+	// +kubebuilder:validation:items:MaxLength=256
+	Exclude []string `json:"exclude,omitempty"`
+
+	// overrides rename tools or replace their descriptions. At most 512.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=512
+	Overrides []ToolOverride `json:"overrides,omitempty"`
+}
+
+// ToolOverride renames one tool or replaces its description.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.rename) || has(self.description)",message="an override sets rename, description, or both"
+type ToolOverride struct {
+	// name is the exposed name as the MCPServer publishes it.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Name string `json:"name"`
+
+	// rename is the final exposed name, used as given (not prefixed) and
+	// checked for conflicts like any other name.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9_-]+$`
+	Rename string `json:"rename,omitempty"`
+
+	// description replaces the tool's description. At most 8192 characters.
+	// +optional
+	// +kubebuilder:validation:MaxLength=8192
+	Description *string `json:"description,omitempty"`
+}
+
+// ToolCollectionStatus is the resolved menu.
+type ToolCollectionStatus struct {
+	// observedGeneration is the generation the status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Ready, Degraded, Conflicts, Reconciling and Stalled.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// servers are the selected MCPServers, sorted by name.
+	// +optional
+	// +listType=atomic
+	Servers []CollectionServer `json:"servers,omitempty"`
+
+	// tools are the menu's tools, sorted by name. Their definitions stay in
+	// the MCPServers' status.
+	// +optional
+	// +listType=atomic
+	Tools []CollectionTool `json:"tools,omitempty"`
+
+	// conflicts lists every exposed name offered by more than one server.
+	// +optional
+	// +listType=atomic
+	Conflicts []ToolConflict `json:"conflicts,omitempty"`
+
+	// serverCount is the number of selected servers.
+	// +optional
+	ServerCount int32 `json:"serverCount"`
+
+	// toolCount is the number of tools in the menu.
+	// +optional
+	ToolCount int32 `json:"toolCount"`
+
+	// conflictCount is the number of entries in conflicts.
+	// +optional
+	ConflictCount int32 `json:"conflictCount"`
+
+	// menuHash changes exactly when what an agent would see changes: names,
+	// descriptions, schemas.
+	// +optional
+	MenuHash string `json:"menuHash,omitempty"`
+}
+
+// CollectionServer is one selected MCPServer.
+type CollectionServer struct {
+	// name of the MCPServer.
+	Name string `json:"name"`
+	// ready is whether the MCPServer is Ready; the tools of one that is not
+	// are left out until it recovers.
+	Ready bool `json:"ready"`
+	// toolCount is the number of its tools in the menu.
+	ToolCount int32 `json:"toolCount"`
+}
+
+// CollectionTool is one tool of the menu.
+type CollectionTool struct {
+	// name is the exposed name in this collection.
+	Name string `json:"name"`
+	// server is the MCPServer that serves it.
+	Server string `json:"server"`
+	// originalName is the tool's name on that server.
+	OriginalName string `json:"originalName"`
+}
+
+// ToolConflict is an exposed name offered by more than one server.
+type ToolConflict struct {
+	// name is the contested exposed name.
+	Name string `json:"name"`
+	// servers offering it, sorted; the first one wins.
+	// +listType=atomic
+	Servers []string `json:"servers"`
+}
+
+// ToolCollection is the menu one agent, or one team, is given.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=tc,categories=mcp
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Servers",type=integer,JSONPath=`.status.serverCount`
+// +kubebuilder:printcolumn:name="Tools",type=integer,JSONPath=`.status.toolCount`
+// +kubebuilder:printcolumn:name="Conflicts",type=integer,JSONPath=`.status.conflictCount`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Message",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+type ToolCollection struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec selects servers and shapes their tools.
+	// +required
+	Spec ToolCollectionSpec `json:"spec"`
+
+	// status is the resolved menu.
+	// +optional
+	Status ToolCollectionStatus `json:"status,omitempty"`
+}
+
+// ToolCollectionList is a list of ToolCollections.
+//
+// +kubebuilder:object:root=true
+type ToolCollectionList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ToolCollection `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ToolCollection{}, &ToolCollectionList{})
+}

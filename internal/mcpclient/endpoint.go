@@ -1,0 +1,98 @@
+package mcpclient
+
+import (
+	"crypto/tls"
+	"net"
+	"net/http"
+	"net/url"
+	"sync/atomic"
+	"time"
+)
+
+// Transport names an MCP transport over HTTP.
+type Transport string
+
+const (
+	// TransportAuto tries Streamable HTTP and falls back to SSE.
+	TransportAuto Transport = "Auto"
+	// TransportSSE is the 2024-11-05 HTTP+SSE transport.
+	TransportSSE Transport = "SSE"
+	// TransportStreamableHTTP is the 2025-03-26 Streamable HTTP transport.
+	TransportStreamableHTTP Transport = "StreamableHTTP"
+)
+
+// Endpoint is everything needed to reach one MCP server.
+type Endpoint struct {
+	// URL of the MCP endpoint (the /sse stream for SSE servers).
+	URL string
+	// Transport to use; empty means TransportAuto.
+	Transport Transport
+	// Headers sent on every request. Their values are treated as secrets:
+	// they never appear in errors.
+	Headers map[string]string
+	// TLS configures certificate verification; nil uses the system roots.
+	TLS *tls.Config
+	// Timeout bounds connecting, each request and the wait for response
+	// headers.
+	Timeout time.Duration
+}
+
+// redactedURL is the endpoint as errors may show it: no user info, no query.
+func (e Endpoint) redactedURL() string {
+	u, err := url.Parse(e.URL)
+	if err != nil {
+		return "the configured URL"
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
+}
+
+func (e Endpoint) timeout() time.Duration {
+	if e.Timeout <= 0 {
+		return 30 * time.Second
+	}
+	return e.Timeout
+}
+
+// httpClient builds the client one session uses. It has no overall timeout
+// because SSE streams live as long as the session; the dial, TLS handshake
+// and response headers are bounded instead, and every request carries a
+// context deadline.
+func (e Endpoint) httpClient(status *statusRecorder) *http.Client {
+	timeout := e.timeout()
+	base := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:       e.TLS,
+		TLSHandshakeTimeout:   timeout,
+		ResponseHeaderTimeout: timeout,
+		MaxIdleConnsPerHost:   8,
+		IdleConnTimeout:       90 * time.Second,
+		ForceAttemptHTTP2:     true,
+	}
+	return &http.Client{
+		Transport: &statusRecordingTransport{next: base, status: status},
+		// Redirects could carry our headers to another host; MCP endpoints
+		// do not redirect, so refuse to follow.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// statusRecorder remembers the last HTTP error status a server answered, so
+// that a failure can be reported as "HTTP 403" whatever error text the MCP
+// library wrapped around it.
+type statusRecorder struct{ code atomic.Int32 }
+
+func (s *statusRecorder) last() int { return int(s.code.Load()) }
+
+type statusRecordingTransport struct {
+	next   http.RoundTripper
+	status *statusRecorder
+}
+
+func (t *statusRecordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err == nil && resp.StatusCode >= 300 && req.Method != http.MethodDelete {
+		t.status.code.Store(int32(resp.StatusCode))
+	}
+	return resp, err
+}

@@ -1,0 +1,275 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolmesh/mcp-operator/internal/testmcp"
+)
+
+func startServer(t *testing.T, opts testmcp.Options) *testmcp.Server {
+	t.Helper()
+	s, err := testmcp.Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+func connectT(t *testing.T, ep Endpoint, onChange func()) *Session {
+	t.Helper()
+	if ep.Timeout == 0 {
+		ep.Timeout = 5 * time.Second
+	}
+	s, err := Connect(context.Background(), ep, onChange)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func TestDiscoveryOverEveryTransport(t *testing.T) {
+	tests := []struct {
+		name   string
+		server testmcp.Transport
+		ask    Transport
+	}{
+		{"SSE asked for", testmcp.SSE, TransportSSE},
+		{"Streamable HTTP asked for", testmcp.StreamableHTTP, TransportStreamableHTTP},
+		{"Auto detects SSE", testmcp.SSE, TransportAuto},
+		{"Auto detects Streamable HTTP", testmcp.StreamableHTTP, TransportAuto},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := startServer(t, testmcp.Options{Transport: tt.server, PageSize: 2})
+			names := make([]string, 25)
+			for i := range names {
+				names[i] = fmt.Sprintf("tool%02d", i)
+			}
+			srv.AddTools(names...)
+
+			s := connectT(t, Endpoint{URL: srv.URL(), Transport: tt.ask}, nil)
+			if got := s.Info().Transport; got != Transport(tt.server) {
+				t.Errorf("transport: got %s, want %s", got, tt.server)
+			}
+			if s.Info().Name != "testmcp" || s.Info().ProtocolVersion == "" {
+				t.Errorf("server info: %+v", s.Info())
+			}
+			list, err := s.ListTools(context.Background(), DefaultLimits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, tool := range list.Tools {
+				got = append(got, tool.Name)
+			}
+			if !reflect.DeepEqual(got, names) || list.Truncated {
+				t.Errorf("tools over 13 pages: got %v (truncated %v), want %v", got, list.Truncated, names)
+			}
+		})
+	}
+}
+
+func TestSchemaIsKeptAsTheServerSentIt(t *testing.T) {
+	srv := startServer(t, testmcp.Options{Transport: testmcp.StreamableHTTP})
+	schema := `{"type":"object","title":"Query","$defs":{"unit":{"enum":["c","f"]}},` +
+		`"properties":{"where":{"anyOf":[{"type":"string"},{"type":"object","properties":{"lat":{"type":"number"}}}]},` +
+		`"unit":{"$ref":"#/$defs/unit"}},"additionalProperties":false,"x-vendor":{"nested":[1,2.5,"three"]}}`
+	srv.AddTool("weather", "Weather at a place", schema)
+	srv.MCP.AddTool(mcpToolWithoutSchema("bare"), nil)
+
+	s := connectT(t, Endpoint{URL: srv.URL()}, nil)
+	list, err := s.ListTools(context.Background(), DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]Tool{}
+	for _, tool := range list.Tools {
+		byName[tool.Name] = tool
+	}
+	assertJSONEqual(t, byName["weather"].InputSchema, schema)
+	if byName["weather"].Description != "Weather at a place" {
+		t.Errorf("description: %q", byName["weather"].Description)
+	}
+	assertJSONEqual(t, byName["bare"].InputSchema, `{"type":"object","properties":{}}`)
+}
+
+func TestHashIgnoresKeyOrderButNotContent(t *testing.T) {
+	a := Tool{Name: "t", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}}}`)}
+	b := Tool{Name: "t", InputSchema: json.RawMessage(`{ "properties": {"a": {"type":"string"}}, "type": "object" }`)}
+	c := Tool{Name: "t", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"integer"}}}`)}
+	d := b
+	d.Description = "changed"
+	if a.Hash() != b.Hash() {
+		t.Error("key order or spacing changed the hash")
+	}
+	if a.Hash() == c.Hash() || b.Hash() == d.Hash() {
+		t.Error("a changed schema or description kept the hash")
+	}
+}
+
+func TestListChangedNotification(t *testing.T) {
+	for _, transport := range []testmcp.Transport{testmcp.SSE, testmcp.StreamableHTTP} {
+		t.Run(string(transport), func(t *testing.T) {
+			srv := startServer(t, testmcp.Options{Transport: transport, ListChanged: true})
+			srv.AddTools("first")
+			changed := make(chan struct{}, 10)
+			s := connectT(t, Endpoint{URL: srv.URL()}, func() { changed <- struct{}{} })
+			if !s.Info().ListChanged {
+				t.Fatal("server announced listChanged but the session did not see it")
+			}
+			// The GET stream of Streamable HTTP opens after initialize;
+			// notify until one arrives rather than racing it.
+			deadline := time.After(10 * time.Second)
+			for i := 0; ; i++ {
+				srv.AddTools(fmt.Sprintf("added%d", i))
+				select {
+				case <-changed:
+					return
+				case <-time.After(200 * time.Millisecond):
+				case <-deadline:
+					t.Fatal("no list_changed notification within 10s")
+				}
+			}
+		})
+	}
+}
+
+func TestFailuresAreClassified(t *testing.T) {
+	refused := func(t *testing.T) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		return "http://" + addr + "/mcp"
+	}
+	silent := func(t *testing.T) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				t.Cleanup(func() { conn.Close() })
+			}
+		}()
+		return "http://" + ln.Addr().String() + "/mcp"
+	}
+	handler := func(h http.HandlerFunc) func(t *testing.T) string {
+		return func(t *testing.T) string {
+			srv := httptest.NewServer(h)
+			t.Cleanup(srv.Close)
+			return srv.URL + "/mcp"
+		}
+	}
+	tests := []struct {
+		name    string
+		url     func(t *testing.T) string
+		headers map[string]string
+		want    ErrorKind
+	}{
+		{"connection refused", refused, nil, ErrUnreachable},
+		{"server that never answers", silent, nil, ErrTimeout},
+		{"HTTP 401", handler(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(401) }), nil, ErrUnauthorized},
+		{"HTTP 403", handler(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(403) }), nil, ErrForbidden},
+		{"HTTP 500", handler(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(500) }), nil, ErrHTTPStatus},
+		{"malformed JSON", handler(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{`))
+		}), nil, ErrMalformedResponse},
+		{"JSON-RPC error echoing a secret", handler(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			var req struct {
+				ID json.RawMessage `json:"id"`
+			}
+			_ = json.NewDecoder(r.Body).Decode(&req)
+			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"bad token %s"}}`, req.ID, r.Header.Get("X-Token"))
+		}), map[string]string{"X-Token": "s3cr3t-marker"}, ErrProtocol},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Connect(context.Background(), Endpoint{URL: tt.url(t), Transport: TransportStreamableHTTP, Headers: tt.headers, Timeout: time.Second}, nil)
+			if err == nil {
+				t.Fatal("connect succeeded")
+			}
+			if got := KindOf(err); got != tt.want {
+				t.Errorf("kind: got %q, want %q (%v)", got, tt.want, err)
+			}
+			if strings.Contains(err.Error(), "s3cr3t-marker") {
+				t.Errorf("message leaks a header value: %v", err)
+			}
+		})
+	}
+}
+
+func TestAuthHeaderIsSent(t *testing.T) {
+	srv := startServer(t, testmcp.Options{Transport: testmcp.StreamableHTTP})
+	srv.SetRequiredHeader("Authorization", "Bearer right")
+	srv.AddTools("a")
+	_, err := Connect(context.Background(), Endpoint{URL: srv.URL(), Timeout: 2 * time.Second}, nil)
+	if KindOf(err) != ErrUnauthorized {
+		t.Fatalf("without the header: got %v, want Unauthorized", err)
+	}
+	s := connectT(t, Endpoint{URL: srv.URL(), Headers: map[string]string{"Authorization": "Bearer right"}}, nil)
+	if _, err := s.ListTools(context.Background(), DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLimitsTruncateVisibly(t *testing.T) {
+	srv := startServer(t, testmcp.Options{Transport: testmcp.StreamableHTTP, PageSize: 3})
+	srv.AddTools("a", "b", "c", "d", "e", "f", "g")
+	s := connectT(t, Endpoint{URL: srv.URL()}, nil)
+	tests := []struct {
+		name      string
+		limits    Limits
+		wantCount int
+		truncated bool
+	}{
+		{"tool cap", Limits{MaxPages: 10, MaxTools: 5}, 5, true},
+		{"page cap", Limits{MaxPages: 2, MaxTools: 100}, 6, true},
+		{"within both", Limits{MaxPages: 3, MaxTools: 7}, 7, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			list, err := s.ListTools(context.Background(), tt.limits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(list.Tools) != tt.wantCount || list.Truncated != tt.truncated {
+				t.Errorf("got %d tools, truncated %v; want %d, %v", len(list.Tools), list.Truncated, tt.wantCount, tt.truncated)
+			}
+		})
+	}
+}
+
+func assertJSONEqual(t *testing.T, got json.RawMessage, want string) {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("got invalid JSON %s: %v", got, err)
+	}
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(g, w) {
+		t.Errorf("JSON differs:\n got %s\nwant %s", got, want)
+	}
+}

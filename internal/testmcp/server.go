@@ -1,0 +1,183 @@
+// Package testmcp starts real MCP servers (mark3labs/mcp-go's server side)
+// over real HTTP on 127.0.0.1 for tests: SSE or Streamable HTTP, with tools
+// that can be added and removed at runtime, an optional required header, a
+// count of initialize requests, and stop/restart on the same address.
+package testmcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// Transport of a test server.
+type Transport string
+
+const (
+	SSE            Transport = "SSE"
+	StreamableHTTP Transport = "StreamableHTTP"
+)
+
+// Options configure a test server.
+type Options struct {
+	Transport Transport
+	// PageSize paginates tools/list when above zero.
+	PageSize int
+	// ListChanged announces tools.listChanged.
+	ListChanged bool
+	// RequireHeader, when Name is set, answers 401 to requests without
+	// that header value.
+	RequireHeader struct{ Name, Value string }
+}
+
+// Server is a running MCP server. Stop it with Stop (tests register it with
+// their cleanup).
+type Server struct {
+	MCP         *server.MCPServer
+	opts        Options
+	addr        string
+	initializes atomic.Int64
+	required    atomic.Pointer[[2]string]
+
+	mu   sync.Mutex
+	http *http.Server
+	sse  *server.SSEServer
+	live *server.StreamableHTTPServer
+}
+
+// Start starts a server on a free loopback port.
+func Start(opts Options) (*Server, error) {
+	s := &Server{opts: opts}
+	hooks := &server.Hooks{}
+	hooks.AddAfterInitialize(func(context.Context, any, *mcp.InitializeRequest, *mcp.InitializeResult) {
+		s.initializes.Add(1)
+	})
+	serverOpts := []server.ServerOption{server.WithToolCapabilities(opts.ListChanged), server.WithHooks(hooks)}
+	if opts.PageSize > 0 {
+		serverOpts = append(serverOpts, server.WithPaginationLimit(opts.PageSize))
+	}
+	s.MCP = server.NewMCPServer("testmcp", "1.0.0", serverOpts...)
+	if opts.RequireHeader.Name != "" {
+		s.SetRequiredHeader(opts.RequireHeader.Name, opts.RequireHeader.Value)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	s.addr = ln.Addr().String()
+	s.serve(ln)
+	return s, nil
+}
+
+// URL is the MCP endpoint: /sse for SSE, /mcp for Streamable HTTP.
+func (s *Server) URL() string {
+	if s.opts.Transport == SSE {
+		return "http://" + s.addr + "/sse"
+	}
+	return "http://" + s.addr + "/mcp"
+}
+
+// Initializes counts the initialize requests served so far.
+func (s *Server) Initializes() int64 { return s.initializes.Load() }
+
+// SetRequiredHeader changes the header value requests must carry.
+func (s *Server) SetRequiredHeader(name, value string) {
+	s.required.Store(&[2]string{name, value})
+}
+
+// AddTool adds a tool whose input schema is the given JSON, kept as it is.
+func (s *Server) AddTool(name, description, inputSchema string) {
+	tool := mcp.NewToolWithRawSchema(name, description, json.RawMessage(inputSchema))
+	s.MCP.AddTool(tool, echoHandler(name))
+}
+
+// AddTools adds many tools with a small schema, announcing them once.
+func (s *Server) AddTools(names ...string) {
+	tools := make([]server.ServerTool, len(names))
+	for i, name := range names {
+		tools[i] = server.ServerTool{
+			Tool:    mcp.NewToolWithRawSchema(name, "tool "+name, json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}}}`)),
+			Handler: echoHandler(name),
+		}
+	}
+	s.MCP.AddTools(tools...)
+}
+
+func echoHandler(name string) server.ToolHandlerFunc {
+	return func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args, _ := json.Marshal(req.GetArguments())
+		return mcp.NewToolResultText(fmt.Sprintf("%s %s", name, args)), nil
+	}
+}
+
+func (s *Server) serve(ln net.Listener) {
+	mux := http.NewServeMux()
+	if s.opts.Transport == SSE {
+		sse := server.NewSSEServer(s.MCP, server.WithBaseURL("http://"+s.addr), server.WithKeepAlive(false))
+		mux.Handle("/sse", sse.SSEHandler())
+		mux.Handle("/message", sse.MessageHandler())
+		s.sse = sse
+	} else {
+		live := server.NewStreamableHTTPServer(s.MCP, server.WithEndpointPath("/mcp"))
+		mux.Handle("/mcp", live)
+		s.live = live
+	}
+	srv := &http.Server{Handler: s.requireHeader(mux), ReadHeaderTimeout: 5 * time.Second}
+	s.mu.Lock()
+	s.http = srv
+	s.mu.Unlock()
+	go func() { _ = srv.Serve(ln) }()
+}
+
+func (s *Server) requireHeader(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if req := s.required.Load(); req != nil && r.Method != http.MethodDelete && r.Header.Get(req[0]) != req[1] {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Stop closes the listener and every open connection and stream.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	srv, sse, live := s.http, s.sse, s.live
+	s.http = nil
+	s.mu.Unlock()
+	if srv == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if sse != nil {
+		sse.CloseSessions()
+	}
+	if live != nil {
+		live.CloseSessions(ctx)
+	}
+	_ = srv.Close()
+}
+
+// Restart serves again on the same address after Stop, keeping the tools.
+func (s *Server) Restart() error {
+	var ln net.Listener
+	var err error
+	for range 50 {
+		if ln, err = net.Listen("tcp", s.addr); err == nil {
+			s.serve(ln)
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return errors.Join(fmt.Errorf("listening again on %s", s.addr), err)
+}
