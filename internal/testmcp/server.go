@@ -46,6 +46,7 @@ type Server struct {
 	opts        Options
 	addr        string
 	initializes atomic.Int64
+	lists       atomic.Int64
 	required    atomic.Pointer[[2]string]
 
 	mu   sync.Mutex
@@ -60,6 +61,9 @@ func Start(opts Options) (*Server, error) {
 	hooks := &server.Hooks{}
 	hooks.AddAfterInitialize(func(context.Context, any, *mcp.InitializeRequest, *mcp.InitializeResult) {
 		s.initializes.Add(1)
+	})
+	hooks.AddAfterListTools(func(context.Context, any, *mcp.ListToolsRequest, *mcp.ListToolsResult) {
+		s.lists.Add(1)
 	})
 	serverOpts := []server.ServerOption{server.WithToolCapabilities(opts.ListChanged), server.WithHooks(hooks)}
 	if opts.PageSize > 0 {
@@ -88,6 +92,9 @@ func (s *Server) URL() string {
 
 // Initializes counts the initialize requests served so far.
 func (s *Server) Initializes() int64 { return s.initializes.Load() }
+
+// ToolLists counts the tools/list requests (pages) served so far.
+func (s *Server) ToolLists() int64 { return s.lists.Load() }
 
 // SetRequiredHeader changes the header value requests must carry.
 func (s *Server) SetRequiredHeader(name, value string) {

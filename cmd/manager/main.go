@@ -1,0 +1,95 @@
+// Command manager runs the mcp-operator: the MCPServer and ToolCollection
+// controllers (on the elected leader) and, on every replica, the catalog.
+package main
+
+import (
+	"flag"
+	"os"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/controller"
+	"github.com/toolmesh/mcp-operator/internal/mcpclient"
+)
+
+func main() {
+	var (
+		metricsAddr     string
+		probeAddr       string
+		leaderElect     bool
+		concurrency     int
+		statusBudget    int
+		maxToolPages    int
+		maxTools        int
+		leaderElectNSID string
+	)
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; 0 disables it.")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address /healthz and /readyz bind to.")
+	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader so that only one replica runs the controllers.")
+	flag.StringVar(&leaderElectNSID, "leader-election-namespace", "", "Namespace of the leader election Lease; defaults to the manager's own.")
+	flag.IntVar(&concurrency, "mcpserver-concurrency", 16, "How many MCPServers are discovered in parallel.")
+	flag.IntVar(&statusBudget, "status-tools-budget", controller.DefaultStatusBudget, "Most bytes of serialized tool definitions kept in one MCPServer's status.")
+	flag.IntVar(&maxToolPages, "max-tool-pages", mcpclient.DefaultLimits.MaxPages, "Most tools/list pages read from one server.")
+	flag.IntVar(&maxTools, "max-tools", mcpclient.DefaultLimits.MaxTools, "Most tools read from one server.")
+	opts := zap.Options{Development: false}
+	opts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	log := ctrl.Log.WithName("setup")
+
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(mcpv1alpha1.AddToScheme(scheme))
+
+	// --kubeconfig is registered by controller-runtime's config package.
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:  probeAddr,
+		LeaderElection:          leaderElect,
+		LeaderElectionID:        "mcp-operator.mcp.toolmesh.io",
+		LeaderElectionNamespace: leaderElectNSID,
+		// The new leader starts at once instead of waiting out the lease.
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		log.Error(err, "Creating the manager")
+		os.Exit(1)
+	}
+
+	ctx := ctrl.SetupSignalHandler()
+	if err := (&controller.MCPServerReconciler{
+		Client:                  mgr.GetClient(),
+		Recorder:                mgr.GetEventRecorder("mcpserver-controller"),
+		StatusBudget:            statusBudget,
+		Limits:                  mcpclient.Limits{MaxPages: maxToolPages, MaxTools: maxTools},
+		MaxConcurrentReconciles: concurrency,
+	}).SetupWithManager(ctx, mgr); err != nil {
+		log.Error(err, "Setting up the MCPServer controller")
+		os.Exit(1)
+	}
+
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		log.Error(err, "Adding the health check")
+		os.Exit(1)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		log.Error(err, "Adding the readiness check")
+		os.Exit(1)
+	}
+
+	log.Info("Starting the manager")
+	// SIGTERM cancels ctx: controllers drain, sessions close, the lease is
+	// released, then Start returns.
+	if err := mgr.Start(ctx); err != nil {
+		log.Error(err, "Running the manager")
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,300 @@
+// Package controller holds the operator's reconcilers: MCPServer, which
+// discovers a server's tools into status, and ToolCollection, which resolves
+// menus over them. They meet the catalog only through the API types.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/mcpclient"
+)
+
+const (
+	secretIndex    = ".spec.secretRefs"
+	configMapIndex = ".spec.configMapRefs"
+	// DefaultStatusBudget bounds the serialized tools in status, well under
+	// etcd's object limit of about 1.5 MiB.
+	DefaultStatusBudget = 768 << 10
+)
+
+// MCPServerReconciler connects to each MCPServer's endpoint, lists its tools
+// and publishes them in status, refreshing on spec.refreshInterval and when
+// the server announces a change.
+type MCPServerReconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	// StatusBudget is the most bytes of serialized tools kept in status.
+	StatusBudget int
+	// Limits bound how much of a tool list is read.
+	Limits mcpclient.Limits
+	// MaxConcurrentReconciles is how many servers are discovered at once.
+	MaxConcurrentReconciles int
+
+	sessions *sessionPool
+	changes  chan event.TypedGenericEvent[*mcpv1alpha1.MCPServer]
+}
+
+// +kubebuilder:rbac:groups=mcp.toolmesh.io,resources=mcpservers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=mcp.toolmesh.io,resources=mcpservers/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile brings one MCPServer's status in line with its server.
+func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	var srv mcpv1alpha1.MCPServer
+	if err := r.Get(ctx, req.NamespacedName, &srv); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.sessions.drop(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if srv.Spec.Suspend {
+		r.sessions.drop(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+
+	before := srv.DeepCopy()
+	if srv.Status.ObservedGeneration != srv.Generation {
+		r.warnIfInsecure(&srv)
+		markReconciling(&srv)
+		if err := r.patchStatus(ctx, before, &srv); err != nil {
+			return ctrl.Result{}, err
+		}
+		before = srv.DeepCopy()
+	}
+	defer func() {
+		if err := r.patchStatus(ctx, before, &srv); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+
+	resolved, err := r.resolveEndpoint(ctx, &srv)
+	if err != nil {
+		return r.failed(&srv, before, err)
+	}
+	discovered, info, err := r.discover(ctx, req.NamespacedName, resolved)
+	if err != nil {
+		return r.failed(&srv, before, err)
+	}
+	r.publish(&srv, before, discovered, info)
+	return ctrl.Result{RequeueAfter: wait.Jitter(durationOr(srv.Spec.RefreshInterval, time.Minute), 0.1)}, nil
+}
+
+// discover lists the server's tools over a held session, or a short-lived
+// one for servers that do not announce list changes.
+func (r *MCPServerReconciler) discover(ctx context.Context, key types.NamespacedName, resolved resolvedEndpoint) (mcpclient.ToolList, mcpclient.ServerInfo, error) {
+	session, closeAfter, err := r.sessions.get(ctx, key, resolved.endpoint, resolved.fingerprint)
+	if err != nil {
+		return mcpclient.ToolList{}, mcpclient.ServerInfo{}, err
+	}
+	if closeAfter {
+		defer session.Close()
+	}
+	list, err := session.ListTools(ctx, r.Limits)
+	if err != nil {
+		// The session may be what broke; the next attempt starts afresh.
+		r.sessions.drop(key)
+		return mcpclient.ToolList{}, mcpclient.ServerInfo{}, err
+	}
+	return list, session.Info(), nil
+}
+
+// publish writes a successful discovery into status and says what changed.
+func (r *MCPServerReconciler) publish(srv, before *mcpv1alpha1.MCPServer, list mcpclient.ToolList, info mcpclient.ServerInfo) {
+	prefix := srv.Spec.ToolPrefix
+	if prefix == "" {
+		prefix = srv.Name
+	}
+	all := publishedTools(prefix, list.Tools, srv.Spec.ToolFilter)
+	tools, left := withinBudget(all, r.StatusBudget)
+
+	srv.Status.ServerInfo = &mcpv1alpha1.ServerInfo{
+		Name: info.Name, Version: info.Version, ProtocolVersion: info.ProtocolVersion,
+		Transport: mcpv1alpha1.TransportType(info.Transport), ListChanged: info.ListChanged,
+	}
+	srv.Status.Tools = tools
+	srv.Status.ToolCount = int32(len(tools))
+	srv.Status.ToolsHash = toolsHash(tools)
+	switch {
+	case left > 0:
+		markTruncated(srv, mcpv1alpha1.ReasonStatusBudgetExceeded, fmt.Sprintf(
+			"%d of %d tools do not fit the status budget of %d bytes and are left out; narrow spec.toolFilter", left, len(all), r.StatusBudget))
+	case list.Truncated:
+		markTruncated(srv, mcpv1alpha1.ReasonTooManyTools, fmt.Sprintf(
+			"The server offers more tools than the %d tools in %d pages read; the first ones are kept", r.Limits.MaxTools, r.Limits.MaxPages))
+	default:
+		markTruncated(srv, "", "")
+	}
+	markReady(srv, fmt.Sprintf("Discovered %d tools", len(tools)))
+
+	now := metav1.Now()
+	changes := diffTools(before.Status.Tools, tools)
+	if !changes.empty() || before.Status.LastChangeTime == nil {
+		srv.Status.LastChangeTime = &now
+		if before.Status.LastChangeTime == nil {
+			r.Recorder.Eventf(srv, nil, corev1.EventTypeNormal, "ToolsDiscovered", "Discover", "Discovered %d tools", len(tools))
+		} else {
+			r.Recorder.Eventf(srv, nil, corev1.EventTypeNormal, "ToolsChanged", "Discover", "Tools changed: %s", changes)
+		}
+	}
+	if truncated := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionToolsTruncated); truncated != nil {
+		if old := meta.FindStatusCondition(before.Status.Conditions, mcpv1alpha1.ConditionToolsTruncated); old == nil || old.Message != truncated.Message {
+			r.Recorder.Eventf(srv, nil, corev1.EventTypeWarning, truncated.Reason, "Discover", truncated.Message)
+		}
+	}
+	if !statusEquality.DeepEqual(before.Status, srv.Status) {
+		srv.Status.LastSyncTime = &now
+	}
+}
+
+// failed records why discovery did not work and decides how to retry: a
+// spec that cannot work waits for a new spec; a missing Secret for the
+// Secret (it is watched); anything else backs off.
+func (r *MCPServerReconciler) failed(srv, before *mcpv1alpha1.MCPServer, err error) (ctrl.Result, error) {
+	var spec *specError
+	var reason, message string
+	switch {
+	case errors.As(err, &spec) && spec.terminal:
+		markStalled(srv, spec.reason, spec.message)
+		r.warnOnTransition(srv, before, spec.reason, spec.message)
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	case errors.As(err, &spec):
+		reason, message = spec.reason, spec.message
+	case mcpclient.KindOf(err) != "":
+		reason, message = string(mcpclient.KindOf(err)), err.Error()
+	default:
+		// Not the server's fault (for example the API server); retry.
+		return ctrl.Result{}, err
+	}
+	markFailed(srv, reason, message)
+	r.warnOnTransition(srv, before, reason, message)
+	if spec != nil {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, err
+}
+
+// warnOnTransition emits one Warning when Ready turns False for a new
+// reason, not on every retry.
+func (r *MCPServerReconciler) warnOnTransition(srv, before *mcpv1alpha1.MCPServer, reason, message string) {
+	old := meta.FindStatusCondition(before.Status.Conditions, mcpv1alpha1.ConditionReady)
+	if old == nil || old.Status != metav1.ConditionFalse || old.Reason != reason {
+		r.Recorder.Eventf(srv, nil, corev1.EventTypeWarning, reason, "Discover", message)
+	}
+}
+
+func (r *MCPServerReconciler) warnIfInsecure(srv *mcpv1alpha1.MCPServer) {
+	if srv.Spec.TLS != nil && srv.Spec.TLS.InsecureSkipVerify {
+		r.Recorder.Eventf(srv, nil, corev1.EventTypeWarning, "InsecureSkipVerify", "Configure",
+			"spec.tls.insecureSkipVerify is set: the server's certificate is not verified, so anyone on the path can read and change the traffic")
+	}
+}
+
+// patchStatus is the one place status is written; it writes nothing when
+// nothing changed, so an unchanged server costs no API writes.
+func (r *MCPServerReconciler) patchStatus(ctx context.Context, before, srv *mcpv1alpha1.MCPServer) error {
+	if statusEquality.DeepEqual(before.Status, srv.Status) {
+		return nil
+	}
+	if err := r.Status().Patch(ctx, srv, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("writing status of MCPServer %s: %w", srv.Name, err)
+	}
+	return nil
+}
+
+// SetupWithManager registers the controller, its indexes and its watches.
+func (r *MCPServerReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if r.StatusBudget == 0 {
+		r.StatusBudget = DefaultStatusBudget
+	}
+	if r.Limits == (mcpclient.Limits{}) {
+		r.Limits = mcpclient.DefaultLimits
+	}
+	r.changes = make(chan event.TypedGenericEvent[*mcpv1alpha1.MCPServer])
+	r.sessions = newSessionPool(func(key types.NamespacedName) {
+		obj := &mcpv1alpha1.MCPServer{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+		// Called from the MCP library's goroutines: never block them.
+		go func() {
+			select {
+			case r.changes <- event.TypedGenericEvent[*mcpv1alpha1.MCPServer]{Object: obj}:
+			case <-ctx.Done():
+			}
+		}()
+	})
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		r.sessions.closeAll()
+		return nil
+	})); err != nil {
+		return err
+	}
+
+	indexer := mgr.GetFieldIndexer()
+	if err := indexer.IndexField(ctx, &mcpv1alpha1.MCPServer{}, secretIndex, func(o client.Object) []string {
+		return secretsReferenced(o.(*mcpv1alpha1.MCPServer))
+	}); err != nil {
+		return err
+	}
+	if err := indexer.IndexField(ctx, &mcpv1alpha1.MCPServer{}, configMapIndex, func(o client.Object) []string {
+		return configMapsReferenced(o.(*mcpv1alpha1.MCPServer))
+	}); err != nil {
+		return err
+	}
+
+	concurrency := r.MaxConcurrentReconciles
+	if concurrency == 0 {
+		concurrency = 16
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&mcpv1alpha1.MCPServer{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.serversReferencing(secretIndex))).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.serversReferencing(configMapIndex))).
+		WatchesRawSource(source.Channel(r.changes, &handler.TypedEnqueueRequestForObject[*mcpv1alpha1.MCPServer]{})).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: concurrency,
+			// Unreachable servers are retried from 1s up to every minute.
+			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, time.Minute),
+		}).
+		Named("mcpserver").
+		Complete(r)
+}
+
+// serversReferencing maps a Secret or ConfigMap to the MCPServers that name it.
+func (r *MCPServerReconciler) serversReferencing(index string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list mcpv1alpha1.MCPServerList
+		if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{index: o.GetName()}); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Listing MCPServers that reference an object", "index", index, "name", o.GetName())
+			return nil
+		}
+		requests := make([]reconcile.Request, len(list.Items))
+		for i, item := range list.Items {
+			requests[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&item)}
+		}
+		return requests
+	}
+}

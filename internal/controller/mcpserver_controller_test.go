@@ -1,0 +1,298 @@
+package controller
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/testmcp"
+	"github.com/toolmesh/mcp-operator/internal/toolname"
+)
+
+var _ = Describe("The API", func() {
+	It("stores both kinds and serves their status subresource", func() {
+		ns := newNamespace()
+		srv := createServer(ns, "stored", "http://127.0.0.1:1/mcp")
+		Expect(fetch(srv).Spec.Transport).To(Equal(mcpv1alpha1.TransportAuto), "transport defaults to Auto")
+		Expect(fetch(srv).Spec.RefreshInterval.Duration).To(Equal(60 * time.Second))
+
+		tc := &mcpv1alpha1.ToolCollection{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "menu"},
+			Spec: mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{
+				Selector: &metav1.LabelSelector{},
+			}},
+		}
+		Expect(k8sClient.Create(ctx, tc)).To(Succeed())
+		tc.Status.ToolCount = 3
+		Expect(k8sClient.Status().Update(ctx, tc)).To(Succeed())
+		var got mcpv1alpha1.ToolCollection
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(tc), &got)).To(Succeed())
+		Expect(got.Status.ToolCount).To(BeEquivalentTo(3))
+		Expect(got.Spec.Servers.Selector).NotTo(BeNil())
+	})
+
+	DescribeTable("refuses specs that cannot work at create time",
+		func(mutate func(*mcpv1alpha1.MCPServer), message string) {
+			srv := &mcpv1alpha1.MCPServer{ObjectMeta: metav1.ObjectMeta{Namespace: "default", GenerateName: "bad-"},
+				Spec: mcpv1alpha1.MCPServerSpec{URL: "http://example.com/mcp"}}
+			mutate(srv)
+			err := k8sClient.Create(ctx, srv)
+			Expect(err).To(HaveOccurred())
+			Expect(err.Error()).To(ContainSubstring(message))
+		},
+		Entry("a URL that is not http(s)", func(s *mcpv1alpha1.MCPServer) { s.Spec.URL = "ftp://example.com/mcp" }, "url must be an absolute http or https URL"),
+		Entry("a URL without a host", func(s *mcpv1alpha1.MCPServer) { s.Spec.URL = "http:///mcp-path" }, "url must be an absolute http or https URL"),
+		Entry("both url and service", func(s *mcpv1alpha1.MCPServer) {
+			s.Spec.Service = &mcpv1alpha1.ServiceReference{Name: "tools", Port: 80}
+		}, "exactly one of url and service"),
+		Entry("neither url nor service", func(s *mcpv1alpha1.MCPServer) { s.Spec.URL = "" }, "exactly one of url and service"),
+		Entry("a refresh under 10s", func(s *mcpv1alpha1.MCPServer) { s.Spec.RefreshInterval = &metav1.Duration{Duration: 5 * time.Second} }, "refreshInterval must be at least 10s"),
+		Entry("a negative refresh", func(s *mcpv1alpha1.MCPServer) { s.Spec.RefreshInterval = &metav1.Duration{Duration: -time.Minute} }, "spec.refreshInterval"),
+		Entry("a timeout over 10m", func(s *mcpv1alpha1.MCPServer) { s.Spec.Timeout = &metav1.Duration{Duration: time.Hour} }, "timeout must be between 1s and 10m"),
+		Entry("an unknown transport", func(s *mcpv1alpha1.MCPServer) { s.Spec.Transport = "Carrier" }, "spec.transport"),
+		Entry("a header with both value and valueFrom", func(s *mcpv1alpha1.MCPServer) {
+			s.Spec.Headers = []mcpv1alpha1.HeaderSpec{{Name: "X-A", Value: ptr.To("v"),
+				ValueFrom: &mcpv1alpha1.HeaderValueSource{SecretKeyRef: mcpv1alpha1.KeyReference{Name: "s", Key: "k"}}}}
+		}, "exactly one of value and valueFrom"),
+		Entry("a prefix with dots", func(s *mcpv1alpha1.MCPServer) { s.Spec.ToolPrefix = "a.b" }, "spec.toolPrefix"),
+	)
+})
+
+var _ = Describe("MCPServer discovery", func() {
+	DescribeTable("discovers every tool over each transport, following pagination",
+		func(server testmcp.Transport, asked mcpv1alpha1.TransportType) {
+			ns := newNamespace()
+			mcp := startMCP(testmcp.Options{Transport: server, PageSize: 2})
+			names := toolNamesN("tool", 25)
+			mcp.AddTools(names...)
+			srv := createServer(ns, "paged", mcp.URL(), func(s *mcpv1alpha1.MCPServer) { s.Spec.Transport = asked })
+
+			Eventually(readyOf(srv)).Should(Equal("True/ToolsDiscovered"))
+			got := fetch(srv)
+			Expect(got.Status.ToolCount).To(BeEquivalentTo(25))
+			Expect(toolNames(srv)).To(Equal(exposed("paged", names...)))
+			Expect(got.Status.ServerInfo.Transport).To(BeEquivalentTo(server))
+			Expect(got.Status.ServerInfo.Name).To(Equal("testmcp"))
+			Expect(got.Status.ServerInfo.ProtocolVersion).NotTo(BeEmpty())
+			Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+			Expect(got.Status.ToolsHash).To(HaveLen(64))
+			Expect(got.Status.LastSyncTime).NotTo(BeNil())
+			Expect(meta.FindStatusCondition(got.Status.Conditions, mcpv1alpha1.ConditionReconciling)).To(BeNil())
+			Expect(meta.FindStatusCondition(got.Status.Conditions, mcpv1alpha1.ConditionStalled)).To(BeNil())
+			Eventually(eventsOf(srv)).Should(ContainElement("ToolsDiscovered: Discovered 25 tools"))
+		},
+		Entry("SSE, asked for", testmcp.SSE, mcpv1alpha1.TransportSSE),
+		Entry("Streamable HTTP, asked for", testmcp.StreamableHTTP, mcpv1alpha1.TransportStreamableHTTP),
+		Entry("SSE, detected by Auto", testmcp.SSE, mcpv1alpha1.TransportAuto),
+		Entry("Streamable HTTP, detected by Auto", testmcp.StreamableHTTP, mcpv1alpha1.TransportAuto),
+	)
+
+	It("exposes names that need sanitizing, and keeps colliding tools apart", func() {
+		ns := newNamespace()
+		mcp := startMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
+		long := strings.Repeat("long", 25)
+		originals := []string{"files.read", "read file", "météo.prévision", long, "a.b", "a b"}
+		mcp.AddTools(originals...)
+		srv := createServer(ns, "names", mcp.URL(), func(s *mcpv1alpha1.MCPServer) { s.Spec.ToolPrefix = "wx" })
+
+		Eventually(readyOf(srv)).Should(Equal("True/ToolsDiscovered"))
+		byOriginal := map[string]string{}
+		for _, t := range fetch(srv).Status.Tools {
+			byOriginal[t.OriginalName] = t.Name
+		}
+		want := toolname.Expose("wx", originals)
+		for i, o := range originals {
+			Expect(byOriginal).To(HaveKeyWithValue(o, want[i]))
+			Expect(want[i]).To(MatchRegexp(`^[a-zA-Z][a-zA-Z0-9_-]{0,63}$`))
+		}
+		Expect(byOriginal["files.read"]).To(Equal("mcp_wx_files_read"))
+		Expect(byOriginal["météo.prévision"]).To(Equal("mcp_wx_m_t_o_pr_vision"))
+		Expect(byOriginal[long]).To(HaveLen(64))
+		Expect(byOriginal["a.b"]).NotTo(Equal(byOriginal["a b"]))
+		Expect(fetch(srv).Status.ToolCount).To(BeEquivalentTo(len(originals)), "no tool is dropped")
+	})
+
+	It("keeps input schemas exactly as the server sent them", func() {
+		ns := newNamespace()
+		mcp := startMCP(testmcp.Options{Transport: testmcp.SSE})
+		schema := `{"type":"object","title":"Forecast","$defs":{"unit":{"enum":["c","f"]}},` +
+			`"properties":{"where":{"anyOf":[{"type":"string"},{"type":"object","properties":{"lat":{"type":"number"},"lon":{"type":"number"}},"required":["lat","lon"]}]},` +
+			`"unit":{"$ref":"#/$defs/unit"},"days":{"type":"integer","minimum":1,"maximum":14}},"required":["where"],"additionalProperties":false}`
+		mcp.AddTool("forecast", "Weather forecast", schema)
+		srv := createServer(ns, "schemas", mcp.URL())
+
+		Eventually(readyOf(srv)).Should(Equal("True/ToolsDiscovered"))
+		tool := fetch(srv).Status.Tools[0]
+		Expect(string(tool.InputSchema.Raw)).To(MatchJSON(schema))
+		Expect(tool.Description).To(Equal("Weather forecast"))
+		Expect(tool.OriginalName).To(Equal("forecast"))
+	})
+
+	It("sees tools added and removed upstream within the refresh interval", func() {
+		ns := newNamespace()
+		mcp := startMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
+		mcp.AddTools("keep", "drop")
+		srv := createServer(ns, "live", mcp.URL(), every(10*time.Second))
+		Eventually(readyOf(srv)).Should(Equal("True/ToolsDiscovered"))
+
+		mcp.AddTools("fresh")
+		mcp.MCP.DeleteTools("drop")
+		Eventually(func() []string { return toolNames(srv) }, 25*time.Second).Should(Equal(exposed("live", "fresh", "keep")))
+		Eventually(eventsOf(srv)).Should(ContainElement("ToolsChanged: Tools changed: added mcp_live_fresh; removed mcp_live_drop"))
+	})
+
+	DescribeTable("sees a change at once when the server sends list_changed",
+		func(transport testmcp.Transport) {
+			ns := newNamespace()
+			mcp := startMCP(testmcp.Options{Transport: transport, ListChanged: true})
+			mcp.AddTools("first")
+			srv := createServer(ns, "notified", mcp.URL(), every(time.Hour))
+			Eventually(readyOf(srv)).Should(Equal("True/ToolsDiscovered"))
+			Expect(fetch(srv).Status.ServerInfo.ListChanged).To(BeTrue())
+			// The held session's listening stream opens just after initialize.
+			time.Sleep(500 * time.Millisecond)
+
+			mcp.AddTools("second")
+			Eventually(func() []string { return toolNames(srv) }, 5*time.Second).Should(Equal(exposed("notified", "first", "second")))
+		},
+		Entry("over SSE", testmcp.SSE),
+		Entry("over Streamable HTTP", testmcp.StreamableHTTP),
+	)
+
+	It("sends headers from a Secret, waits for a missing one, and follows its rotation", func() {
+		ns := newNamespace()
+		mcp := startMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
+		mcp.SetRequiredHeader("Authorization", "Bearer marker-v1-secret")
+		mcp.AddTools("private")
+		srv := createServer(ns, "authed", mcp.URL(), every(time.Hour), func(s *mcpv1alpha1.MCPServer) {
+			s.Spec.Headers = []mcpv1alpha1.HeaderSpec{
+				{Name: "Authorization", ValueFrom: &mcpv1alpha1.HeaderValueSource{SecretKeyRef: mcpv1alpha1.KeyReference{Name: "token", Key: "value"}}},
+				{Name: "X-Tenant", Value: ptr.To("blue")},
+			}
+		})
+		Eventually(readyOf(srv)).Should(Equal("False/SecretNotFound"))
+		Expect(meta.FindStatusCondition(fetch(srv).Status.Conditions, mcpv1alpha1.ConditionReady).Message).To(ContainSubstring("Secret token"))
+
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "token"},
+			StringData: map[string]string{"value": "Bearer marker-wrong-secret"}}
+		Expect(k8sClient.Create(ctx, secret)).To(Succeed())
+		Eventually(readyOf(srv)).Should(Equal("False/Unauthorized"))
+
+		secret.StringData = map[string]string{"value": "Bearer marker-v1-secret"}
+		Expect(k8sClient.Update(ctx, secret)).To(Succeed())
+		Eventually(readyOf(srv)).Should(Equal("True/ToolsDiscovered"))
+
+		// Rotation: the server wants a new token and has a new tool; the
+		// Secret update alone (refresh is an hour away) must bring both.
+		mcp.SetRequiredHeader("Authorization", "Bearer marker-v2-secret")
+		mcp.AddTools("rotated")
+		secret.StringData = map[string]string{"value": "Bearer marker-v2-secret"}
+		Expect(k8sClient.Update(ctx, secret)).To(Succeed())
+		Eventually(func() []string { return toolNames(srv) }).Should(Equal(exposed("authed", "private", "rotated")))
+
+		status, err := json.Marshal(fetch(srv).Status)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(status)).NotTo(ContainSubstring("marker-"), "a secret value reached status")
+		Expect(strings.Join(eventsOf(srv)(), "\n")).NotTo(ContainSubstring("marker-"), "a secret value reached an Event")
+	})
+
+	It("reports a server that went away, keeps its last tools, and recovers", func() {
+		ns := newNamespace()
+		mcp := startMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
+		mcp.AddTools("one", "two")
+		srv := createServer(ns, "flaky", mcp.URL(), every(10*time.Second))
+		Eventually(readyOf(srv)).Should(Equal("True/ToolsDiscovered"))
+
+		mcp.Stop()
+		Eventually(readyOf(srv), 25*time.Second).Should(Equal("False/Unreachable"))
+		down := fetch(srv)
+		Expect(down.Status.ToolCount).To(BeEquivalentTo(2), "the last good tools stay")
+		Expect(meta.FindStatusCondition(down.Status.Conditions, mcpv1alpha1.ConditionReady).Message).To(
+			ContainSubstring("refused the connection"))
+		Eventually(eventsOf(srv)).Should(containsSubstring("Unreachable: "))
+
+		Expect(mcp.Restart()).To(Succeed())
+		Eventually(readyOf(srv), 40*time.Second).Should(Equal("True/ToolsDiscovered"))
+	})
+
+	It("writes nothing when nothing changed over several refreshes", func() {
+		ns := newNamespace()
+		mcp := startMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
+		mcp.AddTools("steady")
+		srv := createServer(ns, "quiet", mcp.URL(), every(10*time.Second))
+		Eventually(readyOf(srv)).Should(Equal("True/ToolsDiscovered"))
+		settled := fetch(srv).ResourceVersion
+		lists := mcp.ToolLists()
+
+		Eventually(mcp.ToolLists, 35*time.Second, time.Second).Should(BeNumerically(">=", lists+2), "two refreshes happen")
+		Expect(fetch(srv).ResourceVersion).To(Equal(settled))
+		Expect(eventsOf(srv)()).To(HaveLen(1), "only the first discovery made an Event")
+	})
+
+	It("keeps status within its size budget and says what was left out", func() {
+		ns := newNamespace()
+		mcp := startMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
+		description := strings.Repeat("d", 4096)
+		for i := range 100 {
+			mcp.AddTool(fmt.Sprintf("big%03d", i), description, `{"type":"object"}`)
+		}
+		srv := createServer(ns, "huge", mcp.URL())
+		Eventually(readyOf(srv)).Should(Equal("True/ToolsDiscovered"))
+
+		got := fetch(srv)
+		Expect(got.Status.ToolCount).To(BeNumerically("<", 100))
+		Expect(got.Status.ToolCount).To(BeNumerically(">", 50))
+		raw, _ := json.Marshal(got.Status.Tools)
+		Expect(len(raw)).To(BeNumerically("<=", suiteStatusBudget))
+		Expect(got.Status.Tools[0].Name).To(Equal("mcp_huge_big000"), "the first tools in name order are kept")
+		truncated := meta.FindStatusCondition(got.Status.Conditions, mcpv1alpha1.ConditionToolsTruncated)
+		Expect(truncated).NotTo(BeNil())
+		Expect(truncated.Reason).To(Equal(mcpv1alpha1.ReasonStatusBudgetExceeded))
+		Expect(truncated.Message).To(ContainSubstring(fmt.Sprintf("%d of 100 tools", 100-got.Status.ToolCount)))
+		Eventually(eventsOf(srv)).Should(containsSubstring("StatusBudgetExceeded: "))
+	})
+
+	It("stalls on a spec that cannot work and resumes when it is fixed", func() {
+		ns := newNamespace()
+		mcp := startMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
+		mcp.AddTools("read_a", "read_b", "write_a")
+		srv := createServer(ns, "filtered", mcp.URL(), func(s *mcpv1alpha1.MCPServer) {
+			s.Spec.ToolFilter = &mcpv1alpha1.ToolFilter{Include: []string{"read_["}}
+		})
+		Eventually(readyOf(srv)).Should(Equal("False/InvalidSpec"))
+		stalled := fetch(srv)
+		Expect(meta.IsStatusConditionTrue(stalled.Status.Conditions, mcpv1alpha1.ConditionStalled)).To(BeTrue())
+		Expect(stalled.Status.ObservedGeneration).To(Equal(stalled.Generation))
+
+		stalled.Spec.ToolFilter = &mcpv1alpha1.ToolFilter{Include: []string{"read_*"}, Exclude: []string{"read_b"}}
+		Expect(k8sClient.Update(ctx, stalled)).To(Succeed())
+		Eventually(readyOf(srv)).Should(Equal("True/ToolsDiscovered"))
+		Expect(toolNames(srv)).To(Equal([]string{"mcp_filtered_read_a"}))
+		Expect(meta.FindStatusCondition(fetch(srv).Status.Conditions, mcpv1alpha1.ConditionStalled)).To(BeNil())
+	})
+
+	It("follows a spec change to a new generation", func() {
+		ns := newNamespace()
+		mcp := startMCP(testmcp.Options{Transport: testmcp.SSE, ListChanged: true})
+		mcp.AddTools("t")
+		srv := createServer(ns, "renamed", mcp.URL())
+		Eventually(readyOf(srv)).Should(Equal("True/ToolsDiscovered"))
+
+		got := fetch(srv)
+		got.Spec.ToolPrefix = "other"
+		Expect(k8sClient.Update(ctx, got)).To(Succeed())
+		Eventually(func() []string { return toolNames(srv) }).Should(Equal([]string{"mcp_other_t"}))
+		Eventually(readyOf(srv)).Should(Equal("True/ToolsDiscovered"))
+		Expect(fetch(srv).Status.ObservedGeneration).To(BeEquivalentTo(2))
+	})
+})

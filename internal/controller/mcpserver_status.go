@@ -1,0 +1,237 @@
+package controller
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path"
+	"reflect"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/conversion"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/mcpclient"
+	"github.com/toolmesh/mcp-operator/internal/toolname"
+)
+
+// statusEquality compares statuses as the API server sees them: schemas are
+// equal when their JSON is, since the API server re-encodes what it stores
+// (sorted keys, no spaces) and byte comparison would see a change on every
+// refresh.
+var statusEquality = func() conversion.Equalities {
+	e := equality.Semantic.Copy()
+	if err := e.AddFunc(func(a, b runtime.RawExtension) bool { return jsonEqual(a.Raw, b.Raw) }); err != nil {
+		panic(err)
+	}
+	return e
+}()
+
+func jsonEqual(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var va, vb any
+	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
+}
+
+// publishedTools filters a server's tools by spec.toolFilter, gives them
+// their exposed names and sorts them by that name.
+func publishedTools(prefix string, discovered []mcpclient.Tool, filter *mcpv1alpha1.ToolFilter) []mcpv1alpha1.Tool {
+	var kept []mcpclient.Tool
+	for _, t := range discovered {
+		if passesFilter(t.Name, filter) {
+			kept = append(kept, t)
+		}
+	}
+	originals := make([]string, len(kept))
+	for i, t := range kept {
+		originals[i] = t.Name
+	}
+	exposed := toolname.Expose(prefix, originals)
+	tools := make([]mcpv1alpha1.Tool, len(kept))
+	for i, t := range kept {
+		tools[i] = mcpv1alpha1.Tool{
+			Name:         exposed[i],
+			OriginalName: t.Name,
+			Title:        t.Title,
+			Description:  t.Description,
+			InputSchema:  runtime.RawExtension{Raw: t.InputSchema},
+			Annotations:  annotations(t.Annotations),
+			Hash:         t.Hash(),
+		}
+		if len(t.OutputSchema) > 0 {
+			tools[i].OutputSchema = &runtime.RawExtension{Raw: t.OutputSchema}
+		}
+	}
+	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
+	return tools
+}
+
+// passesFilter applies include (when set) then exclude, which wins. The
+// patterns were validated before discovery.
+func passesFilter(name string, filter *mcpv1alpha1.ToolFilter) bool {
+	if filter == nil {
+		return true
+	}
+	if len(filter.Include) > 0 && !matchesAny(name, filter.Include) {
+		return false
+	}
+	return !matchesAny(name, filter.Exclude)
+}
+
+func matchesAny(name string, patterns []string) bool {
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// annotations keeps the hints the API knows; a server that sends
+// something else there is not an error.
+func annotations(raw json.RawMessage) *mcpv1alpha1.ToolAnnotations {
+	if len(raw) == 0 {
+		return nil
+	}
+	var a mcpv1alpha1.ToolAnnotations
+	if err := json.Unmarshal(raw, &a); err != nil || a == (mcpv1alpha1.ToolAnnotations{}) {
+		return nil
+	}
+	return &a
+}
+
+// withinBudget keeps the first tools, in name order, whose serialized size
+// fits the budget: etcd refuses objects over about 1.5 MiB.
+func withinBudget(tools []mcpv1alpha1.Tool, budget int) (kept []mcpv1alpha1.Tool, left int) {
+	used := 0
+	for i, t := range tools {
+		raw, _ := json.Marshal(t)
+		if used+len(raw) > budget {
+			return tools[:i], len(tools) - i
+		}
+		used += len(raw)
+	}
+	return tools, 0
+}
+
+// toolsHash identifies the published list: the catalog revision for this
+// server.
+func toolsHash(tools []mcpv1alpha1.Tool) string {
+	h := sha256.New()
+	for _, t := range tools {
+		fmt.Fprintf(h, "%s\x00%s\x00", t.Name, t.Hash)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// toolChanges names what differs between two published lists.
+type toolChanges struct{ added, removed, changed []string }
+
+func (c toolChanges) empty() bool { return len(c.added)+len(c.removed)+len(c.changed) == 0 }
+
+// String reads as an Event message: "added a,b; removed c; changed d".
+func (c toolChanges) String() string {
+	var parts []string
+	for _, p := range []struct {
+		verb  string
+		names []string
+	}{{"added", c.added}, {"removed", c.removed}, {"changed", c.changed}} {
+		if len(p.names) > 0 {
+			parts = append(parts, p.verb+" "+abbreviate(p.names, 10))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func diffTools(before, after []mcpv1alpha1.Tool) toolChanges {
+	old := make(map[string]string, len(before))
+	for _, t := range before {
+		old[t.Name] = t.Hash
+	}
+	var c toolChanges
+	for _, t := range after {
+		hash, ok := old[t.Name]
+		switch {
+		case !ok:
+			c.added = append(c.added, t.Name)
+		case hash != t.Hash:
+			c.changed = append(c.changed, t.Name)
+		}
+		delete(old, t.Name)
+	}
+	for name := range old {
+		c.removed = append(c.removed, name)
+	}
+	sort.Strings(c.removed)
+	return c
+}
+
+// abbreviate lists at most n names, so that an Event stays short.
+func abbreviate(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ",")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ","), len(names)-n)
+}
+
+// setCondition sets one condition for the object's current generation.
+func setCondition(srv *mcpv1alpha1.MCPServer, condType string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&srv.Status.Conditions, metav1.Condition{
+		Type: condType, Status: status, Reason: reason, Message: message, ObservedGeneration: srv.Generation,
+	})
+}
+
+// markReconciling says a new generation is being worked on.
+func markReconciling(srv *mcpv1alpha1.MCPServer) {
+	setCondition(srv, mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonProgressing,
+		"Discovering the tools of generation "+fmt.Sprint(srv.Generation))
+	setCondition(srv, mcpv1alpha1.ConditionReady, metav1.ConditionUnknown, mcpv1alpha1.ReasonProgressing,
+		"Discovery in progress")
+}
+
+// markReady records a finished generation.
+func markReady(srv *mcpv1alpha1.MCPServer, message string) {
+	setCondition(srv, mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonToolsDiscovered, message)
+	meta.RemoveStatusCondition(&srv.Status.Conditions, mcpv1alpha1.ConditionReconciling)
+	meta.RemoveStatusCondition(&srv.Status.Conditions, mcpv1alpha1.ConditionStalled)
+	srv.Status.ObservedGeneration = srv.Generation
+}
+
+// markFailed records a failure that retrying may fix; the last good tools
+// stay in status.
+func markFailed(srv *mcpv1alpha1.MCPServer, reason, message string) {
+	if len(srv.Status.Tools) > 0 {
+		message += fmt.Sprintf(". Status keeps the %d tools of the last successful discovery", len(srv.Status.Tools))
+	}
+	setCondition(srv, mcpv1alpha1.ConditionReady, metav1.ConditionFalse, reason, message)
+	meta.RemoveStatusCondition(&srv.Status.Conditions, mcpv1alpha1.ConditionStalled)
+}
+
+// markStalled records a spec that cannot work until it changes.
+func markStalled(srv *mcpv1alpha1.MCPServer, reason, message string) {
+	setCondition(srv, mcpv1alpha1.ConditionStalled, metav1.ConditionTrue, reason, message)
+	setCondition(srv, mcpv1alpha1.ConditionReady, metav1.ConditionFalse, reason, message)
+	meta.RemoveStatusCondition(&srv.Status.Conditions, mcpv1alpha1.ConditionReconciling)
+	srv.Status.ObservedGeneration = srv.Generation
+}
+
+// markTruncated says whether every tool made it into status.
+func markTruncated(srv *mcpv1alpha1.MCPServer, reason, message string) {
+	if reason == "" {
+		meta.RemoveStatusCondition(&srv.Status.Conditions, mcpv1alpha1.ConditionToolsTruncated)
+		return
+	}
+	setCondition(srv, mcpv1alpha1.ConditionToolsTruncated, metav1.ConditionTrue, reason, message)
+}
