@@ -199,7 +199,3 @@ type ToolCollectionList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ToolCollection `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&ToolCollection{}, &ToolCollectionList{})
-}

@@ -77,11 +77,13 @@ func (r *MCPServerReconciler) resolveEndpoint(ctx context.Context, srv *mcpv1alp
 		}
 	}
 	raw, _ := json.Marshal(struct {
-		Endpoint mcpclient.Endpoint
-		Insecure bool
-		CA       []byte
-	}{Endpoint: mcpclient.Endpoint{URL: ep.URL, Transport: ep.Transport, Headers: ep.Headers, Timeout: ep.Timeout},
-		Insecure: ep.TLS != nil && ep.TLS.InsecureSkipVerify, CA: caPEM})
+		URL       string
+		Transport mcpclient.Transport
+		Headers   map[string]string
+		Timeout   time.Duration
+		Insecure  bool
+		CA        []byte
+	}{ep.URL, ep.Transport, ep.Headers, ep.Timeout, ep.TLS != nil && ep.TLS.InsecureSkipVerify, caPEM})
 	sum := sha256.Sum256(raw)
 	return resolvedEndpoint{endpoint: ep, fingerprint: hex.EncodeToString(sum[:])}, nil
 }

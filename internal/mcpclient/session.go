@@ -90,8 +90,10 @@ func connect(ctx context.Context, ep Endpoint, kind Transport, onToolsChanged fu
 		tr, err = transport.NewStreamableHTTP(ep.URL,
 			transport.WithHTTPBasicClient(httpClient),
 			transport.WithHTTPHeaders(ep.Headers),
-			// The GET stream carries list_changed between requests.
-			transport.WithContinuousListening(),
+			// The GET stream carries list_changed between requests. It needs
+			// a pre-2026-07-28 revision, which ProtocolVersion pins anyway.
+			transport.WithContinuousListening(), //nolint:staticcheck // see above
+
 			transport.WithHTTPLogger(quietLogger))
 	}
 	if err != nil {

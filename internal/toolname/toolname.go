@@ -15,9 +15,6 @@ const (
 	MaxLength = 64
 	// hashDigits is how many hex digits of SHA-256 tell names apart.
 	hashDigits = 8
-	// keptOnShorten is how much of a too-long name survives: the rest is
-	// "_" and the hash, so that the result is exactly MaxLength.
-	keptOnShorten = MaxLength - 1 - hashDigits
 )
 
 // Expose returns the exposed name of each tool of one server, in the order

@@ -1,0 +1,36 @@
+package controller
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/testmcp"
+)
+
+// A server nobody here wrote: the MCP reference server from npm.
+var _ = Describe("MCPServer against @modelcontextprotocol/server-everything", func() {
+	DescribeTable("discovers its tools",
+		func(mode string, transport mcpv1alpha1.TransportType) {
+			everything, err := testmcp.StartEverything(mode)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(everything.Stop)
+
+			srv := createServer(newNamespace(), "everything", everything.URL())
+			Eventually(readyOf(srv)).Should(Equal("True/ToolsDiscovered"))
+			got := fetch(srv)
+			Expect(got.Status.ServerInfo.Transport).To(Equal(transport))
+			Expect(got.Status.ToolCount).To(BeEquivalentTo(13), "13 tools for a client that does not declare roots")
+			Expect(toolNames(srv)).To(ContainElements("mcp_everything_echo", "mcp_everything_get-sum",
+				"mcp_everything_get-tiny-image", "mcp_everything_get-structured-content"))
+			for _, tool := range got.Status.Tools {
+				if tool.OriginalName == "get-sum" {
+					Expect(string(tool.InputSchema.Raw)).To(ContainSubstring(`"a"`))
+					Expect(string(tool.InputSchema.Raw)).To(ContainSubstring(`"b"`))
+				}
+			}
+		},
+		Entry("over SSE", "sse", mcpv1alpha1.TransportSSE),
+		Entry("over Streamable HTTP", "streamableHttp", mcpv1alpha1.TransportStreamableHTTP),
+	)
+})
