@@ -59,3 +59,38 @@ const (
 	// status size budget; the first ones in name order are kept.
 	ReasonStatusBudgetExceeded = "StatusBudgetExceeded"
 )
+
+// ToolCollection condition types, beside Ready, Reconciling and Stalled.
+const (
+	// ConditionDegraded is True when some selected MCPServers are not Ready;
+	// their tools are left out until they recover. Absent otherwise.
+	ConditionDegraded = "Degraded"
+	// ConditionConflicts is True when more than one tool claims an exposed
+	// name; the first server by name wins. Absent otherwise.
+	ConditionConflicts = "Conflicts"
+	// ConditionUnmatchedOverrides is True when spec.tools.overrides names a
+	// tool no selected, Ready server offers. Absent otherwise.
+	ConditionUnmatchedOverrides = "UnmatchedOverrides"
+	// ConditionTooManyTools is True when the menu was cut at spec.maxTools,
+	// or holds more tools than many function-calling APIs accept. Absent
+	// otherwise.
+	ConditionTooManyTools = "TooManyTools"
+)
+
+// Reasons for ToolCollection conditions.
+const (
+	// ReasonMenuResolved: the menu was resolved and serves tools.
+	ReasonMenuResolved = "MenuResolved"
+	// ReasonNoToolsServed: no selected MCPServer is Ready with tools.
+	ReasonNoToolsServed = "NoToolsServed"
+	// ReasonServersNotReady: some selected MCPServers are not Ready.
+	ReasonServersNotReady = "ServersNotReady"
+	// ReasonNameConflicts: exposed names are claimed more than once.
+	ReasonNameConflicts = "NameConflicts"
+	// ReasonOverrideTargetMissing: an override names a missing tool.
+	ReasonOverrideTargetMissing = "OverrideTargetMissing"
+	// ReasonMaxToolsExceeded: the menu was cut at spec.maxTools.
+	ReasonMaxToolsExceeded = "MaxToolsExceeded"
+	// ReasonOverFunctionCallingLimit: the menu holds more than 128 tools.
+	ReasonOverFunctionCallingLimit = "OverFunctionCallingLimit"
+)

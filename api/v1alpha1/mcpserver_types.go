@@ -241,6 +241,7 @@ type MCPServerStatus struct {
 
 	// toolCount is the number of tools in status.tools.
 	// +optional
+	// +kubebuilder:default=0
 	ToolCount int32 `json:"toolCount"`
 
 	// toolsHash is the SHA-256 of the sorted tool list: it changes exactly

@@ -59,10 +59,10 @@ type ToolSelection struct {
 	// +kubebuilder:validation:items:MaxLength=256
 	Exclude []string `json:"exclude,omitempty"`
 
-	// overrides rename tools or replace their descriptions. At most 512.
+	// overrides rename tools or replace their descriptions. The first
+	// override that matches a tool applies. At most 512.
 	// +optional
-	// +listType=map
-	// +listMapKey=name
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=512
 	Overrides []ToolOverride `json:"overrides,omitempty"`
 }
@@ -76,6 +76,13 @@ type ToolOverride struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
 	Name string `json:"name"`
+
+	// server limits the override to the tool of this MCPServer, to resolve
+	// a conflict between servers that publish the same name. Empty applies
+	// to the tool of that name on every selected server.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Server string `json:"server,omitempty"`
 
 	// rename is the final exposed name, used as given (not prefixed) and
 	// checked for conflicts like any other name.
@@ -121,14 +128,17 @@ type ToolCollectionStatus struct {
 
 	// serverCount is the number of selected servers.
 	// +optional
+	// +kubebuilder:default=0
 	ServerCount int32 `json:"serverCount"`
 
 	// toolCount is the number of tools in the menu.
 	// +optional
+	// +kubebuilder:default=0
 	ToolCount int32 `json:"toolCount"`
 
 	// conflictCount is the number of entries in conflicts.
 	// +optional
+	// +kubebuilder:default=0
 	ConflictCount int32 `json:"conflictCount"`
 
 	// menuHash changes exactly when what an agent would see changes: names,

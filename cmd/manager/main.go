@@ -76,6 +76,14 @@ func main() {
 		os.Exit(1)
 	}
 
+	if err := (&controller.ToolCollectionReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("toolcollection-controller"),
+	}).SetupWithManager(mgr); err != nil {
+		log.Error(err, "Setting up the ToolCollection controller")
+		os.Exit(1)
+	}
+
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		log.Error(err, "Adding the health check")
 		os.Exit(1)

@@ -72,6 +72,10 @@ var _ = BeforeSuite(func() {
 		StatusBudget: suiteStatusBudget,
 		Limits:       mcpclient.DefaultLimits,
 	}).SetupWithManager(ctx, mgr)).To(Succeed())
+	Expect((&ToolCollectionReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("toolcollection-controller"),
+	}).SetupWithManager(mgr)).To(Succeed())
 
 	go func() {
 		defer GinkgoRecover()
@@ -80,7 +84,9 @@ var _ = BeforeSuite(func() {
 })
 
 var _ = AfterSuite(func() {
-	cancel()
+	if cancel != nil {
+		cancel()
+	}
 	if testEnv != nil {
 		Expect(testEnv.Stop()).To(Succeed())
 	}

@@ -1,0 +1,132 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/menu"
+)
+
+// ToolCollectionReconciler resolves each ToolCollection's menu from the
+// MCPServers of its namespace. It does no network I/O: it reads what the
+// MCPServer controller published, from the cache.
+type ToolCollectionReconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=mcp.toolmesh.io,resources=toolcollections,verbs=get;list;watch
+// +kubebuilder:rbac:groups=mcp.toolmesh.io,resources=toolcollections/status,verbs=get;update;patch
+
+// Reconcile resolves one collection and writes its status if it changed.
+func (r *ToolCollectionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	var tc mcpv1alpha1.ToolCollection
+	if err := r.Get(ctx, req.NamespacedName, &tc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := tc.DeepCopy()
+	defer func() {
+		if err := r.patchStatus(ctx, before, &tc); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+
+	if err := menu.Validate(&tc.Spec); err != nil {
+		collectionStalled(&tc, err.Error()+"; fix the spec to resume")
+		if !sameCondition(before.Status.Conditions, tc.Status.Conditions, mcpv1alpha1.ConditionStalled) {
+			r.Recorder.Eventf(&tc, nil, corev1.EventTypeWarning, mcpv1alpha1.ReasonInvalidSpec, "Resolve", err.Error())
+		}
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	var servers mcpv1alpha1.MCPServerList
+	if err := r.List(ctx, &servers, client.InNamespace(tc.Namespace)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing MCPServers in %s: %w", tc.Namespace, err)
+	}
+	collectionStatus(&tc, menu.Resolve(&tc.Spec, servers.Items))
+
+	if c := meta.FindStatusCondition(tc.Status.Conditions, mcpv1alpha1.ConditionConflicts); c != nil &&
+		!reflect.DeepEqual(before.Status.Conflicts, tc.Status.Conflicts) {
+		r.Recorder.Eventf(&tc, nil, corev1.EventTypeWarning, mcpv1alpha1.ReasonNameConflicts, "Resolve", c.Message)
+	}
+	return ctrl.Result{}, nil
+}
+
+// sameCondition reports whether a condition type reads the same in both.
+func sameCondition(a, b []metav1.Condition, condType string) bool {
+	ca, cb := meta.FindStatusCondition(a, condType), meta.FindStatusCondition(b, condType)
+	if ca == nil || cb == nil {
+		return ca == cb
+	}
+	return ca.Status == cb.Status && ca.Reason == cb.Reason && ca.Message == cb.Message
+}
+
+func (r *ToolCollectionReconciler) patchStatus(ctx context.Context, before, tc *mcpv1alpha1.ToolCollection) error {
+	if equality.Semantic.DeepEqual(before.Status, tc.Status) {
+		return nil
+	}
+	if err := r.Status().Patch(ctx, tc, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("writing status of ToolCollection %s: %w", tc.Name, err)
+	}
+	return nil
+}
+
+// SetupWithManager watches collections, and MCPServers whose changes can
+// change a menu: created, deleted, relabelled, or their tools or readiness.
+func (r *ToolCollectionReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&mcpv1alpha1.ToolCollection{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&mcpv1alpha1.MCPServer{}, handler.EnqueueRequestsFromMapFunc(r.collectionsSelecting),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: menuRelevantChange})).
+		Named("toolcollection").
+		Complete(r)
+}
+
+// menuRelevantChange passes MCPServer updates that can change a menu.
+func menuRelevantChange(e event.UpdateEvent) bool {
+	old, okOld := e.ObjectOld.(*mcpv1alpha1.MCPServer)
+	cur, okNew := e.ObjectNew.(*mcpv1alpha1.MCPServer)
+	if !okOld || !okNew {
+		return true
+	}
+	return !reflect.DeepEqual(old.Labels, cur.Labels) ||
+		old.Status.ToolsHash != cur.Status.ToolsHash ||
+		menu.IsReady(old) != menu.IsReady(cur)
+}
+
+// collectionsSelecting maps an MCPServer to the collections of its
+// namespace that select it. Called for the old and the new object of an
+// update, so a relabelled server leaves the collections it left.
+func (r *ToolCollectionReconciler) collectionsSelecting(ctx context.Context, o client.Object) []reconcile.Request {
+	srv, ok := o.(*mcpv1alpha1.MCPServer)
+	if !ok {
+		return nil
+	}
+	var list mcpv1alpha1.ToolCollectionList
+	if err := r.List(ctx, &list, client.InNamespace(srv.Namespace)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing ToolCollections", "namespace", srv.Namespace)
+		return nil
+	}
+	var requests []reconcile.Request
+	for i := range list.Items {
+		if menu.Selects(&list.Items[i].Spec, srv) {
+			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return requests
+}

@@ -1,0 +1,94 @@
+package controller
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/menu"
+)
+
+// collectionStatus renders a resolved menu as status, conditions included.
+func collectionStatus(tc *mcpv1alpha1.ToolCollection, m menu.Menu) {
+	st := &tc.Status
+	st.Servers = make([]mcpv1alpha1.CollectionServer, len(m.Servers))
+	var notReady []string
+	for i, s := range m.Servers {
+		st.Servers[i] = mcpv1alpha1.CollectionServer{Name: s.Name, Ready: s.Ready, ToolCount: int32(s.ToolCount)}
+		if !s.Ready {
+			notReady = append(notReady, s.Name)
+		}
+	}
+	st.Tools = make([]mcpv1alpha1.CollectionTool, len(m.Tools))
+	for i, t := range m.Tools {
+		st.Tools[i] = mcpv1alpha1.CollectionTool{Name: t.Name, Server: t.Server, OriginalName: t.Tool.OriginalName}
+	}
+	st.Conflicts = nil
+	var contested []string
+	for _, c := range m.Conflicts {
+		st.Conflicts = append(st.Conflicts, mcpv1alpha1.ToolConflict{Name: c.Name, Servers: c.Servers})
+		contested = append(contested, fmt.Sprintf("%s (%s; %s wins)", c.Name, strings.Join(c.Servers, ", "), c.Servers[0]))
+	}
+	st.ServerCount = int32(len(st.Servers))
+	st.ToolCount = int32(len(st.Tools))
+	st.ConflictCount = int32(len(st.Conflicts))
+	st.MenuHash = m.Hash()
+
+	set := func(condType string, on bool, reason, message string) {
+		if !on {
+			meta.RemoveStatusCondition(&st.Conditions, condType)
+			return
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: condType, Status: metav1.ConditionTrue,
+			Reason: reason, Message: message, ObservedGeneration: tc.Generation})
+	}
+	set(mcpv1alpha1.ConditionDegraded, len(notReady) > 0, mcpv1alpha1.ReasonServersNotReady,
+		fmt.Sprintf("MCPServers not Ready, their tools left out until they recover: %s", abbreviate(notReady, 20)))
+	set(mcpv1alpha1.ConditionConflicts, len(contested) > 0, mcpv1alpha1.ReasonNameConflicts,
+		fmt.Sprintf("Names offered more than once: %s; rename one with spec.tools.overrides", abbreviate(contested, 10)))
+	set(mcpv1alpha1.ConditionUnmatchedOverrides, len(m.UnmatchedOverrides) > 0, mcpv1alpha1.ReasonOverrideTargetMissing,
+		fmt.Sprintf("spec.tools.overrides names tools no selected, Ready server offers: %s", abbreviate(m.UnmatchedOverrides, 20)))
+	switch {
+	case m.LeftOut > 0:
+		set(mcpv1alpha1.ConditionTooManyTools, true, mcpv1alpha1.ReasonMaxToolsExceeded,
+			fmt.Sprintf("%d tools past spec.maxTools=%d are left out", m.LeftOut, *tc.Spec.MaxTools))
+	case len(m.Tools) > menu.FunctionCallingLimit:
+		set(mcpv1alpha1.ConditionTooManyTools, true, mcpv1alpha1.ReasonOverFunctionCallingLimit,
+			fmt.Sprintf("The menu has %d tools; many function-calling APIs accept at most %d per request. Narrow spec.tools or set spec.maxTools",
+				len(m.Tools), menu.FunctionCallingLimit))
+	default:
+		set(mcpv1alpha1.ConditionTooManyTools, false, "", "")
+	}
+
+	ready := metav1.Condition{Type: mcpv1alpha1.ConditionReady, ObservedGeneration: tc.Generation}
+	switch {
+	case len(m.Servers) == 0:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, mcpv1alpha1.ReasonNoToolsServed, "The selection matches no MCPServer in this namespace"
+	case len(m.Tools) == 0:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, mcpv1alpha1.ReasonNoToolsServed, "No selected MCPServer is Ready with tools that pass spec.tools"
+	default:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, mcpv1alpha1.ReasonMenuResolved,
+			fmt.Sprintf("%d tools from %d of %d servers", len(m.Tools), len(m.Servers)-len(notReady), len(m.Servers))
+	}
+	meta.SetStatusCondition(&st.Conditions, ready)
+	meta.RemoveStatusCondition(&st.Conditions, mcpv1alpha1.ConditionStalled)
+	meta.RemoveStatusCondition(&st.Conditions, mcpv1alpha1.ConditionReconciling)
+	st.ObservedGeneration = tc.Generation
+}
+
+// collectionStalled records a spec that cannot be resolved until it changes.
+func collectionStalled(tc *mcpv1alpha1.ToolCollection, message string) {
+	for _, condType := range []string{mcpv1alpha1.ConditionStalled, mcpv1alpha1.ConditionReady} {
+		status := metav1.ConditionTrue
+		if condType == mcpv1alpha1.ConditionReady {
+			status = metav1.ConditionFalse
+		}
+		meta.SetStatusCondition(&tc.Status.Conditions, metav1.Condition{Type: condType, Status: status,
+			Reason: mcpv1alpha1.ReasonInvalidSpec, Message: message, ObservedGeneration: tc.Generation})
+	}
+	meta.RemoveStatusCondition(&tc.Status.Conditions, mcpv1alpha1.ConditionReconciling)
+	tc.Status.ObservedGeneration = tc.Generation
+}

@@ -1,0 +1,237 @@
+// Package menu resolves what one ToolCollection offers: which MCPServers it
+// selects, which of their tools pass its filters, what overrides rename or
+// redescribe, and which server wins a contested name. It is pure (no I/O),
+// so the ToolCollection controller and the catalog resolve menus the same
+// way from the same objects.
+package menu
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+)
+
+// FunctionCallingLimit is the most tools many function-calling APIs accept
+// in one request.
+const FunctionCallingLimit = 128
+
+// Entry is one tool of a resolved menu.
+type Entry struct {
+	// Name is the exposed name in this menu (after any rename).
+	Name string
+	// Server is the MCPServer that serves the tool.
+	Server string
+	// Tool is the definition from the MCPServer's status.
+	Tool *mcpv1alpha1.Tool
+	// Description is what the agent sees: the override, or the tool's own.
+	Description string
+}
+
+// Server is one selected MCPServer.
+type Server struct {
+	Name      string
+	Ready     bool
+	ToolCount int
+}
+
+// Conflict is a name more than one tool claims; Servers[0] won.
+type Conflict struct {
+	Name    string
+	Servers []string
+}
+
+// Menu is a resolved ToolCollection.
+type Menu struct {
+	Servers   []Server
+	Tools     []Entry
+	Conflicts []Conflict
+	// UnmatchedOverrides name tools no selected, Ready server offers.
+	UnmatchedOverrides []string
+	// LeftOut counts tools past spec.maxTools.
+	LeftOut int
+}
+
+// InvalidSpecError is a collection spec that cannot be resolved until it
+// changes.
+type InvalidSpecError struct{ Message string }
+
+func (e *InvalidSpecError) Error() string { return e.Message }
+
+// Validate checks what the API server cannot: selector syntax and globs.
+func Validate(spec *mcpv1alpha1.ToolCollectionSpec) error {
+	if spec.Servers.Selector != nil {
+		if _, err := metav1.LabelSelectorAsSelector(spec.Servers.Selector); err != nil {
+			return &InvalidSpecError{Message: fmt.Sprintf("spec.servers.selector is not valid: %v", err)}
+		}
+	}
+	if spec.Tools != nil {
+		for _, p := range append(append([]string{}, spec.Tools.Include...), spec.Tools.Exclude...) {
+			if _, err := path.Match(p, ""); err != nil {
+				return &InvalidSpecError{Message: fmt.Sprintf("spec.tools pattern %q is not a valid glob", p)}
+			}
+		}
+	}
+	return nil
+}
+
+// Selects reports whether the collection selects the server. The spec
+// must have passed Validate.
+func Selects(spec *mcpv1alpha1.ToolCollectionSpec, srv *mcpv1alpha1.MCPServer) bool {
+	for _, n := range spec.Servers.Names {
+		if n == srv.Name {
+			return true
+		}
+	}
+	if spec.Servers.Selector == nil {
+		return false
+	}
+	selector, err := metav1.LabelSelectorAsSelector(spec.Servers.Selector)
+	return err == nil && selector.Matches(labels.Set(srv.Labels))
+}
+
+// IsReady reports whether an MCPServer's Ready condition is True for its
+// current generation.
+func IsReady(srv *mcpv1alpha1.MCPServer) bool {
+	c := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionTrue
+}
+
+// Resolve builds the menu of spec over the servers of its namespace. Tools of
+// servers that are not Ready are left out until they recover.
+func Resolve(spec *mcpv1alpha1.ToolCollectionSpec, servers []mcpv1alpha1.MCPServer) Menu {
+	var m Menu
+	var overrides []mcpv1alpha1.ToolOverride
+	if spec.Tools != nil {
+		overrides = spec.Tools.Overrides
+	}
+	matched := make([]bool, len(overrides))
+
+	selected := make([]*mcpv1alpha1.MCPServer, 0, len(servers))
+	for i := range servers {
+		if Selects(spec, &servers[i]) {
+			selected = append(selected, &servers[i])
+		}
+	}
+	sort.Slice(selected, func(i, j int) bool { return selected[i].Name < selected[j].Name })
+
+	// Candidates in server name order, then tool name order: the first
+	// claim on a name wins, which makes the winner deterministic.
+	var candidates []Entry
+	for _, srv := range selected {
+		ready := IsReady(srv)
+		count := 0
+		if ready {
+			for i := range srv.Status.Tools {
+				tool := &srv.Status.Tools[i]
+				if !passes(tool.Name, spec.Tools) {
+					continue
+				}
+				entry := Entry{Name: tool.Name, Server: srv.Name, Tool: tool, Description: tool.Description}
+				if i := overrideFor(overrides, srv.Name, tool.Name); i >= 0 {
+					o := overrides[i]
+					matched[i] = true
+					if o.Rename != "" {
+						entry.Name = o.Rename
+					}
+					if o.Description != nil {
+						entry.Description = *o.Description
+					}
+				}
+				candidates = append(candidates, entry)
+				count++
+			}
+		}
+		m.Servers = append(m.Servers, Server{Name: srv.Name, Ready: ready, ToolCount: count})
+	}
+
+	claims := map[string][]string{}
+	for _, c := range candidates {
+		if _, taken := claims[c.Name]; !taken {
+			m.Tools = append(m.Tools, c)
+		}
+		claims[c.Name] = append(claims[c.Name], c.Server)
+	}
+	for name, servers := range claims {
+		if len(servers) > 1 {
+			m.Conflicts = append(m.Conflicts, Conflict{Name: name, Servers: servers})
+		}
+	}
+	sort.Slice(m.Conflicts, func(i, j int) bool { return m.Conflicts[i].Name < m.Conflicts[j].Name })
+	sort.Slice(m.Tools, func(i, j int) bool { return m.Tools[i].Name < m.Tools[j].Name })
+
+	if spec.MaxTools != nil && len(m.Tools) > int(*spec.MaxTools) {
+		m.LeftOut = len(m.Tools) - int(*spec.MaxTools)
+		m.Tools = m.Tools[:*spec.MaxTools]
+	}
+	// A server's count is of the tools it actually serves in the menu.
+	served := map[string]int{}
+	for _, t := range m.Tools {
+		served[t.Server]++
+	}
+	for i := range m.Servers {
+		m.Servers[i].ToolCount = served[m.Servers[i].Name]
+	}
+
+	for i, o := range overrides {
+		if !matched[i] {
+			m.UnmatchedOverrides = append(m.UnmatchedOverrides, o.Name)
+		}
+	}
+	return m
+}
+
+// overrideFor returns the index of the first override of the server's
+// tool, or -1.
+func overrideFor(overrides []mcpv1alpha1.ToolOverride, server, tool string) int {
+	for i, o := range overrides {
+		if o.Name == tool && (o.Server == "" || o.Server == server) {
+			return i
+		}
+	}
+	return -1
+}
+
+// passes applies include (when set) and exclude, which wins.
+func passes(name string, sel *mcpv1alpha1.ToolSelection) bool {
+	if sel == nil {
+		return true
+	}
+	if len(sel.Include) > 0 && !matchesAny(name, sel.Include) {
+		return false
+	}
+	return !matchesAny(name, sel.Exclude)
+}
+
+func matchesAny(name string, patterns []string) bool {
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Hash identifies what an agent would see: names, titles, descriptions and
+// schemas, in name order. Schemas are hashed as stored; the API server
+// stores JSON in one canonical encoding.
+func (m Menu) Hash() string {
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	for _, t := range m.Tools {
+		var output json.RawMessage
+		if t.Tool.OutputSchema != nil {
+			output = t.Tool.OutputSchema.Raw
+		}
+		_ = enc.Encode([]any{t.Name, t.Tool.Title, t.Description, json.RawMessage(t.Tool.InputSchema.Raw), output})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -1,0 +1,217 @@
+package menu
+
+import (
+	"reflect"
+	"sort"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+)
+
+// server makes a Ready (or not) MCPServer with the given exposed tool names.
+func server(name string, ready bool, lbls map[string]string, tools ...string) mcpv1alpha1.MCPServer {
+	s := mcpv1alpha1.MCPServer{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls, Generation: 1}}
+	status := metav1.ConditionFalse
+	if ready {
+		status = metav1.ConditionTrue
+	}
+	s.Status.Conditions = []metav1.Condition{{Type: mcpv1alpha1.ConditionReady, Status: status, ObservedGeneration: 1}}
+	for _, t := range tools {
+		s.Status.Tools = append(s.Status.Tools, mcpv1alpha1.Tool{
+			Name: t, OriginalName: t + "-orig", Description: "about " + t,
+			InputSchema: runtime.RawExtension{Raw: []byte(`{"type":"object"}`)},
+		})
+	}
+	return s
+}
+
+func names(m Menu) []string {
+	out := []string{}
+	for _, t := range m.Tools {
+		out = append(out, t.Server+"/"+t.Name)
+	}
+	return out
+}
+
+func TestResolve(t *testing.T) {
+	team := map[string]string{"team": "a"}
+	all := []mcpv1alpha1.MCPServer{
+		server("alpha", true, team, "mcp_alpha_read", "mcp_alpha_write"),
+		server("beta", true, map[string]string{"team": "b"}, "mcp_beta_read"),
+		server("down", false, team, "mcp_down_x"),
+	}
+	tests := []struct {
+		name      string
+		spec      mcpv1alpha1.ToolCollectionSpec
+		servers   []mcpv1alpha1.MCPServer
+		want      []string
+		conflicts []Conflict
+		unmatched []string
+		leftOut   int
+	}{
+		{
+			name: "an empty selector selects every server; not Ready ones serve nothing",
+			spec: mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Selector: &metav1.LabelSelector{}}},
+			want: []string{"alpha/mcp_alpha_read", "alpha/mcp_alpha_write", "beta/mcp_beta_read"},
+		},
+		{
+			name: "labels select",
+			spec: mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "b"}}}},
+			want: []string{"beta/mcp_beta_read"},
+		},
+		{
+			name: "names and labels together are a union",
+			spec: mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "b"}}, Names: []string{"alpha"}}},
+			want: []string{"alpha/mcp_alpha_read", "alpha/mcp_alpha_write", "beta/mcp_beta_read"},
+		},
+		{
+			name: "include then exclude, exclude wins",
+			spec: mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Names: []string{"alpha", "beta"}},
+				Tools: &mcpv1alpha1.ToolSelection{Include: []string{"mcp_*_read", "mcp_alpha_*"}, Exclude: []string{"mcp_beta_*"}}},
+			want: []string{"alpha/mcp_alpha_read", "alpha/mcp_alpha_write"},
+		},
+		{
+			name: "rename and description overrides; an override of a missing tool is reported",
+			spec: mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Names: []string{"alpha"}},
+				Tools: &mcpv1alpha1.ToolSelection{Overrides: []mcpv1alpha1.ToolOverride{
+					{Name: "mcp_alpha_read", Rename: "read"},
+					{Name: "mcp_alpha_write", Description: ptr.To("Writes.")},
+					{Name: "mcp_alpha_gone", Rename: "gone"},
+				}}},
+			want:      []string{"alpha/mcp_alpha_write", "alpha/read"},
+			unmatched: []string{"mcp_alpha_gone"},
+		},
+		{
+			name: "two servers with one prefix: the first by name wins, both are named",
+			spec: mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Selector: &metav1.LabelSelector{}}},
+			servers: []mcpv1alpha1.MCPServer{
+				server("zeta", true, nil, "mcp_gh_issue"),
+				server("eta", true, nil, "mcp_gh_issue", "mcp_gh_pr"),
+			},
+			want:      []string{"eta/mcp_gh_issue", "eta/mcp_gh_pr"},
+			conflicts: []Conflict{{Name: "mcp_gh_issue", Servers: []string{"eta", "zeta"}}},
+		},
+		{
+			name: "a rename resolves a conflict",
+			spec: mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Selector: &metav1.LabelSelector{}},
+				Tools: &mcpv1alpha1.ToolSelection{Overrides: []mcpv1alpha1.ToolOverride{{Name: "mcp_gh_issue", Rename: "issue"}}}},
+			servers: []mcpv1alpha1.MCPServer{
+				server("zeta", true, nil, "mcp_gh_issue"),
+				server("eta", true, nil, "mcp_other_issue"),
+			},
+			want: []string{"zeta/issue", "eta/mcp_other_issue"},
+		},
+		{
+			name: "an override scoped to one server resolves a same-name conflict",
+			spec: mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Selector: &metav1.LabelSelector{}},
+				Tools: &mcpv1alpha1.ToolSelection{Overrides: []mcpv1alpha1.ToolOverride{{Name: "mcp_gh_issue", Server: "zeta", Rename: "zeta_issue"}}}},
+			servers: []mcpv1alpha1.MCPServer{
+				server("zeta", true, nil, "mcp_gh_issue"),
+				server("eta", true, nil, "mcp_gh_issue"),
+			},
+			want: []string{"eta/mcp_gh_issue", "zeta/zeta_issue"},
+		},
+		{
+			name: "a rename onto an existing name conflicts like any other",
+			spec: mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Names: []string{"alpha", "beta"}},
+				Tools: &mcpv1alpha1.ToolSelection{Overrides: []mcpv1alpha1.ToolOverride{{Name: "mcp_beta_read", Rename: "mcp_alpha_read"}}}},
+			want:      []string{"alpha/mcp_alpha_read", "alpha/mcp_alpha_write"},
+			conflicts: []Conflict{{Name: "mcp_alpha_read", Servers: []string{"alpha", "beta"}}},
+		},
+		{
+			name: "maxTools keeps the first in name order",
+			spec: mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Selector: &metav1.LabelSelector{}}, MaxTools: ptr.To[int32](2)},
+			want: []string{"alpha/mcp_alpha_read", "alpha/mcp_alpha_write"}, leftOut: 1,
+		},
+		{
+			name: "a selection that matches nothing is an empty menu",
+			spec: mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Names: []string{"nobody"}}},
+			want: []string{},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			servers := tt.servers
+			if servers == nil {
+				servers = all
+			}
+			m := Resolve(&tt.spec, servers)
+			got := names(m)
+			want := append([]string{}, tt.want...)
+			sort.Strings(got)
+			sort.Strings(want)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("tools: got %v, want %v", got, want)
+			}
+			if !reflect.DeepEqual(m.Conflicts, tt.conflicts) {
+				t.Errorf("conflicts: got %v, want %v", m.Conflicts, tt.conflicts)
+			}
+			if !reflect.DeepEqual(m.UnmatchedOverrides, tt.unmatched) {
+				t.Errorf("unmatched overrides: got %v, want %v", m.UnmatchedOverrides, tt.unmatched)
+			}
+			if m.LeftOut != tt.leftOut {
+				t.Errorf("left out: got %d, want %d", m.LeftOut, tt.leftOut)
+			}
+		})
+	}
+}
+
+func TestDescriptionOverrideIsWhatTheAgentSees(t *testing.T) {
+	spec := mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Names: []string{"alpha"}},
+		Tools: &mcpv1alpha1.ToolSelection{Overrides: []mcpv1alpha1.ToolOverride{{Name: "mcp_alpha_write", Description: ptr.To("Writes.")}}}}
+	m := Resolve(&spec, []mcpv1alpha1.MCPServer{server("alpha", true, nil, "mcp_alpha_read", "mcp_alpha_write")})
+	if m.Tools[1].Description != "Writes." || m.Tools[0].Description != "about mcp_alpha_read" {
+		t.Errorf("descriptions: %q, %q", m.Tools[0].Description, m.Tools[1].Description)
+	}
+}
+
+func TestHashChangesExactlyWithWhatAnAgentSees(t *testing.T) {
+	spec := mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Names: []string{"alpha"}}}
+	base := []mcpv1alpha1.MCPServer{server("alpha", true, nil, "mcp_alpha_read")}
+	h := Resolve(&spec, base).Hash()
+	if again := Resolve(&spec, base).Hash(); again != h {
+		t.Fatal("the same menu hashed differently")
+	}
+	relabelled := []mcpv1alpha1.MCPServer{server("alpha", true, map[string]string{"x": "y"}, "mcp_alpha_read")}
+	if Resolve(&spec, relabelled).Hash() != h {
+		t.Error("a label change, invisible to agents, changed the hash")
+	}
+	described := []mcpv1alpha1.MCPServer{server("alpha", true, nil, "mcp_alpha_read")}
+	described[0].Status.Tools[0].Description = "new words"
+	if Resolve(&spec, described).Hash() == h {
+		t.Error("a description change kept the hash")
+	}
+	schema := []mcpv1alpha1.MCPServer{server("alpha", true, nil, "mcp_alpha_read")}
+	schema[0].Status.Tools[0].InputSchema.Raw = []byte(`{"type":"object","properties":{"a":{}}}`)
+	if Resolve(&spec, schema).Hash() == h {
+		t.Error("a schema change kept the hash")
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		spec    mcpv1alpha1.ToolCollectionSpec
+		invalid bool
+	}{
+		{"a good spec", mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Names: []string{"a"}},
+			Tools: &mcpv1alpha1.ToolSelection{Include: []string{"mcp_*"}}}, false},
+		{"a bad glob", mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Names: []string{"a"}},
+			Tools: &mcpv1alpha1.ToolSelection{Exclude: []string{"mcp_["}}}, true},
+		{"a bad selector operator", mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{
+			Selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Near"}}}}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := Validate(&tt.spec); (err != nil) != tt.invalid {
+				t.Errorf("got %v, want invalid=%v", err, tt.invalid)
+			}
+		})
+	}
+}
