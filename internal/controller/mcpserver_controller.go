@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/endpoint"
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 )
 
@@ -92,7 +93,10 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 	}()
 
-	resolved, err := r.resolveEndpoint(ctx, &srv)
+	if err := validateToolFilter(srv.Spec.ToolFilter); err != nil {
+		return r.failed(&srv, before, err)
+	}
+	resolved, err := endpoint.Resolve(ctx, r.Client, &srv)
 	if err != nil {
 		return r.failed(&srv, before, err)
 	}
@@ -101,13 +105,13 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return r.failed(&srv, before, err)
 	}
 	r.publish(&srv, before, discovered, info)
-	return ctrl.Result{RequeueAfter: wait.Jitter(durationOr(srv.Spec.RefreshInterval, time.Minute), 0.1)}, nil
+	return ctrl.Result{RequeueAfter: wait.Jitter(endpoint.DurationOr(srv.Spec.RefreshInterval, time.Minute), 0.1)}, nil
 }
 
 // discover lists the server's tools over a held session, or a short-lived
 // one for servers that do not announce list changes.
-func (r *MCPServerReconciler) discover(ctx context.Context, key types.NamespacedName, resolved resolvedEndpoint) (mcpclient.ToolList, mcpclient.ServerInfo, error) {
-	session, closeAfter, err := r.sessions.get(ctx, key, resolved.endpoint, resolved.fingerprint)
+func (r *MCPServerReconciler) discover(ctx context.Context, key types.NamespacedName, resolved endpoint.Resolved) (mcpclient.ToolList, mcpclient.ServerInfo, error) {
+	session, closeAfter, err := r.sessions.get(ctx, key, resolved.Endpoint, resolved.Fingerprint)
 	if err != nil {
 		return mcpclient.ToolList{}, mcpclient.ServerInfo{}, err
 	}
@@ -175,15 +179,15 @@ func (r *MCPServerReconciler) publish(srv, before *mcpv1alpha1.MCPServer, list m
 // spec that cannot work waits for a new spec; a missing Secret for the
 // Secret (it is watched); anything else backs off.
 func (r *MCPServerReconciler) failed(srv, before *mcpv1alpha1.MCPServer, err error) (ctrl.Result, error) {
-	var spec *specError
+	var spec *endpoint.SpecError
 	var reason, message string
 	switch {
-	case errors.As(err, &spec) && spec.terminal:
-		markStalled(srv, spec.reason, spec.message)
-		r.warnOnTransition(srv, before, spec.reason, spec.message)
+	case errors.As(err, &spec) && spec.Terminal:
+		markStalled(srv, spec.Reason, spec.Message)
+		r.warnOnTransition(srv, before, spec.Reason, spec.Message)
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	case errors.As(err, &spec):
-		reason, message = spec.reason, spec.message
+		reason, message = spec.Reason, spec.Message
 	case mcpclient.KindOf(err) != "":
 		reason, message = string(mcpclient.KindOf(err)), err.Error()
 	default:
@@ -255,12 +259,12 @@ func (r *MCPServerReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 
 	indexer := mgr.GetFieldIndexer()
 	if err := indexer.IndexField(ctx, &mcpv1alpha1.MCPServer{}, secretIndex, func(o client.Object) []string {
-		return secretsReferenced(o.(*mcpv1alpha1.MCPServer))
+		return endpoint.SecretsReferenced(o.(*mcpv1alpha1.MCPServer))
 	}); err != nil {
 		return err
 	}
 	if err := indexer.IndexField(ctx, &mcpv1alpha1.MCPServer{}, configMapIndex, func(o client.Object) []string {
-		return configMapsReferenced(o.(*mcpv1alpha1.MCPServer))
+		return endpoint.ConfigMapsReferenced(o.(*mcpv1alpha1.MCPServer))
 	}); err != nil {
 		return err
 	}

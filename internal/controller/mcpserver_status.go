@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"path"
 	"reflect"
 	"sort"
 	"strings"
@@ -76,27 +75,6 @@ func publishedTools(prefix string, discovered []mcpclient.Tool, filter *mcpv1alp
 	}
 	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
 	return tools
-}
-
-// passesFilter applies include (when set) then exclude, which wins. The
-// patterns were validated before discovery.
-func passesFilter(name string, filter *mcpv1alpha1.ToolFilter) bool {
-	if filter == nil {
-		return true
-	}
-	if len(filter.Include) > 0 && !matchesAny(name, filter.Include) {
-		return false
-	}
-	return !matchesAny(name, filter.Exclude)
-}
-
-func matchesAny(name string, patterns []string) bool {
-	for _, p := range patterns {
-		if ok, _ := path.Match(p, name); ok {
-			return true
-		}
-	}
-	return false
 }
 
 // annotations keeps the hints the API knows; a server that sends

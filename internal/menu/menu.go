@@ -10,7 +10,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"path"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/glob"
 )
 
 // FunctionCallingLimit is the most tools many function-calling APIs accept
@@ -74,10 +74,8 @@ func Validate(spec *mcpv1alpha1.ToolCollectionSpec) error {
 		}
 	}
 	if spec.Tools != nil {
-		for _, p := range append(append([]string{}, spec.Tools.Include...), spec.Tools.Exclude...) {
-			if _, err := path.Match(p, ""); err != nil {
-				return &InvalidSpecError{Message: fmt.Sprintf("spec.tools pattern %q is not a valid glob", p)}
-			}
+		if p, bad := glob.FirstInvalid(spec.Tools.Include, spec.Tools.Exclude); bad {
+			return &InvalidSpecError{Message: fmt.Sprintf("spec.tools pattern %q is not a valid glob", p)}
 		}
 	}
 	return nil
@@ -200,24 +198,9 @@ func overrideFor(overrides []mcpv1alpha1.ToolOverride, server, tool string) int 
 	return -1
 }
 
-// passes applies include (when set) and exclude, which wins.
+// passes applies spec.tools include and exclude to an exposed name.
 func passes(name string, sel *mcpv1alpha1.ToolSelection) bool {
-	if sel == nil {
-		return true
-	}
-	if len(sel.Include) > 0 && !matchesAny(name, sel.Include) {
-		return false
-	}
-	return !matchesAny(name, sel.Exclude)
-}
-
-func matchesAny(name string, patterns []string) bool {
-	for _, p := range patterns {
-		if ok, _ := path.Match(p, name); ok {
-			return true
-		}
-	}
-	return false
+	return sel == nil || glob.Keep(name, sel.Include, sel.Exclude)
 }
 
 // Hash identifies what an agent would see: names, titles, descriptions and

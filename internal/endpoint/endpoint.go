@@ -1,0 +1,188 @@
+// Package endpoint turns an MCPServer's spec into what it takes to reach the
+// server: the URL (or the Service's in-cluster address), header values read
+// from Secrets, and the TLS configuration. The MCPServer controller and the
+// catalog both connect through it, so they reach a server the same way.
+package endpoint
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/mcpclient"
+)
+
+// DefaultTimeout applies where the API server has not defaulted
+// spec.timeout (objects written before the default existed).
+const DefaultTimeout = 30 * time.Second
+
+// SpecError is a spec that does not resolve: a missing Secret or ConfigMap
+// (which recovers once it appears) or one that cannot work as written.
+type SpecError struct {
+	// Reason is a condition reason from the API package.
+	Reason  string
+	Message string
+	// Terminal is true when only a spec change can fix it.
+	Terminal bool
+}
+
+func (e *SpecError) Error() string { return e.Message }
+
+// Resolved is an endpoint and a fingerprint of everything that shapes the
+// connection, secret values included; only their hash is kept.
+type Resolved struct {
+	Endpoint    mcpclient.Endpoint
+	Fingerprint string
+}
+
+// Resolve reads the URL, header values and CA bundle the spec names.
+func Resolve(ctx context.Context, reader client.Reader, srv *mcpv1alpha1.MCPServer) (Resolved, error) {
+	ep := mcpclient.Endpoint{
+		URL:       URL(srv),
+		Transport: mcpclient.Transport(srv.Spec.Transport),
+		Headers:   map[string]string{},
+		Timeout:   DurationOr(srv.Spec.Timeout, DefaultTimeout),
+	}
+	for _, h := range srv.Spec.Headers {
+		switch {
+		case h.Value != nil:
+			ep.Headers[h.Name] = *h.Value
+		case h.ValueFrom != nil:
+			value, err := secretValue(ctx, reader, srv.Namespace, h.ValueFrom.SecretKeyRef, "spec.headers["+h.Name+"]")
+			if err != nil {
+				return Resolved{}, err
+			}
+			ep.Headers[h.Name] = string(value)
+		}
+	}
+	caPEM, err := caBundle(ctx, reader, srv)
+	if err != nil {
+		return Resolved{}, err
+	}
+	if tlsSpec := srv.Spec.TLS; tlsSpec != nil {
+		ep.TLS = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: tlsSpec.InsecureSkipVerify} //nolint:gosec // the user asked for it, and an Event warns
+		if len(caPEM) > 0 {
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(caPEM) {
+				return Resolved{}, &SpecError{Reason: mcpv1alpha1.ReasonInvalidSpec, Terminal: true,
+					Message: "the CA bundle named by spec.tls contains no PEM certificate"}
+			}
+			ep.TLS.RootCAs = pool
+		}
+	}
+	raw, _ := json.Marshal(struct {
+		URL       string
+		Transport mcpclient.Transport
+		Headers   map[string]string
+		Timeout   time.Duration
+		Insecure  bool
+		CA        []byte
+	}{ep.URL, ep.Transport, ep.Headers, ep.Timeout, ep.TLS != nil && ep.TLS.InsecureSkipVerify, caPEM})
+	sum := sha256.Sum256(raw)
+	return Resolved{Endpoint: ep, Fingerprint: hex.EncodeToString(sum[:])}, nil
+}
+
+// URL is spec.url, or the in-cluster address of spec.service.
+func URL(srv *mcpv1alpha1.MCPServer) string {
+	svc := srv.Spec.Service
+	if svc == nil {
+		return srv.Spec.URL
+	}
+	scheme, p := svc.Scheme, svc.Path
+	if scheme == "" {
+		scheme = "http"
+	}
+	if p == "" {
+		p = "/"
+	}
+	return scheme + "://" + svc.Name + "." + srv.Namespace + ".svc:" + strconv.Itoa(int(svc.Port)) + p
+}
+
+func secretValue(ctx context.Context, reader client.Reader, namespace string, ref mcpv1alpha1.KeyReference, field string) ([]byte, error) {
+	var secret corev1.Secret
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, &secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &SpecError{Reason: mcpv1alpha1.ReasonSecretNotFound,
+				Message: fmt.Sprintf("Secret %s named by %s does not exist; create it and discovery resumes", ref.Name, field)}
+		}
+		return nil, fmt.Errorf("reading Secret %s: %w", ref.Name, err)
+	}
+	value, ok := secret.Data[ref.Key]
+	if !ok {
+		return nil, &SpecError{Reason: mcpv1alpha1.ReasonSecretNotFound,
+			Message: fmt.Sprintf("Secret %s named by %s has no key %q", ref.Name, field, ref.Key)}
+	}
+	return value, nil
+}
+
+func caBundle(ctx context.Context, reader client.Reader, srv *mcpv1alpha1.MCPServer) ([]byte, error) {
+	tlsSpec := srv.Spec.TLS
+	switch {
+	case tlsSpec == nil:
+		return nil, nil
+	case tlsSpec.CASecretRef != nil:
+		return secretValue(ctx, reader, srv.Namespace, *tlsSpec.CASecretRef, "spec.tls.caSecretRef")
+	case tlsSpec.CAConfigMapRef != nil:
+		ref := tlsSpec.CAConfigMapRef
+		var cm corev1.ConfigMap
+		if err := reader.Get(ctx, types.NamespacedName{Namespace: srv.Namespace, Name: ref.Name}, &cm); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, &SpecError{Reason: mcpv1alpha1.ReasonConfigMapNotFound,
+					Message: fmt.Sprintf("ConfigMap %s named by spec.tls.caConfigMapRef does not exist; create it and discovery resumes", ref.Name)}
+			}
+			return nil, fmt.Errorf("reading ConfigMap %s: %w", ref.Name, err)
+		}
+		if value, ok := cm.Data[ref.Key]; ok {
+			return []byte(value), nil
+		}
+		if value, ok := cm.BinaryData[ref.Key]; ok {
+			return value, nil
+		}
+		return nil, &SpecError{Reason: mcpv1alpha1.ReasonConfigMapNotFound,
+			Message: fmt.Sprintf("ConfigMap %s named by spec.tls.caConfigMapRef has no key %q", ref.Name, ref.Key)}
+	}
+	return nil, nil
+}
+
+// SecretsReferenced lists the Secrets an MCPServer reads.
+func SecretsReferenced(srv *mcpv1alpha1.MCPServer) []string {
+	var names []string
+	for _, h := range srv.Spec.Headers {
+		if h.ValueFrom != nil {
+			names = append(names, h.ValueFrom.SecretKeyRef.Name)
+		}
+	}
+	if srv.Spec.TLS != nil && srv.Spec.TLS.CASecretRef != nil {
+		names = append(names, srv.Spec.TLS.CASecretRef.Name)
+	}
+	return names
+}
+
+// ConfigMapsReferenced lists the ConfigMaps an MCPServer reads.
+func ConfigMapsReferenced(srv *mcpv1alpha1.MCPServer) []string {
+	if srv.Spec.TLS != nil && srv.Spec.TLS.CAConfigMapRef != nil {
+		return []string{srv.Spec.TLS.CAConfigMapRef.Name}
+	}
+	return nil
+}
+
+// DurationOr is d, or fallback where the API server has not defaulted it.
+func DurationOr(d *metav1.Duration, fallback time.Duration) time.Duration {
+	if d == nil || d.Duration <= 0 {
+		return fallback
+	}
+	return d.Duration
+}
