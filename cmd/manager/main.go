@@ -17,6 +17,7 @@ import (
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/controller"
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
+	"github.com/toolmesh/mcp-operator/internal/toolcatalog"
 )
 
 func main() {
@@ -29,6 +30,7 @@ func main() {
 		maxToolPages    int
 		maxTools        int
 		leaderElectNSID string
+		catalogOpts     toolcatalog.Options
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address /healthz and /readyz bind to.")
@@ -38,6 +40,9 @@ func main() {
 	flag.IntVar(&statusBudget, "status-tools-budget", controller.DefaultStatusBudget, "Most bytes of serialized tool definitions kept in one MCPServer's status.")
 	flag.IntVar(&maxToolPages, "max-tool-pages", mcpclient.DefaultLimits.MaxPages, "Most tools/list pages read from one server.")
 	flag.IntVar(&maxTools, "max-tools", mcpclient.DefaultLimits.MaxTools, "Most tools read from one server.")
+	flag.StringVar(&catalogOpts.BindAddress, "catalog-bind-address", ":8090", "Address the catalog (menus and tool execution) listens on.")
+	flag.Int64Var(&catalogOpts.MaxRequestBytes, "catalog-max-request-bytes", 4<<20, "Largest execute request body the catalog accepts.")
+	flag.IntVar(&catalogOpts.MaxResultText, "catalog-max-result-bytes", 1<<20, "Longest result text returned; longer output is cut with a note.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -81,6 +86,15 @@ func main() {
 		Recorder: mgr.GetEventRecorder("toolcollection-controller"),
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "Setting up the ToolCollection controller")
+		os.Exit(1)
+	}
+
+	catalogOpts.Log = ctrl.Log.WithName("catalog")
+	if err := mgr.Add(&toolcatalog.Runnable{
+		Catalog:   toolcatalog.New(mgr.GetCache(), catalogOpts),
+		Informers: mgr.GetCache(),
+	}); err != nil {
+		log.Error(err, "Adding the catalog")
 		os.Exit(1)
 	}
 

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,7 +55,7 @@ type MCPServerReconciler struct {
 	// MaxConcurrentReconciles is how many servers are discovered at once.
 	MaxConcurrentReconciles int
 
-	sessions *sessionPool
+	sessions *mcpclient.Pool
 	changes  chan event.TypedGenericEvent[*mcpv1alpha1.MCPServer]
 }
 
@@ -68,13 +69,13 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	var srv mcpv1alpha1.MCPServer
 	if err := r.Get(ctx, req.NamespacedName, &srv); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.sessions.drop(req.NamespacedName)
+			r.sessions.Drop(req.String())
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
 	if srv.Spec.Suspend {
-		r.sessions.drop(req.NamespacedName)
+		r.sessions.Drop(req.String())
 		return ctrl.Result{}, nil
 	}
 
@@ -111,7 +112,7 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // discover lists the server's tools over a held session, or a short-lived
 // one for servers that do not announce list changes.
 func (r *MCPServerReconciler) discover(ctx context.Context, key types.NamespacedName, resolved endpoint.Resolved) (mcpclient.ToolList, mcpclient.ServerInfo, error) {
-	session, closeAfter, err := r.sessions.get(ctx, key, resolved.Endpoint, resolved.Fingerprint)
+	session, closeAfter, err := r.sessions.Get(ctx, key.String(), resolved.Endpoint, resolved.Fingerprint)
 	if err != nil {
 		return mcpclient.ToolList{}, mcpclient.ServerInfo{}, err
 	}
@@ -121,7 +122,7 @@ func (r *MCPServerReconciler) discover(ctx context.Context, key types.Namespaced
 	list, err := session.ListTools(ctx, r.Limits)
 	if err != nil {
 		// The session may be what broke; the next attempt starts afresh.
-		r.sessions.drop(key)
+		r.sessions.Drop(key.String())
 		return mcpclient.ToolList{}, mcpclient.ServerInfo{}, err
 	}
 	return list, session.Info(), nil
@@ -239,19 +240,22 @@ func (r *MCPServerReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 		r.Limits = mcpclient.DefaultLimits
 	}
 	r.changes = make(chan event.TypedGenericEvent[*mcpv1alpha1.MCPServer])
-	r.sessions = newSessionPool(func(key types.NamespacedName) {
-		obj := &mcpv1alpha1.MCPServer{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-		// Called from the MCP library's goroutines: never block them.
-		go func() {
+	// Held sessions are those of servers that announce list changes: their
+	// notifications, and their loss, trigger a reconcile.
+	r.sessions = &mcpclient.Pool{
+		Hold: func(info mcpclient.ServerInfo) bool { return info.ListChanged },
+		OnEvent: func(key string) {
+			namespace, name, _ := strings.Cut(key, "/")
+			obj := &mcpv1alpha1.MCPServer{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 			select {
 			case r.changes <- event.TypedGenericEvent[*mcpv1alpha1.MCPServer]{Object: obj}:
 			case <-ctx.Done():
 			}
-		}()
-	})
+		},
+	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
-		r.sessions.closeAll()
+		r.sessions.CloseAll()
 		return nil
 	})); err != nil {
 		return err

@@ -33,11 +33,14 @@ var _ = Describe("The API", func() {
 			}},
 		}
 		Expect(k8sClient.Create(ctx, tc)).To(Succeed())
-		tc.Status.ToolCount = 3
-		Expect(k8sClient.Status().Update(ctx, tc)).To(Succeed())
+		// Both controllers write status through the status subresource.
+		Eventually(readyOf(srv)).Should(Equal("False/Unreachable"))
 		var got mcpv1alpha1.ToolCollection
-		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(tc), &got)).To(Succeed())
-		Expect(got.Status.ToolCount).To(BeEquivalentTo(3))
+		Eventually(func() int64 {
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(tc), &got)).To(Succeed())
+			return got.Status.ObservedGeneration
+		}).Should(BeEquivalentTo(1))
+		Expect(got.Status.Conditions).NotTo(BeEmpty())
 		Expect(got.Spec.Servers.Selector).NotTo(BeNil())
 	})
 

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -13,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
@@ -238,12 +236,8 @@ var _ = Describe("kubectl", func() {
 		tc := createCollection(ns, "shown", mcpv1alpha1.ToolCollectionSpec{Servers: byLabels(map[string]string{"team": "a"})})
 		Eventually(conditionOf(tc, mcpv1alpha1.ConditionReady)).Should(Equal("True/MenuResolved"))
 
-		user, err := testEnv.AddUser(envtest.User{Name: "kubectl", Groups: []string{"system:masters"}}, nil)
-		Expect(err).NotTo(HaveOccurred())
-		config, err := user.KubeConfig()
-		Expect(err).NotTo(HaveOccurred())
 		kubeconfig := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
-		Expect(os.WriteFile(kubeconfig, config, 0o600)).To(Succeed())
+		Expect(env.Kubeconfig(kubeconfig)).To(Succeed())
 		kubectl := func(args ...string) string {
 			out, err := exec.Command("kubectl", append([]string{"--kubeconfig", kubeconfig, "-n", ns}, args...)...).CombinedOutput()
 			Expect(err).NotTo(HaveOccurred(), string(out))

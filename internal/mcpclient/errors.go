@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"syscall"
 
@@ -36,6 +38,9 @@ const (
 type Error struct {
 	Kind    ErrorKind
 	Message string
+	// RPCCode is the JSON-RPC error code when the server answered the
+	// request with an error object; zero otherwise.
+	RPCCode int
 	Err     error
 }
 
@@ -75,6 +80,7 @@ func classify(err error, ep Endpoint, doing string, status *statusRecorder) *Err
 		syntaxErr        *json.SyntaxError
 		typeErr          *json.UnmarshalTypeError
 		netErr           net.Error
+		urlErr           *url.Error
 	)
 	switch {
 	case errors.As(err, &unknownAuthority), errors.As(err, &hostnameErr), errors.As(err, &invalidCert),
@@ -93,13 +99,17 @@ func classify(err error, ep Endpoint, doing string, status *statusRecorder) *Err
 		e.Kind, e.Message = ErrUnreachable, fmt.Sprintf("%s: the host of %s could not be resolved", doing, target)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		e.Kind, e.Message = ErrUnreachable, fmt.Sprintf("%s: %s refused the connection", doing, target)
+	case (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) && errors.As(err, &urlErr):
+		// The connection ended during the HTTP exchange; an EOF outside one
+		// is a truncated body, which is malformed JSON below.
+		e.Kind, e.Message = ErrUnreachable, fmt.Sprintf("%s: %s closed the connection before answering", doing, target)
 	case errors.As(err, &opErr) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EHOSTUNREACH) ||
 		errors.Is(err, syscall.ENETUNREACH):
 		e.Kind, e.Message = ErrUnreachable, fmt.Sprintf("%s: %s could not be reached", doing, target)
 	case status.last() >= 400:
 		code := status.last()
 		e.Kind, e.Message = ErrHTTPStatus, fmt.Sprintf("%s: %s answered HTTP %d %s", doing, target, code, http.StatusText(code))
-	case errors.As(err, &syntaxErr), errors.As(err, &typeErr), strings.Contains(err.Error(), "unmarshal"),
+	case errors.As(err, &syntaxErr), errors.As(err, &typeErr), errors.Is(err, io.ErrUnexpectedEOF), strings.Contains(err.Error(), "unmarshal"),
 		strings.Contains(err.Error(), "decode"):
 		e.Kind, e.Message = ErrMalformedResponse, fmt.Sprintf("%s: %s answered with malformed JSON-RPC", doing, target)
 	case isJSONRPCError(err):
@@ -115,6 +125,7 @@ func rpcError(details *mcp.JSONRPCErrorDetails, ep Endpoint, doing string) *Erro
 	return &Error{
 		Kind:    ErrProtocol,
 		Message: fmt.Sprintf("%s: %s answered with JSON-RPC error %d: %s", doing, ep.redactedURL(), details.Code, detail(details.Message, ep)),
+		RPCCode: details.Code,
 		Err:     details.AsError(),
 	}
 }
@@ -155,4 +166,24 @@ func detail(text string, ep Endpoint) string {
 		text = text[:maxDetail] + "…"
 	}
 	return text
+}
+
+// RPCErrorOf returns the JSON-RPC error code and message of an error the
+// server answered with, secret-free, or ok=false for any other failure.
+func RPCErrorOf(err error) (code int, message string, ok bool) {
+	var e *Error
+	if errors.As(err, &e) && e.RPCCode != 0 {
+		return e.RPCCode, e.Message, true
+	}
+	return 0, "", false
+}
+
+// NotDelivered reports a failure that certainly happened before the server
+// saw the request (connection refused, unknown host, session the server no
+// longer knows), so that sending it again on a new session cannot run it
+// twice.
+func NotDelivered(err error) bool {
+	var dnsErr *net.DNSError
+	return errors.Is(err, transport.ErrSessionTerminated) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.As(err, &dnsErr)
 }

@@ -269,3 +269,28 @@ func (s *Session) request(ctx context.Context, method string, params any, doing 
 	}
 	return resp.Result, nil
 }
+
+// CallResult is a tools/call result as the server sent it.
+type CallResult struct {
+	Content           []json.RawMessage `json:"content"`
+	StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
+	IsError           bool              `json:"isError,omitempty"`
+}
+
+// CallTool calls a tool by its name on the server, with arguments as a JSON
+// object. A JSON-RPC error answer is an *Error with RPCCode set.
+func (s *Session) CallTool(ctx context.Context, name string, arguments json.RawMessage) (CallResult, error) {
+	params := struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}{name, arguments}
+	raw, err := s.request(ctx, string(mcp.MethodToolsCall), params, "calling tool "+name)
+	if err != nil {
+		return CallResult{}, err
+	}
+	var result CallResult
+	if err := json.Unmarshal(raw, &result); err != nil {
+		return CallResult{}, classify(err, s.endpoint, "calling tool "+name, s.status)
+	}
+	return result, nil
+}

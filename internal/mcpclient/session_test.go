@@ -187,6 +187,12 @@ func TestFailuresAreClassified(t *testing.T) {
 	}{
 		{"connection refused", refused, nil, ErrUnreachable},
 		{"server that never answers", silent, nil, ErrTimeout},
+		{"connection closed without an answer", handler(func(w http.ResponseWriter, _ *http.Request) {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+		}), nil, ErrUnreachable},
 		{"HTTP 401", handler(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(401) }), nil, ErrUnauthorized},
 		{"HTTP 403", handler(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(403) }), nil, ErrForbidden},
 		{"HTTP 500", handler(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(500) }), nil, ErrHTTPStatus},

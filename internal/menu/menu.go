@@ -28,8 +28,9 @@ const FunctionCallingLimit = 128
 type Entry struct {
 	// Name is the exposed name in this menu (after any rename).
 	Name string
-	// Server is the MCPServer that serves the tool.
-	Server string
+	// Namespace and Server name the MCPServer that serves the tool.
+	Namespace string
+	Server    string
 	// Tool is the definition from the MCPServer's status.
 	Tool *mcpv1alpha1.Tool
 	// Description is what the agent sees: the override, or the tool's own.
@@ -133,7 +134,7 @@ func Resolve(spec *mcpv1alpha1.ToolCollectionSpec, servers []mcpv1alpha1.MCPServ
 				if !passes(tool.Name, spec.Tools) {
 					continue
 				}
-				entry := Entry{Name: tool.Name, Server: srv.Name, Tool: tool, Description: tool.Description}
+				entry := Entry{Name: tool.Name, Namespace: srv.Namespace, Server: srv.Name, Tool: tool, Description: tool.Description}
 				if i := overrideFor(overrides, srv.Name, tool.Name); i >= 0 {
 					o := overrides[i]
 					matched[i] = true
@@ -196,6 +197,44 @@ func overrideFor(overrides []mcpv1alpha1.ToolOverride, server, tool string) int 
 		}
 	}
 	return -1
+}
+
+// Global is every tool of every Ready server, each exposed name once: the
+// first claim in namespace, then server name order wins, and the others are
+// listed as conflicts (servers named namespace/name).
+func Global(servers []mcpv1alpha1.MCPServer) Menu {
+	ordered := make([]*mcpv1alpha1.MCPServer, 0, len(servers))
+	for i := range servers {
+		if IsReady(&servers[i]) {
+			ordered = append(ordered, &servers[i])
+		}
+	}
+	sort.Slice(ordered, func(i, j int) bool {
+		if ordered[i].Namespace != ordered[j].Namespace {
+			return ordered[i].Namespace < ordered[j].Namespace
+		}
+		return ordered[i].Name < ordered[j].Name
+	})
+	var m Menu
+	claims := map[string][]string{}
+	for _, srv := range ordered {
+		m.Servers = append(m.Servers, Server{Name: srv.Namespace + "/" + srv.Name, Ready: true, ToolCount: len(srv.Status.Tools)})
+		for i := range srv.Status.Tools {
+			tool := &srv.Status.Tools[i]
+			if _, taken := claims[tool.Name]; !taken {
+				m.Tools = append(m.Tools, Entry{Name: tool.Name, Namespace: srv.Namespace, Server: srv.Name, Tool: tool, Description: tool.Description})
+			}
+			claims[tool.Name] = append(claims[tool.Name], srv.Namespace+"/"+srv.Name)
+		}
+	}
+	for name, owners := range claims {
+		if len(owners) > 1 {
+			m.Conflicts = append(m.Conflicts, Conflict{Name: name, Servers: owners})
+		}
+	}
+	sort.Slice(m.Conflicts, func(i, j int) bool { return m.Conflicts[i].Name < m.Conflicts[j].Name })
+	sort.Slice(m.Tools, func(i, j int) bool { return m.Tools[i].Name < m.Tools[j].Name })
+	return m
 }
 
 // passes applies spec.tools include and exclude to an exposed name.

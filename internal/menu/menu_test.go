@@ -215,3 +215,26 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+func TestGlobal(t *testing.T) {
+	a := server("tools", true, nil, "mcp_gh_issue", "mcp_a_x")
+	a.Namespace = "team-b"
+	b := server("tools", true, nil, "mcp_gh_issue")
+	b.Namespace = "team-a"
+	down := server("down", false, nil, "mcp_down_y")
+	down.Namespace = "team-a"
+	m := Global([]mcpv1alpha1.MCPServer{a, b, down})
+
+	got := []string{}
+	for _, e := range m.Tools {
+		got = append(got, e.Namespace+"/"+e.Server+"/"+e.Name)
+	}
+	want := []string{"team-b/tools/mcp_a_x", "team-a/tools/mcp_gh_issue"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("tools: got %v, want %v (winner by namespace, servers not Ready left out)", got, want)
+	}
+	wantConflicts := []Conflict{{Name: "mcp_gh_issue", Servers: []string{"team-a/tools", "team-b/tools"}}}
+	if !reflect.DeepEqual(m.Conflicts, wantConflicts) {
+		t.Errorf("conflicts: got %v, want %v", m.Conflicts, wantConflicts)
+	}
+}

@@ -48,6 +48,8 @@ type Server struct {
 	initializes atomic.Int64
 	lists       atomic.Int64
 	required    atomic.Pointer[[2]string]
+	seenMu      sync.Mutex
+	seen        map[string][]string
 
 	mu   sync.Mutex
 	http *http.Server
@@ -107,6 +109,18 @@ func (s *Server) AddTool(name, description, inputSchema string) {
 	s.MCP.AddTool(tool, echoHandler(name))
 }
 
+// HeaderValues lists every value of a header any request carried.
+func (s *Server) HeaderValues(name string) []string {
+	s.seenMu.Lock()
+	defer s.seenMu.Unlock()
+	return append([]string(nil), s.seen[http.CanonicalHeaderKey(name)]...)
+}
+
+// AddToolFunc adds a tool with its own handler.
+func (s *Server) AddToolFunc(name, description, inputSchema string, handler server.ToolHandlerFunc) {
+	s.MCP.AddTool(mcp.NewToolWithRawSchema(name, description, json.RawMessage(inputSchema)), handler)
+}
+
 // AddTools adds many tools with a small schema, announcing them once.
 func (s *Server) AddTools(names ...string) {
 	tools := make([]server.ServerTool, len(names))
@@ -147,6 +161,14 @@ func (s *Server) serve(ln net.Listener) {
 
 func (s *Server) requireHeader(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.seenMu.Lock()
+		if s.seen == nil {
+			s.seen = map[string][]string{}
+		}
+		for name, values := range r.Header {
+			s.seen[name] = append(s.seen[name], values...)
+		}
+		s.seenMu.Unlock()
 		if req := s.required.Load(); req != nil && r.Method != http.MethodDelete && r.Header.Get(req[0]) != req[1] {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return

@@ -1,0 +1,72 @@
+package testenv
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive,staticcheck // Ginkgo's DSL reads best dot-imported
+	. "github.com/onsi/gomega"    //nolint:revive,staticcheck // so does Gomega's
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/testmcp"
+)
+
+// Namespace creates a namespace of the test's own.
+func (e *Env) Namespace() string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
+	Expect(e.Client.Create(e.Ctx, ns)).To(Succeed())
+	return ns.Name
+}
+
+// StartMCP starts an in-process MCP server, stopped when the test ends.
+func StartMCP(opts testmcp.Options) *testmcp.Server {
+	s, err := testmcp.Start(opts)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(s.Stop)
+	return s
+}
+
+// CreateServer creates an MCPServer at url, deleted when the test ends;
+// mutate adjusts it first.
+func (e *Env) CreateServer(ns, name, url string, mutate ...func(*mcpv1alpha1.MCPServer)) *mcpv1alpha1.MCPServer {
+	srv := &mcpv1alpha1.MCPServer{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       mcpv1alpha1.MCPServerSpec{URL: url},
+	}
+	for _, m := range mutate {
+		m(srv)
+	}
+	Expect(e.Client.Create(e.Ctx, srv)).To(Succeed())
+	// envtest runs no namespace controller: delete the object itself so its
+	// server, stopped by then, is not retried for the rest of the suite.
+	DeferCleanup(func() { Expect(client.IgnoreNotFound(e.Client.Delete(e.Ctx, srv))).To(Succeed()) })
+	return srv
+}
+
+// Every sets spec.refreshInterval.
+func Every(d time.Duration) func(*mcpv1alpha1.MCPServer) {
+	return func(s *mcpv1alpha1.MCPServer) { s.Spec.RefreshInterval = &metav1.Duration{Duration: d} }
+}
+
+// Fetch reads the current MCPServer.
+func (e *Env) Fetch(srv *mcpv1alpha1.MCPServer) *mcpv1alpha1.MCPServer {
+	var got mcpv1alpha1.MCPServer
+	Expect(e.Client.Get(e.Ctx, client.ObjectKeyFromObject(srv), &got)).To(Succeed())
+	return &got
+}
+
+// ReadyOf polls "Status/Reason" of the Ready condition when it speaks for
+// the current generation, and "none" otherwise.
+func (e *Env) ReadyOf(srv *mcpv1alpha1.MCPServer) func() string {
+	return func() string {
+		got := e.Fetch(srv)
+		c := meta.FindStatusCondition(got.Status.Conditions, mcpv1alpha1.ConditionReady)
+		if c == nil || c.ObservedGeneration != got.Generation {
+			return "none"
+		}
+		return string(c.Status) + "/" + c.Reason
+	}
+}

@@ -1,0 +1,128 @@
+package toolcatalog
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/menu"
+)
+
+// viewKey names a menu: the global one (optionally of one namespace), a
+// collection's or a server's.
+type viewKey struct {
+	kind      viewKind
+	namespace string
+	name      string
+}
+
+type viewKind string
+
+const (
+	globalView     viewKind = "global"
+	collectionView viewKind = "collection"
+	serverView     viewKind = "server"
+)
+
+// view is a resolved menu and the index execute looks names up in.
+type view struct {
+	// missing is set when the collection or server does not exist.
+	missing  string
+	menu     menu.Menu
+	revision string
+	byName   map[string]*menu.Entry
+}
+
+// menuCache keeps resolved views and rendered bodies until the catalog's
+// version moves: menus are resolved and rendered once per change, not per
+// request.
+type menuCache struct {
+	catalog *Catalog
+	mu      sync.Mutex
+	version uint64
+	views   map[viewKey]*view
+	renders map[renderKey]*rendered
+}
+
+func newMenuCache(c *Catalog) *menuCache {
+	return &menuCache{catalog: c, version: ^uint64(0)}
+}
+
+// current returns the maps for the catalog's version, starting new ones
+// when it moved. Callers hold mu.
+func (m *menuCache) current() uint64 {
+	v := m.catalog.version.Load()
+	if v != m.version {
+		m.version = v
+		m.views = map[viewKey]*view{}
+		m.renders = map[renderKey]*rendered{}
+	}
+	return v
+}
+
+func (m *menuCache) view(ctx context.Context, key viewKey) (*view, error) {
+	m.mu.Lock()
+	v := m.current()
+	cached, ok := m.views[key]
+	m.mu.Unlock()
+	if ok {
+		return cached, nil
+	}
+	built, err := m.catalog.resolve(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	if m.version == v {
+		m.views[key] = built
+	}
+	m.mu.Unlock()
+	return built, nil
+}
+
+// resolve builds a view from the cache.
+func (c *Catalog) resolve(ctx context.Context, key viewKey) (*view, error) {
+	var m menu.Menu
+	switch key.kind {
+	case globalView:
+		var servers mcpv1alpha1.MCPServerList
+		if err := c.reader.List(ctx, &servers, client.InNamespace(key.namespace)); err != nil {
+			return nil, fmt.Errorf("listing MCPServers: %w", err)
+		}
+		m = menu.Global(servers.Items)
+	case collectionView:
+		var tc mcpv1alpha1.ToolCollection
+		if err := c.reader.Get(ctx, types.NamespacedName{Namespace: key.namespace, Name: key.name}, &tc); err != nil {
+			if apierrors.IsNotFound(err) {
+				return &view{missing: fmt.Sprintf("ToolCollection %s/%s not found", key.namespace, key.name)}, nil
+			}
+			return nil, fmt.Errorf("reading ToolCollection %s/%s: %w", key.namespace, key.name, err)
+		}
+		if menu.Validate(&tc.Spec) == nil {
+			var servers mcpv1alpha1.MCPServerList
+			if err := c.reader.List(ctx, &servers, client.InNamespace(key.namespace)); err != nil {
+				return nil, fmt.Errorf("listing MCPServers: %w", err)
+			}
+			m = menu.Resolve(&tc.Spec, servers.Items)
+		}
+	case serverView:
+		var srv mcpv1alpha1.MCPServer
+		if err := c.reader.Get(ctx, types.NamespacedName{Namespace: key.namespace, Name: key.name}, &srv); err != nil {
+			if apierrors.IsNotFound(err) {
+				return &view{missing: fmt.Sprintf("MCPServer %s/%s not found", key.namespace, key.name)}, nil
+			}
+			return nil, fmt.Errorf("reading MCPServer %s/%s: %w", key.namespace, key.name, err)
+		}
+		m = menu.Global([]mcpv1alpha1.MCPServer{srv})
+	}
+	vw := &view{menu: m, revision: m.Hash(), byName: make(map[string]*menu.Entry, len(m.Tools))}
+	for i := range m.Tools {
+		vw.byName[m.Tools[i].Name] = &m.Tools[i]
+	}
+	return vw, nil
+}

@@ -1,0 +1,54 @@
+package toolcatalog
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Metrics on the manager's metrics endpoint. Servers are labelled
+// namespace/name; no label ever carries an argument or a header.
+var (
+	toolCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_catalog_tool_calls_total",
+		Help: "Tool calls executed through the catalog, by server, tool and outcome.",
+	}, []string{"server", "tool", "outcome"})
+
+	toolCallDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "mcp_catalog_tool_call_duration_seconds",
+		Help:    "Time from receiving an execute request to answering it, by server.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+	}, []string{"server"})
+
+	upstreamErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_catalog_upstream_errors_total",
+		Help: "Failures reaching MCP servers during tool calls, by server and kind.",
+	}, []string{"server", "kind"})
+
+	toolsServed = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mcp_catalog_tools_served",
+		Help: "Tools in the last rendered menu, by menu (global, collection ns/name, server ns/name).",
+	}, []string{"menu"})
+
+	menuRevisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_catalog_menu_renders_total",
+		Help: "Menus rendered because their content or the cache changed, by menu.",
+	}, []string{"menu"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(toolCalls, toolCallDuration, upstreamErrors, toolsServed, menuRevisions)
+}
+
+// menuLabel names a view for metrics.
+func menuLabel(key viewKey) string {
+	switch key.kind {
+	case collectionView:
+		return "collection " + key.namespace + "/" + key.name
+	case serverView:
+		return "server " + key.namespace + "/" + key.name
+	}
+	if key.namespace != "" {
+		return "global " + key.namespace
+	}
+	return "global"
+}

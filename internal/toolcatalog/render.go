@@ -1,0 +1,216 @@
+package toolcatalog
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/toolmesh/mcp-operator/internal/menu"
+)
+
+// Menu formats: the shapes the major model APIs take tools in.
+const (
+	formatOpenAI    = "openai"
+	formatAnthropic = "anthropic"
+	formatMCP       = "mcp"
+)
+
+type renderKey struct {
+	view   viewKey
+	format string
+}
+
+// rendered is one menu in one format, ready to serve.
+type rendered struct {
+	etag     string
+	body     []byte
+	gzipOnce sync.Once
+	gzipped  []byte
+}
+
+func (r *rendered) gzipBody() []byte {
+	r.gzipOnce.Do(func() {
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+		_, _ = zw.Write(r.body)
+		_ = zw.Close()
+		r.gzipped = buf.Bytes()
+	})
+	return r.gzipped
+}
+
+type openAITool struct {
+	Type     string         `json:"type"`
+	Function openAIFunction `json:"function"`
+}
+
+type openAIFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+type anthropicTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+type mcpTool struct {
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  any             `json:"annotations,omitempty"`
+}
+
+type conflictJSON struct {
+	Name    string   `json:"name"`
+	Servers []string `json:"servers"`
+}
+
+type menuBody struct {
+	Revision  string         `json:"revision"`
+	Tools     []any          `json:"tools"`
+	Conflicts []conflictJSON `json:"conflicts,omitempty"`
+}
+
+// render writes a view's menu in a format; schemas go out as the bytes
+// status holds.
+func render(vw *view, format string) *rendered {
+	body := menuBody{Revision: vw.revision, Tools: make([]any, len(vw.menu.Tools))}
+	for i := range vw.menu.Tools {
+		body.Tools[i] = renderTool(&vw.menu.Tools[i], format)
+	}
+	for _, c := range vw.menu.Conflicts {
+		body.Conflicts = append(body.Conflicts, conflictJSON{Name: c.Name, Servers: c.Servers})
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		// Only a schema that is not valid JSON could fail here, and the API
+		// server stores only valid JSON.
+		panic(err)
+	}
+	return &rendered{etag: `"` + vw.revision + `"`, body: raw}
+}
+
+func renderTool(e *menu.Entry, format string) any {
+	schema := json.RawMessage(e.Tool.InputSchema.Raw)
+	switch format {
+	case formatAnthropic:
+		return anthropicTool{Name: e.Name, Description: e.Description, InputSchema: schema}
+	case formatMCP:
+		t := mcpTool{Name: e.Name, Title: e.Tool.Title, Description: e.Description, InputSchema: schema}
+		if e.Tool.OutputSchema != nil {
+			t.OutputSchema = e.Tool.OutputSchema.Raw
+		}
+		if e.Tool.Annotations != nil {
+			t.Annotations = e.Tool.Annotations
+		}
+		return t
+	default:
+		return openAITool{Type: "function", Function: openAIFunction{Name: e.Name, Description: e.Description, Parameters: schema}}
+	}
+}
+
+// rendering returns the cached rendering of a view, rendering it on first
+// use after a change.
+func (m *menuCache) rendering(key viewKey, vw *view, format string) *rendered {
+	rk := renderKey{view: key, format: format}
+	m.mu.Lock()
+	v := m.current()
+	r, ok := m.renders[rk]
+	m.mu.Unlock()
+	if ok && r.etag == `"`+vw.revision+`"` {
+		return r
+	}
+	r = render(vw, format)
+	label := menuLabel(key)
+	menuRevisions.WithLabelValues(label).Inc()
+	toolsServed.WithLabelValues(label).Set(float64(len(vw.menu.Tools)))
+	m.mu.Lock()
+	if m.version == v {
+		m.renders[rk] = r
+	}
+	m.mu.Unlock()
+	return r
+}
+
+// serveRendered answers with the body, 304 when the client has it, and
+// gzip when the client takes it.
+func serveRendered(w http.ResponseWriter, req *http.Request, r *rendered) {
+	h := w.Header()
+	h.Set("ETag", r.etag)
+	h.Set("Vary", "Accept-Encoding")
+	h.Set("Cache-Control", "no-cache")
+	if etagMatches(req.Header.Get("If-None-Match"), r.etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Type", "application/json")
+	body := r.body
+	if acceptsGzip(req.Header.Get("Accept-Encoding")) {
+		body = r.gzipBody()
+		h.Set("Content-Encoding", "gzip")
+	}
+	_, _ = w.Write(body)
+}
+
+func etagMatches(ifNoneMatch, etag string) bool {
+	for _, candidate := range strings.Split(ifNoneMatch, ",") {
+		candidate = strings.TrimPrefix(strings.TrimSpace(candidate), "W/")
+		if candidate == etag || candidate == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+func acceptsGzip(acceptEncoding string) bool {
+	for _, part := range strings.Split(acceptEncoding, ",") {
+		coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(coding), "gzip") && strings.ReplaceAll(params, " ", "") != "q=0" {
+			return true
+		}
+	}
+	return false
+}
+
+// serveMenu is the shared body of the three menu routes.
+func (c *Catalog) serveMenu(w http.ResponseWriter, req *http.Request, key viewKey) {
+	format := req.URL.Query().Get("format")
+	switch format {
+	case "":
+		format = formatOpenAI
+	case formatOpenAI, formatAnthropic, formatMCP:
+	default:
+		writeError(w, http.StatusBadRequest, "unknown format "+format+": use openai, anthropic or mcp")
+		return
+	}
+	vw, err := c.menus.view(req.Context(), key)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "the catalog cannot read its cache yet; retry")
+		return
+	}
+	if vw.missing != "" {
+		writeError(w, http.StatusNotFound, vw.missing)
+		return
+	}
+	serveRendered(w, req, c.menus.rendering(key, vw, format))
+}
+
+func (c *Catalog) serveGlobalMenu(w http.ResponseWriter, req *http.Request) {
+	c.serveMenu(w, req, viewKey{kind: globalView, namespace: req.URL.Query().Get("namespace")})
+}
+
+func (c *Catalog) serveCollectionMenu(w http.ResponseWriter, req *http.Request) {
+	c.serveMenu(w, req, viewKey{kind: collectionView, namespace: req.PathValue("ns"), name: req.PathValue("name")})
+}
+
+func (c *Catalog) serveServerMenu(w http.ResponseWriter, req *http.Request) {
+	c.serveMenu(w, req, viewKey{kind: serverView, namespace: req.PathValue("ns"), name: req.PathValue("name")})
+}

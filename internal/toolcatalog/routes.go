@@ -1,0 +1,17 @@
+package toolcatalog
+
+import "net/http"
+
+// Handler is every route of the catalog.
+func (c *Catalog) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/tools", c.serveGlobalMenu)
+	mux.HandleFunc("GET /v1/namespaces/{ns}/toolcollections/{name}/tools", c.serveCollectionMenu)
+	mux.HandleFunc("GET /v1/namespaces/{ns}/mcpservers/{name}/tools", c.serveServerMenu)
+	mux.HandleFunc("POST /v1/execute", c.executeGlobal)
+	mux.HandleFunc("POST /v1/namespaces/{ns}/toolcollections/{name}/execute", c.executeInCollection)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no such route: "+r.Method+" "+r.URL.Path)
+	})
+	return mux
+}

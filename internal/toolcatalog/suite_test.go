@@ -1,0 +1,83 @@
+package toolcatalog
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	ctrl "sigs.k8s.io/controller-runtime"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/toolmesh/mcp-operator/internal/controller"
+	"github.com/toolmesh/mcp-operator/internal/testenv"
+)
+
+// The suite runs the real controllers and the catalog in one manager
+// against a real kube-apiserver, and talks to the catalog over HTTP.
+
+const (
+	suiteMaxRequestBytes = 64 << 10
+	suiteMaxResultText   = 1 << 10
+)
+
+var (
+	env     *testenv.Env
+	ctx     context.Context
+	cancel  context.CancelFunc
+	catalog *httptest.Server
+)
+
+func TestCatalog(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	RunSpecs(t, "Catalog Suite")
+}
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	ctx, cancel = context.WithCancel(context.Background())
+	var err error
+	env, err = testenv.Start(ctx)
+	Expect(err).NotTo(HaveOccurred())
+
+	mgr, err := env.NewManager()
+	Expect(err).NotTo(HaveOccurred())
+	Expect((&controller.MCPServerReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("mcpserver-controller"),
+	}).SetupWithManager(ctx, mgr)).To(Succeed())
+	Expect((&controller.ToolCollectionReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("toolcollection-controller"),
+	}).SetupWithManager(mgr)).To(Succeed())
+
+	c := New(mgr.GetCache(), Options{
+		MaxRequestBytes: suiteMaxRequestBytes,
+		MaxResultText:   suiteMaxResultText,
+		Log:             ctrl.Log.WithName("catalog"),
+	})
+	Expect(c.WatchChanges(ctx, mgr.GetCache())).To(Succeed())
+	catalog = httptest.NewServer(c.Handler())
+
+	go func() {
+		defer GinkgoRecover()
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+})
+
+var _ = AfterSuite(func() {
+	if catalog != nil {
+		catalog.Close()
+	}
+	if cancel != nil {
+		cancel()
+	}
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
