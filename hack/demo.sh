@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # make demo: the operator working on this machine, no cluster needed.
 # Starts a local control plane (real kube-apiserver + etcd, built from source
-# once), the manager, and the MCP reference server from npm; applies an
-# MCPServer; waits for it to be Ready; prints what to look at.
-# DEMO_EXIT=1 exits after printing (used by tests and CI); otherwise it runs
-# until Ctrl-C, and Ctrl-C stops everything it started.
+# once), the manager with its catalog, and the demo MCP server that ships in
+# this repository; applies config/samples; waits until everything is Ready;
+# prints what to look at and one tool call through the catalog.
+# DEMO_EXIT=1 exits after printing (tests and CI); otherwise it runs until
+# Ctrl-C, which stops everything it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+DEMO_MCP_ADDR="${DEMO_MCP_ADDR:-127.0.0.1:8765}"  # the samples point here
+CATALOG_ADDR="${CATALOG_ADDR:-127.0.0.1:8090}"
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 fail() { printf '\033[31mdemo failed: %s\033[0m\n' "$*" >&2; exit 1; }
@@ -14,64 +18,85 @@ fail() { printf '\033[31mdemo failed: %s\033[0m\n' "$*" >&2; exit 1; }
 work="$(mktemp -d -t mcp-operator-demo.XXXXXX)"
 pids=()
 cleanup() {
-  for pid in "${pids[@]}"; do kill -TERM -- "-${pid}" 2>/dev/null || kill -TERM "${pid}" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do kill -TERM -- "-${pid}" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "${pid}" 2>/dev/null || true; done
   rm -rf "${work}"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Start a command in its own process group, so cleanup ends all it spawned.
+# start LOG CMD...: runs CMD in its own process group, so cleanup ends all
+# it spawned.
 start() { local log="$1"; shift; setsid "$@" >"${log}" 2>&1 & pids+=("$!"); }
 
-say "Building kube-apiserver and etcd from source if not cached (first run: about 15 minutes)"
+# SO_REUSEADDR as Go's listeners set it, so that connections of a previous
+# run waiting in TIME_WAIT do not count as the port being in use.
+port_free() {
+  python3 -c 'import socket,sys; h,p=sys.argv[1].rsplit(":",1); s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((h,int(p)))' "$1" 2>/dev/null
+}
+wait_for_port() {
+  for _ in $(seq 1 100); do
+    python3 -c 'import socket,sys; h,p=sys.argv[1].rsplit(":",1); socket.create_connection((h,int(p)),0.2)' "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+port_free "${DEMO_MCP_ADDR}" || fail "${DEMO_MCP_ADDR} is in use; the samples expect the demo MCP server there"
+port_free "${CATALOG_ADDR}" || fail "${CATALOG_ADDR} is in use; set CATALOG_ADDR=127.0.0.1:PORT"
+
+say "Building kube-apiserver and etcd from source if not cached (first run: about 15 minutes on 2 cores)"
 assets="$(hack/envtest-assets.sh)" || fail "building the control plane; see the messages above"
-say "Installing the MCP reference server from npm if not cached"
-peers="$(hack/npm-peers.sh)" || fail "installing @modelcontextprotocol/server-everything from npm"
-say "Building the manager"
-go build -o "${work}/manager" ./cmd/manager || fail "building ./cmd/manager"
+say "Building the manager and the demo MCP server"
+for cmd in manager demo-mcp-server; do
+  go build -o "${work}/${cmd}" "./cmd/${cmd}" || fail "building ./cmd/${cmd}"
+done
 go build -o "${work}/controlplane" ./hack/controlplane || fail "building ./hack/controlplane"
 
 kubeconfig="${work}/kubeconfig"
 say "Starting the local control plane"
 start "${work}/controlplane.log" env KUBEBUILDER_ASSETS="${assets}" "${work}/controlplane" --kubeconfig-out "${kubeconfig}"
 for _ in $(seq 1 120); do [[ -s "${kubeconfig}" ]] && break; sleep 0.5; done
-[[ -s "${kubeconfig}" ]] || fail "the control plane did not start; log: $(tail -5 "${work}/controlplane.log")"
+[[ -s "${kubeconfig}" ]] || fail "the control plane did not start: $(tail -5 "${work}/controlplane.log")"
 export KUBECONFIG="${kubeconfig}"
 
-say "Starting the manager"
+say "Starting the demo MCP server on ${DEMO_MCP_ADDR}"
+start "${work}/demo-mcp-server.log" "${work}/demo-mcp-server" --listen "${DEMO_MCP_ADDR}"
+wait_for_port "${DEMO_MCP_ADDR}" || fail "the demo MCP server did not start: $(tail -5 "${work}/demo-mcp-server.log")"
+
+say "Starting the manager (controllers and the catalog on ${CATALOG_ADDR})"
 start "${work}/manager.log" "${work}/manager" --kubeconfig "${kubeconfig}" \
-  --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0
+  --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 --catalog-bind-address "${CATALOG_ADDR}"
+wait_for_port "${CATALOG_ADDR}" || fail "the manager did not start: $(tail -5 "${work}/manager.log")"
 
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
-say "Starting @modelcontextprotocol/server-everything on 127.0.0.1:${port}"
-start "${work}/everything.log" env PORT="${port}" node --require "${peers}/loopback.cjs" \
-  "${peers}/node_modules/@modelcontextprotocol/server-everything/dist/index.js" streamableHttp
+say "Applying config/samples"
+kubectl apply -k config/samples
 
-say "Applying an MCPServer that points at it"
-kubectl apply -f - <<YAML
-apiVersion: mcp.toolmesh.io/v1alpha1
-kind: MCPServer
-metadata:
-  name: everything
-  namespace: default
-spec:
-  url: http://127.0.0.1:${port}/mcp
-YAML
+say "Waiting for the MCPServers and the ToolCollection to be Ready"
+kubectl wait --for=condition=Ready mcps --all --timeout=60s >/dev/null \
+  || fail "an MCPServer is not Ready: $(kubectl get mcps -o wide)"
+kubectl wait --for=condition=Ready tc --all --timeout=30s >/dev/null \
+  || fail "the ToolCollection is not Ready: $(kubectl get tc -o wide)"
 
-say "Waiting for it to be Ready"
-kubectl wait --for=condition=Ready mcps/everything --timeout=90s >/dev/null \
-  || fail "the MCPServer did not become Ready: $(kubectl get mcps everything -o jsonpath='{.status.conditions}')"
-
+catalog="http://${CATALOG_ADDR}"
 echo
-say "kubectl get mcps -o wide"
-kubectl get mcps -o wide
+say "kubectl get mcps,tc"
+kubectl get mcps,tc
 echo
-say "The tools it discovered (kubectl get mcps everything -o jsonpath=...)"
-kubectl get mcps everything -o jsonpath='{range .status.tools[*]}{.name}{"\t"}{.description}{"\n"}{end}' | cut -c1-110
+say "The assistant's menu, as an agent passes it to a model"
+echo "\$ curl ${catalog}/v1/namespaces/default/toolcollections/assistant/tools"
+curl -fsS "${catalog}/v1/namespaces/default/toolcollections/assistant/tools" |
+  python3 -c 'import json,sys; m=json.load(sys.stdin); print("revision", m["revision"][:12]);
+[print("  %-26s %s" % (t["function"]["name"], t["function"]["description"][:70])) for t in m["tools"]]'
 echo
-echo "Kubeconfig: ${kubeconfig}   (export KUBECONFIG=${kubeconfig})"
-echo "Manager log: ${work}/manager.log"
+say "A tool call through the catalog"
+call='{"id":"call_1","type":"function","function":{"name":"convert","arguments":"{\"value\": 26.2, \"from\": \"mi\", \"to\": \"km\"}"}}'
+echo "\$ curl -X POST ${catalog}/v1/namespaces/default/toolcollections/assistant/execute -d '${call}'"
+curl -fsS -X POST "${catalog}/v1/namespaces/default/toolcollections/assistant/execute" -d "${call}" | python3 -m json.tool
+echo
+echo "Kubeconfig:  export KUBECONFIG=${kubeconfig}"
+echo "Catalog:     ${catalog}  (GET /v1/tools, ?format=anthropic|mcp; POST /v1/execute)"
+echo "Logs:        ${work}/manager.log"
 
 if [[ "${DEMO_EXIT:-0}" == "1" ]]; then
   exit 0

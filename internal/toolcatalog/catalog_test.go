@@ -14,8 +14,10 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/testenv"
@@ -364,6 +366,28 @@ var _ = Describe("Execute", func() {
 			Expect(r.json()["output"]).To(Equal(fmt.Sprint(i + 1)))
 		}
 		Expect(mcpSrv.Initializes()).To(Equal(before), "no initialize per call")
+	})
+
+	It("counts calls, outcomes and latency in Prometheus metrics", func() {
+		server := ns + "/calc"
+		before := testutil.ToFloat64(toolCalls.WithLabelValues(server, "add", "success"))
+		Expect(execute(`{"name":"mcp_calc_add","arguments":{"a":1,"b":1}}`).code).To(Equal(http.StatusOK))
+		Expect(execute(`{"name":"mcp_calc_fail"}`).code).To(Equal(http.StatusOK))
+		Expect(execute(`{"name":"mcp_calc_add","arguments":{"a":"x"}}`).code).To(Equal(http.StatusUnprocessableEntity))
+		Expect(testutil.ToFloat64(toolCalls.WithLabelValues(server, "add", "success"))).To(Equal(before + 1))
+		Expect(testutil.ToFloat64(toolCalls.WithLabelValues(server, "fail", "tool_error"))).To(BeNumerically(">=", 1))
+		Expect(testutil.ToFloat64(toolCalls.WithLabelValues(server, "add", "invalid_arguments"))).To(BeNumerically(">=", 1))
+
+		// They are served on the manager's registry, which /metrics exposes.
+		families, err := metrics.Registry.Gather()
+		Expect(err).NotTo(HaveOccurred())
+		names := map[string]bool{}
+		for _, f := range families {
+			names[f.GetName()] = true
+		}
+		Expect(names).To(HaveKey("mcp_catalog_tool_calls_total"))
+		Expect(names).To(HaveKey("mcp_catalog_tool_call_duration_seconds"))
+		Expect(names).To(HaveKey("mcp_catalog_tools_served"))
 	})
 
 	It("never forwards the caller's Authorization header", func() {

@@ -1,0 +1,58 @@
+// Command demo-mcp-server is a small, genuinely useful MCP server for `make
+// demo` and the samples: date and time arithmetic, unit conversion and text
+// statistics. It serves Streamable HTTP at /mcp and HTTP+SSE at /sse, and
+// the same tools behind a bearer token at /private/mcp.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+)
+
+func main() {
+	listen := flag.String("listen", "127.0.0.1:8765", "address to serve on")
+	token := flag.String("token", "demo-token", "bearer token /private/mcp requires")
+	flag.Parse()
+
+	mcpServer := server.NewMCPServer("demo-tools", "1.0.0", server.WithToolCapabilities(true))
+	addTools(mcpServer)
+
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", server.NewStreamableHTTPServer(mcpServer, server.WithEndpointPath("/mcp")))
+	sse := server.NewSSEServer(mcpServer, server.WithBaseURL("http://"+*listen), server.WithKeepAlive(true))
+	mux.Handle("/sse", sse.SSEHandler())
+	mux.Handle("/message", sse.MessageHandler())
+	private := server.NewStreamableHTTPServer(mcpServer, server.WithEndpointPath("/private/mcp"))
+	mux.Handle("/private/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+*token {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		private.ServeHTTP(w, r)
+	}))
+
+	srv := &http.Server{Addr: *listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		sse.CloseSessions()
+		_ = srv.Shutdown(shutdown)
+	}()
+	fmt.Printf("demo-mcp-server: serving on http://%s (/mcp, /sse, /private/mcp)\n", *listen)
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Fatalf("demo-mcp-server: %v", err)
+	}
+}

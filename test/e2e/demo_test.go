@@ -1,0 +1,108 @@
+// Package e2e runs what a newcomer runs: `make demo`, end to end, with the
+// real control plane, manager, demo MCP server, kubectl and curl.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func listening(addr string) bool {
+	conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err == nil {
+		conn.Close()
+	}
+	return err == nil
+}
+
+// TestDemo runs the demo until it says it is running, checks what it
+// printed, then presses Ctrl-C and checks that nothing it started is left.
+func TestDemo(t *testing.T) {
+	catalogAddr := freeAddr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join("..", "..", "hack", "demo.sh"))
+	cmd.Env = append(os.Environ(), "CATALOG_ADDR="+catalogAddr, "DEMO_EXIT=0")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }()
+
+	var printed strings.Builder
+	lines := bufio.NewScanner(out)
+	for lines.Scan() {
+		printed.WriteString(lines.Text() + "\n")
+		if strings.Contains(lines.Text(), "Press Ctrl-C") {
+			break
+		}
+	}
+	text := printed.String()
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`mcpserver.mcp.toolmesh.io/demo\s+True\s+5\s+StreamableHTTP`),
+		regexp.MustCompile(`mcpserver.mcp.toolmesh.io/demo-sse\s+True\s+2\s+SSE`),
+		regexp.MustCompile(`mcpserver.mcp.toolmesh.io/demo-private\s+True\s+5\s+StreamableHTTP`),
+		regexp.MustCompile(`toolcollection.mcp.toolmesh.io/assistant\s+True\s+2\s+6\s+0`),
+		regexp.MustCompile(`convert\s+Converts length, mass and temperature`),
+		regexp.MustCompile(`"output": "42.1648 km"`),
+		regexp.MustCompile(`"tool_call_id": "call_1"`),
+		regexp.MustCompile(`export KUBECONFIG=(\S+)`),
+	} {
+		if !want.MatchString(text) {
+			t.Fatalf("the demo did not print %s; it printed:\n%s", want, text)
+		}
+	}
+	workDir := filepath.Dir(regexp.MustCompile(`export KUBECONFIG=(\S+)`).FindStringSubmatch(text)[1])
+	if !listening(catalogAddr) {
+		t.Fatalf("the catalog is not listening on %s while the demo runs", catalogAddr)
+	}
+
+	// Ctrl-C goes to the whole foreground process group.
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		// Drain what it prints while it stops.
+		for lines.Scan() { //nolint:revive // an empty body is the point
+		}
+	}()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the demo did not stop within 60s of Ctrl-C")
+	}
+	for _, addr := range []string{catalogAddr, "127.0.0.1:8765"} {
+		if listening(addr) {
+			t.Errorf("%s is still listening after Ctrl-C", addr)
+		}
+	}
+	if _, err := os.Stat(workDir); !os.IsNotExist(err) {
+		t.Errorf("the demo left %s behind", workDir)
+	}
+}
