@@ -20,6 +20,13 @@ import (
 )
 
 func main() {
+	if err := run(); err != nil {
+		log.Printf("demo-mcp-server: %v", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
 	listen := flag.String("listen", "127.0.0.1:8765", "address to serve on")
 	token := flag.String("token", "demo-token", "bearer token /private/mcp requires")
 	flag.Parse()
@@ -53,6 +60,7 @@ func main() {
 	}()
 	fmt.Printf("demo-mcp-server: serving on http://%s (/mcp, /sse, /private/mcp)\n", *listen)
 	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		log.Fatalf("demo-mcp-server: %v", err)
+		return err
 	}
+	return nil
 }

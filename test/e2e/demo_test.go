@@ -5,6 +5,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -93,7 +94,12 @@ func TestDemo(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
-	case <-done:
+	case err := <-done:
+		// Interrupted, the script exits 130 on purpose.
+		var exit *exec.ExitError
+		if err != nil && (!errors.As(err, &exit) || exit.ExitCode() != 130) {
+			t.Errorf("the demo ended with %v after Ctrl-C, want exit status 130", err)
+		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("the demo did not stop within 60s of Ctrl-C")
 	}
