@@ -218,8 +218,10 @@ type ToolFilter struct {
 
 // MCPServerStatus is what the controller last learned from the server.
 type MCPServerStatus struct {
-	// observedGeneration is the generation the status was computed for.
+	// observedGeneration is the generation the status was computed for;
+	// -1 until the controller first handles the object.
 	// +optional
+	// +kubebuilder:default=-1
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions: Ready, Reconciling, Stalled and ToolsTruncated.
@@ -359,7 +361,11 @@ type MCPServer struct {
 	Spec MCPServerSpec `json:"spec"`
 
 	// status is what the controller last learned from the server.
+	// The default makes a new object read as not yet observed (generation 1
+	// against -1), so kstatus, Flux and Argo CD see it in progress rather
+	// than current before the controller first writes status.
 	// +optional
+	// +kubebuilder:default={}
 	Status MCPServerStatus `json:"status,omitempty"`
 }
 

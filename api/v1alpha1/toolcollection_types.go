@@ -100,8 +100,10 @@ type ToolOverride struct {
 
 // ToolCollectionStatus is the resolved menu.
 type ToolCollectionStatus struct {
-	// observedGeneration is the generation the status was computed for.
+	// observedGeneration is the generation the status was computed for;
+	// -1 until the controller first handles the object.
 	// +optional
+	// +kubebuilder:default=-1
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions: Ready, Degraded, Conflicts, Reconciling and Stalled.
@@ -197,7 +199,11 @@ type ToolCollection struct {
 	Spec ToolCollectionSpec `json:"spec"`
 
 	// status is the resolved menu.
+	// The default makes a new object read as not yet observed (generation 1
+	// against -1), so kstatus, Flux and Argo CD see it in progress rather
+	// than current before the controller first writes status.
 	// +optional
+	// +kubebuilder:default={}
 	Status ToolCollectionStatus `json:"status,omitempty"`
 }
 

@@ -37,6 +37,8 @@ type Options struct {
 	// RequireHeader, when Name is set, answers 401 to requests without
 	// that header value.
 	RequireHeader struct{ Name, Value string }
+	// Delay holds every request this long before serving it: a slow server.
+	Delay time.Duration
 }
 
 // Server is a running MCP server. Stop it with Stop (tests register it with
@@ -169,6 +171,13 @@ func (s *Server) requireHeader(next http.Handler) http.Handler {
 			s.seen[name] = append(s.seen[name], values...)
 		}
 		s.seenMu.Unlock()
+		if s.opts.Delay > 0 {
+			select {
+			case <-time.After(s.opts.Delay):
+			case <-r.Context().Done():
+				return
+			}
+		}
 		if req := s.required.Load(); req != nil && r.Method != http.MethodDelete && r.Header.Get(req[0]) != req[1] {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return

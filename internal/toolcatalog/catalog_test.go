@@ -374,6 +374,8 @@ var _ = Describe("Execute", func() {
 		Expect(execute(`{"name":"mcp_calc_add","arguments":{"a":1,"b":1}}`).code).To(Equal(http.StatusOK))
 		Expect(execute(`{"name":"mcp_calc_fail"}`).code).To(Equal(http.StatusOK))
 		Expect(execute(`{"name":"mcp_calc_add","arguments":{"a":"x"}}`).code).To(Equal(http.StatusUnprocessableEntity))
+		Expect(get("/v1/namespaces/" + ns + "/mcpservers/calc/tools").code).To(Equal(http.StatusOK))
+		Expect(testutil.ToFloat64(toolsServed.WithLabelValues("server " + server))).To(BeEquivalentTo(5))
 		Expect(testutil.ToFloat64(toolCalls.WithLabelValues(server, "add", "success"))).To(Equal(before + 1))
 		Expect(testutil.ToFloat64(toolCalls.WithLabelValues(server, "fail", "tool_error"))).To(BeNumerically(">=", 1))
 		Expect(testutil.ToFloat64(toolCalls.WithLabelValues(server, "add", "invalid_arguments"))).To(BeNumerically(">=", 1))
