@@ -5,6 +5,8 @@ package main
 import (
 	"flag"
 	"os"
+	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -43,11 +45,29 @@ func main() {
 	flag.StringVar(&catalogOpts.BindAddress, "catalog-bind-address", ":8090", "Address the catalog (menus and tool execution) listens on.")
 	flag.Int64Var(&catalogOpts.MaxRequestBytes, "catalog-max-request-bytes", 4<<20, "Largest execute request body the catalog accepts.")
 	flag.IntVar(&catalogOpts.MaxResultText, "catalog-max-result-bytes", 1<<20, "Longest result text returned; longer output is cut with a note.")
+	var catalogAuth string
+	flag.StringVar(&catalogAuth, "catalog-auth", string(toolcatalog.AuthNone), "How the catalog authorizes callers: none (local runs) or kubernetes (bearer tokens, TokenReview and SubjectAccessReview).")
+	flag.DurationVar(&catalogOpts.AuthCacheTTL, "catalog-auth-cache-ttl", 10*time.Second, "How long the catalog reuses a token or permission answer.")
+	flag.Func("catalog-allowed-origins", "Comma-separated browser origins the MCP endpoints accept; requests with another Origin get 403.", func(v string) error {
+		for _, origin := range strings.Split(v, ",") {
+			if origin = strings.TrimSpace(origin); origin != "" {
+				catalogOpts.AllowedOrigins = append(catalogOpts.AllowedOrigins, origin)
+			}
+		}
+		return nil
+	})
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("setup")
+	switch toolcatalog.AuthMode(catalogAuth) {
+	case toolcatalog.AuthNone, toolcatalog.AuthKubernetes:
+		catalogOpts.Auth = toolcatalog.AuthMode(catalogAuth)
+	default:
+		log.Error(nil, "--catalog-auth must be none or kubernetes", "value", catalogAuth)
+		os.Exit(2)
+	}
 
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -90,6 +110,7 @@ func main() {
 	}
 
 	catalogOpts.Log = ctrl.Log.WithName("catalog")
+	catalogOpts.Reviewer = mgr.GetClient()
 	if err := mgr.Add(&toolcatalog.Runnable{
 		Catalog:   toolcatalog.New(mgr.GetCache(), catalogOpts),
 		Informers: mgr.GetCache(),

@@ -1,6 +1,7 @@
 package testmcp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -79,4 +80,25 @@ func freePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Inspector runs the MCP Inspector CLI (npm @modelcontextprotocol/inspector),
+// a real MCP client nobody here wrote, with the given arguments after --cli,
+// and returns what it printed.
+func Inspector(ctx context.Context, args ...string) (string, error) {
+	peers := os.Getenv(PeersEnv)
+	if peers == "" {
+		return "", fmt.Errorf("%s is not set: run `make test`, which installs the npm MCP peers", PeersEnv)
+	}
+	home, err := os.MkdirTemp("", "mcp-inspector-home-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(home)
+	launcher := filepath.Join(peers, "node_modules", "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js")
+	cmd := exec.CommandContext(ctx, "node", append([]string{launcher, "--cli"}, args...)...)
+	// It writes ~/.mcp-inspector: keep that out of the real home.
+	cmd.Env = append(os.Environ(), "HOME="+home)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }

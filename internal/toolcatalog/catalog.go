@@ -34,11 +34,23 @@ type Options struct {
 	MaxResultText int
 	// Log receives one line per tool call.
 	Log logr.Logger
+	// Auth is AuthNone (default) or AuthKubernetes.
+	Auth AuthMode
+	// AuthCacheTTL is how long token and permission answers are reused
+	// (default 10s).
+	AuthCacheTTL time.Duration
+	// Reviewer creates TokenReviews and SubjectAccessReviews; required
+	// with AuthKubernetes.
+	Reviewer client.Client
+	// AllowedOrigins are the browser origins the MCP endpoints accept; a
+	// request with any other Origin header is refused with 403.
+	AllowedOrigins []string
 }
 
 const (
 	defaultMaxRequestBytes = 4 << 20
 	defaultMaxResultText   = 1 << 20
+	defaultAuthCacheTTL    = 10 * time.Second
 )
 
 // Catalog serves menus and executes tool calls.
@@ -49,6 +61,8 @@ type Catalog struct {
 	pool    *mcpclient.Pool
 	menus   *menuCache
 	schemas *schemaCache
+	authz   *authorizer
+	mcp     *mcpEndpoints
 	// version moves on every change to an MCPServer or ToolCollection;
 	// rendered menus are reused while it stands still.
 	version atomic.Uint64
@@ -62,8 +76,17 @@ func New(reader client.Reader, opts Options) *Catalog {
 	if opts.MaxResultText <= 0 {
 		opts.MaxResultText = defaultMaxResultText
 	}
+	if opts.Auth == "" {
+		opts.Auth = AuthNone
+	}
+	if opts.AuthCacheTTL <= 0 {
+		opts.AuthCacheTTL = defaultAuthCacheTTL
+	}
 	c := &Catalog{reader: reader, opts: opts, log: opts.Log, pool: &mcpclient.Pool{}, schemas: newSchemaCache()}
 	c.menus = newMenuCache(c)
+	c.authz = &authorizer{mode: opts.Auth, client: opts.Reviewer, ttl: opts.AuthCacheTTL,
+		tokens: map[[32]byte]cachedCaller{}, decisions: map[string]cachedDecision{}}
+	c.mcp = newMCPEndpoints(c)
 	return c
 }
 
@@ -71,11 +94,16 @@ func New(reader client.Reader, opts Options) *Catalog {
 // cache invalidate the rendered menus, so a change in status shows in the
 // menus at once.
 func (c *Catalog) WatchChanges(ctx context.Context, informers cache.Informers) error {
-	bump := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.version.Add(1) },
-		UpdateFunc: func(any, any) { c.version.Add(1) },
-		DeleteFunc: func(any) { c.version.Add(1) },
+	changed := func() {
+		c.version.Add(1)
+		c.mcp.changed()
 	}
+	bump := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { changed() },
+		UpdateFunc: func(any, any) { changed() },
+		DeleteFunc: func(any) { changed() },
+	}
+	go c.mcp.syncOnChange(ctx)
 	for _, obj := range []client.Object{&mcpv1alpha1.MCPServer{}, &mcpv1alpha1.ToolCollection{}} {
 		informer, err := informers.GetInformer(ctx, obj)
 		if err != nil {

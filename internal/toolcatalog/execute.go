@@ -142,17 +142,15 @@ func (c *Catalog) execute(w http.ResponseWriter, req *http.Request, key viewKey)
 		c.answerError(w, key, cl.name, nil, started, &requestError{code: http.StatusNotFound, message: fmt.Sprintf("Tool %s is invalid", cl.name)})
 		return
 	}
-	if err := c.validate(entry.Tool, cl.arguments); err != nil {
+	if err := c.authorizeCall(req.Context(), key, entry); err != nil {
 		c.answerError(w, key, cl.name, entry, started, err)
 		return
 	}
-
-	envelope, err := c.callUpstream(req.Context(), entry, cl.arguments)
+	envelope, err := c.invoke(req.Context(), entry, cl.arguments)
 	if err != nil {
 		c.answerError(w, key, cl.name, entry, started, err)
 		return
 	}
-	c.truncate(&envelope)
 	if cl.openAI {
 		content := envelope.Output
 		if envelope.IsError && envelope.Error != "" && content == "" {
@@ -166,6 +164,29 @@ func (c *Catalog) execute(w http.ResponseWriter, req *http.Request, key viewKey)
 	}
 	c.record(key, cl.name, entry, started, outcome)
 	writeJSON(w, http.StatusOK, envelope)
+}
+
+// authorizeCall requires execute on the collection a call goes through, or
+// on the tool's MCPServer for calls through the global menu.
+func (c *Catalog) authorizeCall(ctx context.Context, key viewKey, entry *menu.Entry) error {
+	if key.kind == collectionView {
+		return c.authz.require(ctx, verbExecute, toolCollectionsResource, key.namespace, key.name)
+	}
+	return c.authz.require(ctx, verbExecute, mcpServersResource, entry.Namespace, entry.Server)
+}
+
+// invoke is the one execution path, for REST and MCP alike: validate the
+// arguments, call the server, cut long output.
+func (c *Catalog) invoke(ctx context.Context, entry *menu.Entry, arguments json.RawMessage) (Envelope, error) {
+	if err := c.validate(entry.Tool, arguments); err != nil {
+		return Envelope{}, err
+	}
+	envelope, err := c.callUpstream(ctx, entry, arguments)
+	if err != nil {
+		return Envelope{}, err
+	}
+	c.truncate(&envelope)
+	return envelope, nil
 }
 
 func readBody(w http.ResponseWriter, req *http.Request, limit int64) ([]byte, error) {
@@ -321,7 +342,11 @@ func (c *Catalog) truncate(env *Envelope) {
 func (c *Catalog) answerError(w http.ResponseWriter, key viewKey, tool string, entry *menu.Entry, started time.Time, err error) {
 	var reqErr *requestError
 	var upErr *upstreamError
+	var authErr *authError
 	switch {
+	case errors.As(err, &authErr):
+		c.record(key, tool, entry, started, "forbidden")
+		writeAuthError(w, authErr)
 	case errors.As(err, &reqErr):
 		outcome := "invalid_request"
 		switch reqErr.code {

@@ -3,6 +3,7 @@ package toolcatalog
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -191,6 +192,10 @@ func (c *Catalog) serveMenu(w http.ResponseWriter, req *http.Request, key viewKe
 		writeError(w, http.StatusBadRequest, "unknown format "+format+": use openai, anthropic or mcp")
 		return
 	}
+	if err := c.authorizeMenu(req.Context(), key); err != nil {
+		writeAuthError(w, err)
+		return
+	}
 	vw, err := c.menus.view(req.Context(), key)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "the catalog cannot read its cache yet; retry")
@@ -200,7 +205,66 @@ func (c *Catalog) serveMenu(w http.ResponseWriter, req *http.Request, key viewKe
 		writeError(w, http.StatusNotFound, vw.missing)
 		return
 	}
+	if key.kind == globalView {
+		visible, err := c.visibleTo(req.Context(), vw)
+		if err != nil {
+			writeAuthError(w, err)
+			return
+		}
+		if visible != vw {
+			// A caller who may not see every server gets a menu of their own,
+			// not shared and so not cached.
+			serveRendered(w, req, render(visible, format))
+			return
+		}
+	}
 	serveRendered(w, req, c.menus.rendering(key, vw, format))
+}
+
+// authorizeMenu requires get on the collection or server a menu belongs
+// to; the global menu is filtered instead.
+func (c *Catalog) authorizeMenu(ctx context.Context, key viewKey) error {
+	switch key.kind {
+	case collectionView:
+		return c.authz.require(ctx, verbGet, toolCollectionsResource, key.namespace, key.name)
+	case serverView:
+		return c.authz.require(ctx, verbGet, mcpServersResource, key.namespace, key.name)
+	}
+	return nil
+}
+
+// visibleTo narrows a global view to the servers the caller may get. It
+// returns vw itself when nothing is hidden.
+func (c *Catalog) visibleTo(ctx context.Context, vw *view) (*view, error) {
+	if c.authz.mode != AuthKubernetes {
+		return vw, nil
+	}
+	who := callerFrom(ctx)
+	seen := map[string]bool{}
+	var kept []menu.Entry
+	for _, e := range vw.menu.Tools {
+		key := e.Namespace + "/" + e.Server
+		ok, done := seen[key]
+		if !done {
+			var err error
+			if ok, err = c.authz.allowed(ctx, who, verbGet, mcpServersResource, e.Namespace, e.Server); err != nil {
+				return nil, &authError{code: http.StatusServiceUnavailable, message: "permissions could not be checked with the API server; retry"}
+			}
+			seen[key] = ok
+		}
+		if ok {
+			kept = append(kept, e)
+		}
+	}
+	if len(kept) == len(vw.menu.Tools) {
+		return vw, nil
+	}
+	m := menu.Menu{Tools: kept}
+	narrowed := &view{menu: m, revision: m.Hash(), byName: make(map[string]*menu.Entry, len(kept))}
+	for i := range m.Tools {
+		narrowed.byName[m.Tools[i].Name] = &m.Tools[i]
+	}
+	return narrowed, nil
 }
 
 func (c *Catalog) serveGlobalMenu(w http.ResponseWriter, req *http.Request) {

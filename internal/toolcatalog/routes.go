@@ -10,8 +10,12 @@ func (c *Catalog) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/namespaces/{ns}/mcpservers/{name}/tools", c.serveServerMenu)
 	mux.HandleFunc("POST /v1/execute", c.executeGlobal)
 	mux.HandleFunc("POST /v1/namespaces/{ns}/toolcollections/{name}/execute", c.executeInCollection)
+	mux.Handle("/mcp", c.mcp.handler(viewKey{kind: globalView}))
+	mux.HandleFunc("/v1/namespaces/{ns}/toolcollections/{name}/mcp", func(w http.ResponseWriter, r *http.Request) {
+		c.mcp.handler(viewKey{kind: collectionView, namespace: r.PathValue("ns"), name: r.PathValue("name")}).ServeHTTP(w, r)
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such route: "+r.Method+" "+r.URL.Path)
 	})
-	return mux
+	return c.authz.middleware(mux)
 }

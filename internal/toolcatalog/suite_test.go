@@ -29,7 +29,12 @@ var (
 	ctx     context.Context
 	cancel  context.CancelFunc
 	catalog *httptest.Server
+	// authCatalog is the same catalog with --catalog-auth=kubernetes and a
+	// one-second decision cache.
+	authCatalog *httptest.Server
 )
+
+const suiteAuthCacheTTL = time.Second
 
 func TestCatalog(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -64,6 +69,15 @@ var _ = BeforeSuite(func() {
 	Expect(c.WatchChanges(ctx, mgr.GetCache())).To(Succeed())
 	catalog = httptest.NewServer(c.Handler())
 
+	guarded := New(mgr.GetCache(), Options{
+		Auth:         AuthKubernetes,
+		AuthCacheTTL: suiteAuthCacheTTL,
+		Reviewer:     mgr.GetClient(),
+		Log:          ctrl.Log.WithName("catalog-auth"),
+	})
+	Expect(guarded.WatchChanges(ctx, mgr.GetCache())).To(Succeed())
+	authCatalog = httptest.NewServer(guarded.Handler())
+
 	go func() {
 		defer GinkgoRecover()
 		Expect(mgr.Start(ctx)).To(Succeed())
@@ -71,8 +85,10 @@ var _ = BeforeSuite(func() {
 })
 
 var _ = AfterSuite(func() {
-	if catalog != nil {
-		catalog.Close()
+	for _, s := range []*httptest.Server{catalog, authCatalog} {
+		if s != nil {
+			s.Close()
+		}
 	}
 	if cancel != nil {
 		cancel()

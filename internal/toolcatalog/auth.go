@@ -1,0 +1,213 @@
+package toolcatalog
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+)
+
+// AuthMode says how the catalog decides who may see and call what.
+type AuthMode string
+
+const (
+	// AuthNone serves everything to everyone: for local runs.
+	AuthNone AuthMode = "none"
+	// AuthKubernetes requires a bearer token (checked with a TokenReview)
+	// and decides with SubjectAccessReviews in the API group
+	// mcp.toolmesh.io: get to read a menu, execute to call a tool.
+	AuthKubernetes AuthMode = "kubernetes"
+)
+
+// Verbs and resources the catalog asks about.
+const (
+	verbGet                 = "get"
+	verbExecute             = "execute"
+	toolCollectionsResource = "toolcollections"
+	mcpServersResource      = "mcpservers"
+)
+
+// maxCachedDecisions bounds each cache; past it the cache starts over.
+const maxCachedDecisions = 10000
+
+// caller is who a request comes from.
+type caller struct {
+	username string
+	uid      string
+	groups   []string
+	extra    map[string]authorizationv1.ExtraValue
+}
+
+type callerKey struct{}
+
+func callerFrom(ctx context.Context) *caller {
+	c, _ := ctx.Value(callerKey{}).(*caller)
+	return c
+}
+
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// authorizer checks tokens and permissions against the API server and
+// remembers the answers briefly, so that a call does not cost two API
+// round trips.
+type authorizer struct {
+	mode   AuthMode
+	client client.Client
+	ttl    time.Duration
+
+	mu        sync.Mutex
+	tokens    map[[32]byte]cachedCaller
+	decisions map[string]cachedDecision
+}
+
+type cachedCaller struct {
+	caller  *caller
+	expires time.Time
+}
+
+type cachedDecision struct {
+	allowed bool
+	expires time.Time
+}
+
+// authError answers 401 or 403 with a message that says what is missing,
+// never what the token was.
+type authError struct {
+	code    int
+	message string
+}
+
+func (e *authError) Error() string { return e.message }
+
+// authenticate resolves the request's bearer token to a caller.
+func (a *authorizer) authenticate(ctx context.Context, r *http.Request) (*caller, error) {
+	if a.mode != AuthKubernetes {
+		return nil, nil
+	}
+	header := r.Header.Get("Authorization")
+	token, ok := strings.CutPrefix(header, "Bearer ")
+	if !ok || strings.TrimSpace(token) == "" {
+		return nil, &authError{code: http.StatusUnauthorized, message: "a bearer token is required (Authorization: Bearer <token>)"}
+	}
+	key := sha256.Sum256([]byte(token))
+	now := time.Now()
+	a.mu.Lock()
+	cached, hit := a.tokens[key]
+	a.mu.Unlock()
+	if hit && now.Before(cached.expires) {
+		if cached.caller == nil {
+			return nil, &authError{code: http.StatusUnauthorized, message: "the bearer token is not valid"}
+		}
+		return cached.caller, nil
+	}
+	review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}
+	if err := a.client.Create(ctx, review); err != nil {
+		return nil, &authError{code: http.StatusServiceUnavailable, message: "the token could not be checked with the API server; retry"}
+	}
+	var who *caller
+	if review.Status.Authenticated {
+		who = &caller{username: review.Status.User.Username, uid: review.Status.User.UID, groups: review.Status.User.Groups,
+			extra: map[string]authorizationv1.ExtraValue{}}
+		for k, v := range review.Status.User.Extra {
+			who.extra[k] = authorizationv1.ExtraValue(v)
+		}
+	}
+	a.mu.Lock()
+	if len(a.tokens) >= maxCachedDecisions {
+		a.tokens = map[[32]byte]cachedCaller{}
+	}
+	a.tokens[key] = cachedCaller{caller: who, expires: now.Add(a.ttl)}
+	a.mu.Unlock()
+	if who == nil {
+		return nil, &authError{code: http.StatusUnauthorized, message: "the bearer token is not valid"}
+	}
+	return who, nil
+}
+
+// allowed asks whether the caller may do verb on one object.
+func (a *authorizer) allowed(ctx context.Context, who *caller, verb, resource, namespace, name string) (bool, error) {
+	if a.mode != AuthKubernetes {
+		return true, nil
+	}
+	if who == nil {
+		return false, nil
+	}
+	key := strings.Join([]string{who.username, who.uid, strings.Join(who.groups, ","), verb, resource, namespace, name}, "\x00")
+	now := time.Now()
+	a.mu.Lock()
+	cached, hit := a.decisions[key]
+	a.mu.Unlock()
+	if hit && now.Before(cached.expires) {
+		return cached.allowed, nil
+	}
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: who.username, UID: who.uid, Groups: who.groups, Extra: who.extra,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Group: mcpv1alpha1.GroupVersion.Group, Resource: resource, Verb: verb, Namespace: namespace, Name: name,
+		},
+	}}
+	if err := a.client.Create(ctx, review); err != nil {
+		return false, fmt.Errorf("checking permissions with the API server: %w", err)
+	}
+	a.mu.Lock()
+	if len(a.decisions) >= maxCachedDecisions {
+		a.decisions = map[string]cachedDecision{}
+	}
+	a.decisions[key] = cachedDecision{allowed: review.Status.Allowed, expires: now.Add(a.ttl)}
+	a.mu.Unlock()
+	return review.Status.Allowed, nil
+}
+
+// require answers nil when the caller may do verb on the object, and an
+// authError that names what is missing otherwise.
+func (a *authorizer) require(ctx context.Context, verb, resource, namespace, name string) error {
+	ok, err := a.allowed(ctx, callerFrom(ctx), verb, resource, namespace, name)
+	if err != nil {
+		return &authError{code: http.StatusServiceUnavailable, message: "permissions could not be checked with the API server; retry"}
+	}
+	if !ok {
+		who := ""
+		if c := callerFrom(ctx); c != nil {
+			who = c.username + " "
+		}
+		return &authError{code: http.StatusForbidden,
+			message: fmt.Sprintf("forbidden: %slacks %s on %s/%s in namespace %s", who, verb, resource, name, namespace)}
+	}
+	return nil
+}
+
+// middleware authenticates every request before it reaches a route.
+func (a *authorizer) middleware(next http.Handler) http.Handler {
+	if a.mode != AuthKubernetes {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		who, err := a.authenticate(r.Context(), r)
+		if err != nil {
+			writeAuthError(w, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, who)))
+	})
+}
+
+func writeAuthError(w http.ResponseWriter, err error) {
+	if ae, ok := err.(*authError); ok { //nolint:errorlint // authError is never wrapped
+		if ae.code == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-operator"`)
+		}
+		writeError(w, ae.code, ae.message)
+		return
+	}
+	writeError(w, http.StatusInternalServerError, "internal error")
+}

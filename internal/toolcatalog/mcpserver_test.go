@@ -1,0 +1,142 @@
+package toolcatalog
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/mcpclient"
+	"github.com/toolmesh/mcp-operator/internal/testenv"
+	"github.com/toolmesh/mcp-operator/internal/testmcp"
+)
+
+// connectMCP opens an MCP session to a catalog endpoint.
+func connectMCP(url string, headers map[string]string, onChange func()) *mcpclient.Session {
+	s, err := mcpclient.Connect(context.Background(), mcpclient.Endpoint{URL: url, Transport: mcpclient.TransportStreamableHTTP,
+		Headers: headers, Timeout: 10 * time.Second}, onChange)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(s.Close)
+	return s
+}
+
+func collection(ns, name string, names ...string) {
+	tc := &mcpv1alpha1.ToolCollection{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Names: names}}}
+	Expect(env.Client.Create(ctx, tc)).To(Succeed())
+	Eventually(func() int {
+		return get("/v1/namespaces/" + ns + "/toolcollections/" + name + "/tools").code
+	}).Should(Equal(http.StatusOK))
+}
+
+var _ = Describe("The catalog as an MCP server", func() {
+	var ns string
+	BeforeEach(func() {
+		ns = env.Namespace()
+		readyServer(ns, "calc", calcServer().URL())
+		collection(ns, "kit", "calc")
+	})
+
+	It("lists the same tools as the REST menu and calls them through the same path", func() {
+		s := connectMCP(catalog.URL+"/v1/namespaces/"+ns+"/toolcollections/kit/mcp", nil, nil)
+		Expect(s.Info().Name).To(Equal("mcp-operator/" + ns + "/kit"))
+		listed, err := s.ListTools(ctx, mcpclient.DefaultLimits)
+		Expect(err).NotTo(HaveOccurred())
+
+		var rest struct {
+			Tools []struct {
+				Name        string          `json:"name"`
+				Description string          `json:"description"`
+				InputSchema json.RawMessage `json:"inputSchema"`
+			} `json:"tools"`
+		}
+		Expect(json.Unmarshal(get("/v1/namespaces/"+ns+"/toolcollections/kit/tools?format=mcp").body, &rest)).To(Succeed())
+		Expect(listed.Tools).To(HaveLen(len(rest.Tools)))
+		for i, t := range listed.Tools {
+			Expect(t.Name).To(Equal(rest.Tools[i].Name))
+			Expect(t.Description).To(Equal(rest.Tools[i].Description))
+			Expect(string(t.InputSchema)).To(MatchJSON(rest.Tools[i].InputSchema))
+		}
+
+		result, err := s.CallTool(ctx, "mcp_calc_add", json.RawMessage(`{"a":20,"b":22}`))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(result.IsError).To(BeFalse())
+		Expect(string(result.Content[0])).To(MatchJSON(`{"type":"text","text":"42"}`))
+
+		failed, err := s.CallTool(ctx, "mcp_calc_fail", json.RawMessage(`{}`))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(failed.IsError).To(BeTrue(), "a tool failure is a result with isError")
+
+		invalid, err := s.CallTool(ctx, "mcp_calc_add", json.RawMessage(`{"a":"x"}`))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(invalid.IsError).To(BeTrue())
+		Expect(string(invalid.Content[0])).To(ContainSubstring("do not match the input schema"))
+
+		_, err = s.CallTool(ctx, "mcp_calc_nope", json.RawMessage(`{}`))
+		code, _, isRPC := mcpclient.RPCErrorOf(err)
+		Expect(isRPC).To(BeTrue(), "an unknown tool is a JSON-RPC error: %v", err)
+		Expect(code).To(Equal(-32602))
+	})
+
+	It("pages tools/list with cursors", func() {
+		wide := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
+		names := make([]string, 230)
+		for i := range names {
+			names[i] = fmt.Sprintf("t%03d", i)
+		}
+		wide.AddTools(names...)
+		readyServer(ns, "wide", wide.URL())
+		collection(ns, "big", "wide")
+		s := connectMCP(catalog.URL+"/v1/namespaces/"+ns+"/toolcollections/big/mcp", nil, nil)
+		onePage, err := s.ListTools(ctx, mcpclient.Limits{MaxPages: 1, MaxTools: 1000})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(onePage.Tools).To(HaveLen(mcpPageSize))
+		Expect(onePage.Truncated).To(BeTrue())
+		all, err := s.ListTools(ctx, mcpclient.DefaultLimits)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(all.Tools).To(HaveLen(230))
+	})
+
+	It("tells listening clients when a menu changes", func() {
+		upstream := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP, ListChanged: true})
+		upstream.AddTools("first")
+		readyServer(ns, "live", upstream.URL(), testenv.Every(time.Hour))
+		collection(ns, "watched", "live")
+		changed := make(chan struct{}, 10)
+		s := connectMCP(catalog.URL+"/v1/namespaces/"+ns+"/toolcollections/watched/mcp", nil, func() { changed <- struct{}{} })
+		Expect(s.Info().ListChanged).To(BeTrue())
+		time.Sleep(500 * time.Millisecond) // the listening stream opens after initialize
+
+		upstream.AddTools("second")
+		Eventually(changed, 5*time.Second).Should(Receive())
+		listed, err := s.ListTools(ctx, mcpclient.DefaultLimits)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(listed.Tools).To(HaveLen(2))
+	})
+
+	It("refuses a browser Origin it does not allow", func() {
+		r := post("/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, "Origin", "https://evil.example", "Content-Type", "application/json")
+		Expect(r.code).To(Equal(http.StatusForbidden))
+		Expect(r.json()["error"]).To(ContainSubstring("origin https://evil.example is not allowed"))
+		Expect(get("/v1/namespaces/" + ns + "/toolcollections/none/mcp").code).To(Equal(http.StatusNotFound))
+	})
+
+	It("works with the MCP Inspector CLI, a client nobody here wrote", func() {
+		listCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		out, err := testmcp.Inspector(listCtx, catalog.URL+"/v1/namespaces/"+ns+"/toolcollections/kit/mcp", "--transport", "http", "--method", "tools/list")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring(`"name": "mcp_calc_add"`))
+
+		out, err = testmcp.Inspector(listCtx, catalog.URL+"/mcp", "--transport", "http", "--method", "tools/call",
+			"--tool-name", "mcp_calc_add", "--tool-arg", "a=2", "--tool-arg", "b=3")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring(`"text": "5"`))
+	})
+})
