@@ -1,0 +1,181 @@
+package toolcatalog
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/toolmesh/mcp-operator/internal/mcpclient"
+	"github.com/toolmesh/mcp-operator/internal/testenv"
+	"github.com/toolmesh/mcp-operator/internal/testmcp"
+)
+
+// installCatalogRoles creates the ClusterRoles shipped in config/rbac, so
+// that the tests exercise the roles an admin binds.
+func installCatalogRoles() {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", "catalog_roles.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		var role rbacv1.ClusterRole
+		Expect(yaml.Unmarshal([]byte(doc), &role)).To(Succeed())
+		Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, &role))).To(Succeed())
+	}
+}
+
+// serviceAccountToken creates a ServiceAccount and returns a token for it
+// from the TokenRequest API, as a pod would get.
+func serviceAccountToken(ns, name string) string {
+	Expect(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
+	clientset, err := kubernetes.NewForConfig(env.Config)
+	Expect(err).NotTo(HaveOccurred())
+	token, err := clientset.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	return token.Status.Token
+}
+
+func bind(ns, name, role, serviceAccount string) *rbacv1.RoleBinding {
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: serviceAccount}}}
+	Expect(env.Client.Create(ctx, rb)).To(Succeed())
+	return rb
+}
+
+var _ = Describe("Kubernetes authorization", func() {
+	var ns string
+	menuPath := func() string { return "/v1/namespaces/" + ns + "/toolcollections/kit/tools" }
+	executePath := func() string { return "/v1/namespaces/" + ns + "/toolcollections/kit/execute" }
+	const addCall = `{"name":"mcp_calc_add","arguments":{"a":1,"b":2}}`
+
+	BeforeEach(func() {
+		installCatalogRoles()
+		ns = env.Namespace()
+		readyServer(ns, "calc", calcServer().URL())
+		collection(ns, "kit", "calc")
+	})
+
+	do := func(method, path, body, token string) (int, string) {
+		req, err := http.NewRequest(method, authCatalog.URL+path, strings.NewReader(body))
+		Expect(err).NotTo(HaveOccurred())
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		var payload map[string]any
+		Expect(json.NewDecoder(resp.Body).Decode(&payload)).To(Succeed())
+		if msg, ok := payload["error"].(string); ok {
+			return resp.StatusCode, msg
+		}
+		raw, _ := json.Marshal(payload)
+		return resp.StatusCode, string(raw)
+	}
+
+	It("asks for a token and refuses a bad one, without repeating it", func() {
+		code, msg := do(http.MethodGet, menuPath(), "", "")
+		Expect(code).To(Equal(http.StatusUnauthorized))
+		Expect(msg).To(ContainSubstring("a bearer token is required"))
+		code, msg = do(http.MethodGet, menuPath(), "", "not-a-real-token-marker")
+		Expect(code).To(Equal(http.StatusUnauthorized))
+		Expect(msg).To(Equal("the bearer token is not valid"))
+	})
+
+	It("lets a caller read and call, a reader only read, and nobody else anything", func() {
+		caller := serviceAccountToken(ns, "caller")
+		bind(ns, "caller", "catalog-caller", "caller")
+		reader := serviceAccountToken(ns, "reader")
+		bind(ns, "reader", "catalog-reader", "reader")
+		stranger := serviceAccountToken(ns, "stranger")
+
+		code, body := do(http.MethodGet, menuPath(), "", caller)
+		Expect(code).To(Equal(http.StatusOK), body)
+		code, body = do(http.MethodPost, executePath(), addCall, caller)
+		Expect(code).To(Equal(http.StatusOK), body)
+		Expect(body).To(ContainSubstring(`"output":"3"`))
+
+		code, _ = do(http.MethodGet, menuPath(), "", reader)
+		Expect(code).To(Equal(http.StatusOK))
+		code, msg := do(http.MethodPost, executePath(), addCall, reader)
+		Expect(code).To(Equal(http.StatusForbidden))
+		Expect(msg).To(Equal("forbidden: system:serviceaccount:" + ns + ":reader lacks execute on toolcollections/kit in namespace " + ns))
+
+		code, msg = do(http.MethodGet, menuPath(), "", stranger)
+		Expect(code).To(Equal(http.StatusForbidden))
+		Expect(msg).To(ContainSubstring("lacks get on toolcollections/kit in namespace " + ns))
+		Expect(msg).NotTo(ContainSubstring(stranger))
+	})
+
+	It("shows the global menu filtered to the servers a caller may see", func() {
+		other := env.Namespace()
+		otherServer := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
+		otherServer.AddTools("hidden_tool")
+		readyServer(other, "secret", otherServer.URL())
+
+		reader := serviceAccountToken(ns, "reader")
+		bind(ns, "reader", "catalog-reader", "reader")
+		code, body := do(http.MethodGet, "/v1/tools", "", reader)
+		Expect(code).To(Equal(http.StatusOK))
+		Expect(body).To(ContainSubstring("mcp_calc_add"))
+		Expect(body).NotTo(ContainSubstring("mcp_secret_hidden_tool"))
+
+		// Calls through the global endpoint need execute on the server.
+		code, msg := do(http.MethodPost, "/v1/execute", addCall, reader)
+		Expect(code).To(Equal(http.StatusForbidden))
+		Expect(msg).To(ContainSubstring("lacks execute on mcpservers/calc"))
+
+		// The MCP endpoint applies the same filter.
+		s, err := mcpclient.Connect(context.Background(), mcpclient.Endpoint{URL: authCatalog.URL + "/mcp",
+			Transport: mcpclient.TransportStreamableHTTP, Headers: map[string]string{"Authorization": "Bearer " + reader}, Timeout: 10 * time.Second}, nil)
+		Expect(err).NotTo(HaveOccurred())
+		defer s.Close()
+		listed, err := s.ListTools(ctx, mcpclient.DefaultLimits)
+		Expect(err).NotTo(HaveOccurred())
+		var names []string
+		for _, t := range listed.Tools {
+			names = append(names, t.Name)
+		}
+		Expect(names).To(ContainElement("mcp_calc_add"))
+		Expect(names).NotTo(ContainElement("mcp_secret_hidden_tool"))
+	})
+
+	It("stops allowing soon after the RoleBinding is removed", func() {
+		caller := serviceAccountToken(ns, "caller")
+		rb := bind(ns, "caller", "catalog-caller", "caller")
+		Eventually(func() int { code, _ := do(http.MethodPost, executePath(), addCall, caller); return code }).Should(Equal(http.StatusOK))
+
+		Expect(env.Client.Delete(ctx, rb)).To(Succeed())
+		removed := time.Now()
+		Eventually(func() int { code, _ := do(http.MethodPost, executePath(), addCall, caller); return code }, 10*time.Second, 100*time.Millisecond).
+			Should(Equal(http.StatusForbidden))
+		Expect(time.Since(removed)).To(BeNumerically("<", suiteAuthCacheTTL+5*time.Second))
+	})
+
+	It("lets an agent call a collection over MCP with its ServiceAccount token", func() {
+		caller := serviceAccountToken(ns, "agent")
+		bind(ns, "agent", "catalog-caller", "agent")
+		callCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		out, err := testmcp.Inspector(callCtx, authCatalog.URL+"/v1/namespaces/"+ns+"/toolcollections/kit/mcp",
+			"--transport", "http", "--header", "Authorization: Bearer "+caller,
+			"--method", "tools/call", "--tool-name", "mcp_calc_add", "--tool-arg", "a=40", "--tool-arg", "b=2")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring(`"text": "42"`))
+	})
+})
