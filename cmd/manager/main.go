@@ -90,22 +90,12 @@ func main() {
 	}
 
 	ctx := ctrl.SetupSignalHandler()
-	if err := (&controller.MCPServerReconciler{
-		Client:                  mgr.GetClient(),
-		Recorder:                mgr.GetEventRecorder("mcpserver-controller"),
+	if err := controller.SetupWithManager(ctx, mgr, controller.Options{
 		StatusBudget:            statusBudget,
 		Limits:                  mcpclient.Limits{MaxPages: maxToolPages, MaxTools: maxTools},
 		MaxConcurrentReconciles: concurrency,
-	}).SetupWithManager(ctx, mgr); err != nil {
-		log.Error(err, "Setting up the MCPServer controller")
-		os.Exit(1)
-	}
-
-	if err := (&controller.ToolCollectionReconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("toolcollection-controller"),
-	}).SetupWithManager(mgr); err != nil {
-		log.Error(err, "Setting up the ToolCollection controller")
+	}); err != nil {
+		log.Error(err, "Setting up the controllers")
 		os.Exit(1)
 	}
 

@@ -41,16 +41,7 @@ var _ = BeforeSuite(func() {
 
 	mgr, err := env.NewManager()
 	Expect(err).NotTo(HaveOccurred())
-	Expect((&MCPServerReconciler{
-		Client:       mgr.GetClient(),
-		Recorder:     mgr.GetEventRecorder("mcpserver-controller"),
-		StatusBudget: suiteStatusBudget,
-		Limits:       mcpclient.DefaultLimits,
-	}).SetupWithManager(ctx, mgr)).To(Succeed())
-	Expect((&ToolCollectionReconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("toolcollection-controller"),
-	}).SetupWithManager(mgr)).To(Succeed())
+	Expect(SetupWithManager(ctx, mgr, Options{StatusBudget: suiteStatusBudget, Limits: mcpclient.DefaultLimits})).To(Succeed())
 
 	go func() {
 		defer GinkgoRecover()

@@ -52,14 +52,7 @@ var _ = BeforeSuite(func() {
 
 	mgr, err := env.NewManager()
 	Expect(err).NotTo(HaveOccurred())
-	Expect((&controller.MCPServerReconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("mcpserver-controller"),
-	}).SetupWithManager(ctx, mgr)).To(Succeed())
-	Expect((&controller.ToolCollectionReconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("toolcollection-controller"),
-	}).SetupWithManager(mgr)).To(Succeed())
+	Expect(controller.SetupWithManager(ctx, mgr, controller.Options{})).To(Succeed())
 
 	c := New(mgr.GetCache(), Options{
 		MaxRequestBytes: suiteMaxRequestBytes,
