@@ -80,7 +80,9 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 
 	before := srv.DeepCopy()
-	if srv.Status.ObservedGeneration != srv.Generation {
+	if srv.Status.ObservedGeneration != srv.Generation && !reconcilingGeneration(&srv) {
+		// Once per generation: a retry after a failure keeps its Ready=False
+		// reason instead of flapping through Unknown.
 		r.warnIfInsecure(&srv)
 		markReconciling(&srv)
 		if err := r.patchStatus(ctx, before, &srv); err != nil {

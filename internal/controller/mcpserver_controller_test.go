@@ -228,6 +228,18 @@ var _ = Describe("MCPServer discovery", func() {
 		Eventually(readyOf(srv), 40*time.Second).Should(Equal("True/ToolsDiscovered"))
 	})
 
+	It("retries an unreachable new server without rewriting its status", func() {
+		srv := createServer(newNamespace(), "never", "http://127.0.0.1:1/mcp")
+		Eventually(readyOf(srv)).Should(Equal("False/Unreachable"))
+		failing := fetch(srv)
+		Expect(meta.IsStatusConditionTrue(failing.Status.Conditions, mcpv1alpha1.ConditionReconciling)).To(BeTrue(),
+			"the generation is still being worked on")
+		// Retries back off from 1s; over 5s several happen, none writes.
+		Consistently(func() string { return fetch(srv).ResourceVersion }, 5*time.Second, 250*time.Millisecond).
+			Should(Equal(failing.ResourceVersion))
+		Expect(eventsOf(srv)()).To(HaveLen(1), "one Warning for the failure, not one per retry")
+	})
+
 	It("writes nothing when nothing changed over several refreshes", func() {
 		ns := newNamespace()
 		mcp := startMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})

@@ -179,6 +179,13 @@ func markReconciling(srv *mcpv1alpha1.MCPServer) {
 		"Discovery in progress")
 }
 
+// reconcilingGeneration reports whether Reconciling already says the
+// current generation is being worked on.
+func reconcilingGeneration(srv *mcpv1alpha1.MCPServer) bool {
+	c := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReconciling)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == srv.Generation
+}
+
 // markReady records a finished generation.
 func markReady(srv *mcpv1alpha1.MCPServer, message string) {
 	setCondition(srv, mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonToolsDiscovered, message)
