@@ -55,6 +55,27 @@ test: ## Unit and envtest suites against a real kube-apiserver and etcd.
 	@assets=$$(hack/envtest-assets.sh) && peers=$$(hack/npm-peers.sh "$(NPM_PEERS_DIR)") && \
 	KUBEBUILDER_ASSETS="$$assets" MCP_NPM_PEERS="$$peers" go test $(GO_TEST_FLAGS) -count=1 ./... 
 
+BENCH_TIME ?= 3000x
+BENCH_OUT ?= bin/bench
+
+.PHONY: bench
+bench: ## Benchmarks against same-run baselines; writes docs/benchmarks.md (about 5 minutes).
+	@mkdir -p $(BENCH_OUT)
+	@assets=$$(hack/envtest-assets.sh) && export KUBEBUILDER_ASSETS="$$assets" && \
+	go test -run '^$$' -bench . -benchmem -benchtime=$(BENCH_TIME) ./internal/toolname ./internal/toolcatalog | tee $(BENCH_OUT)/micro.txt && \
+	go test -run '^$$' -bench 'BenchmarkCall|BenchmarkCallInterleaved|BenchmarkThroughput|BenchmarkMenu' -benchtime=$(BENCH_TIME) \
+	  -o $(BENCH_OUT)/bench.test -cpuprofile $(BENCH_OUT)/cpu.out ./test/bench | tee $(BENCH_OUT)/rig.txt && \
+	go test -run '^$$' -bench 'BenchmarkDiscovery|BenchmarkQuiet' -benchtime=1x ./test/bench | tee $(BENCH_OUT)/scale.txt
+	go tool pprof -top -nodecount=20 $(BENCH_OUT)/bench.test $(BENCH_OUT)/cpu.out > $(BENCH_OUT)/cpu-top.txt
+	go tool pprof -top -cum -focus=toolcatalog -nodecount=25 $(BENCH_OUT)/bench.test $(BENCH_OUT)/cpu.out >> $(BENCH_OUT)/cpu-top.txt
+	cat $(BENCH_OUT)/micro.txt $(BENCH_OUT)/rig.txt $(BENCH_OUT)/scale.txt | go run ./hack/benchreport -profile $(BENCH_OUT)/cpu-top.txt > docs/benchmarks.md
+	@echo "wrote docs/benchmarks.md"
+
+.PHONY: bench-smoke
+bench-smoke: ## Every benchmark once, no thresholds: keeps them from rotting (CI).
+	@assets=$$(hack/envtest-assets.sh) && export KUBEBUILDER_ASSETS="$$assets" && \
+	go test -run '^$$' -bench . -benchtime=1x ./internal/toolname ./internal/toolcatalog ./test/bench
+
 ##@ Build
 
 .PHONY: build
