@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -42,6 +43,9 @@ var (
 func setup(b *testing.B) *rig {
 	b.Helper()
 	rigOnce.Do(func() {
+		// The rig's own logs would drown the results; errors surface as
+		// failed benchmarks.
+		ctrl.SetLogger(logr.Discard())
 		ctx := context.Background()
 		r := &rig{}
 		if r.env, rigErr = testenv.Start(ctx); rigErr != nil {
