@@ -76,6 +76,14 @@ bench-smoke: ## Every benchmark once, no thresholds: keeps them from rotting (CI
 	@assets=$$(hack/envtest-assets.sh) && export KUBEBUILDER_ASSETS="$$assets" && \
 	go test -run '^$$' -bench . -benchtime=1x ./internal/toolname ./internal/toolcatalog ./test/bench
 
+FUZZ_TIME ?= 10s
+
+.PHONY: fuzz-smoke
+fuzz-smoke: ## Each fuzz target briefly, on top of its committed seed corpus (CI).
+	go test -run '^$$' -fuzz '^FuzzExpose$$' -fuzztime $(FUZZ_TIME) ./internal/toolname
+	go test -run '^$$' -fuzz '^FuzzDecodeTool$$' -fuzztime $(FUZZ_TIME) ./internal/mcpclient
+	go test -run '^$$' -fuzz '^FuzzDecodeCall$$' -fuzztime $(FUZZ_TIME) ./internal/toolcatalog
+
 ##@ Build
 
 .PHONY: build

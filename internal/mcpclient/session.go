@@ -201,6 +201,7 @@ func (s *Session) ListTools(ctx context.Context, limits Limits) (ToolList, error
 		list   ToolList
 		cursor string
 		seen   = map[string]bool{}
+		names  = map[string]bool{}
 	)
 	for page := 0; ; page++ {
 		if page == limits.MaxPages {
@@ -227,6 +228,12 @@ func (s *Session) ListTools(ctx context.Context, limits Limits) (ToolList, error
 			if err != nil {
 				return ToolList{}, classify(err, s.endpoint, "listing tools", s.status)
 			}
+			// A name listed twice (a list that shifted between pages) is one
+			// tool: calls address tools by name.
+			if names[tool.Name] {
+				continue
+			}
+			names[tool.Name] = true
 			list.Tools = append(list.Tools, tool)
 		}
 		if decoded.NextCursor == "" {

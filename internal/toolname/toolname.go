@@ -15,6 +15,8 @@ const (
 	MaxLength = 64
 	// hashDigits is how many hex digits of SHA-256 tell names apart.
 	hashDigits = 8
+	// maxHashDigits is the longest suffix used to settle a collision.
+	maxHashDigits = 32
 )
 
 // Expose returns the exposed name of each tool of one server, in the order
@@ -25,7 +27,11 @@ func Expose(prefix string, tools []string) []string {
 	for i, tool := range tools {
 		exposed[i] = shorten(sanitize("mcp_"+prefix+"_"+tool), tool)
 	}
-	for digits := hashDigits; digits <= sha256.Size*2; digits *= 2 {
+	// Longer hashes settle the (astronomically rare) hash collisions; 32
+	// digits still leave room for the name. Identical original names stay
+	// identical: a server must list each name once, and ListTools keeps the
+	// first.
+	for digits := hashDigits; digits <= maxHashDigits; digits *= 2 {
 		colliding := collisions(exposed)
 		if len(colliding) == 0 {
 			break

@@ -80,3 +80,15 @@ func TestExposeIsStableAndUnique(t *testing.T) {
 		}
 	}
 }
+
+func TestANameListedTwiceIsExposedWithoutPanicking(t *testing.T) {
+	got := Expose("p", []string{"a.b", "a.b", "c"})
+	if got[2] != "mcp_p_c" {
+		t.Errorf("an unrelated name changed: %q", got[2])
+	}
+	for _, name := range got {
+		if !validName.MatchString(name) {
+			t.Errorf("%q is not a valid exposed name", name)
+		}
+	}
+}
