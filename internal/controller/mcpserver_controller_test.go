@@ -240,6 +240,58 @@ var _ = Describe("MCPServer discovery", func() {
 		Expect(eventsOf(srv)()).To(HaveLen(1), "one Warning for the failure, not one per retry")
 	})
 
+	It("verifies TLS against a CA from a Secret or ConfigMap, and warns about skipping it", func() {
+		ns := newNamespace()
+		mcp := startMCP(testmcp.Options{Transport: testmcp.StreamableHTTP, TLS: true})
+		mcp.AddTools("secure")
+
+		untrusted := createServer(ns, "untrusted", mcp.URL())
+		Eventually(readyOf(untrusted)).Should(Equal("False/TLSError"))
+		Expect(meta.FindStatusCondition(fetch(untrusted).Status.Conditions, mcpv1alpha1.ConditionReady).Message).
+			To(ContainSubstring("spec.tls.caSecretRef"))
+
+		Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ca"},
+			Data: map[string][]byte{"ca.crt": mcp.CAPEM()}})).To(Succeed())
+		viaSecret := createServer(ns, "via-secret", mcp.URL(), func(s *mcpv1alpha1.MCPServer) {
+			s.Spec.TLS = &mcpv1alpha1.TLSSpec{CASecretRef: &mcpv1alpha1.KeyReference{Name: "ca", Key: "ca.crt"}}
+		})
+		Eventually(readyOf(viaSecret)).Should(Equal("True/ToolsDiscovered"))
+
+		Expect(k8sClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ca"},
+			Data: map[string]string{"ca.crt": string(mcp.CAPEM())}})).To(Succeed())
+		viaConfigMap := createServer(ns, "via-configmap", mcp.URL(), func(s *mcpv1alpha1.MCPServer) {
+			s.Spec.TLS = &mcpv1alpha1.TLSSpec{CAConfigMapRef: &mcpv1alpha1.KeyReference{Name: "ca", Key: "ca.crt"}}
+		})
+		Eventually(readyOf(viaConfigMap)).Should(Equal("True/ToolsDiscovered"))
+
+		insecure := createServer(ns, "insecure", mcp.URL(), func(s *mcpv1alpha1.MCPServer) {
+			s.Spec.TLS = &mcpv1alpha1.TLSSpec{InsecureSkipVerify: true}
+		})
+		Eventually(readyOf(insecure)).Should(Equal("True/ToolsDiscovered"))
+		Eventually(eventsOf(insecure)).Should(containsSubstring("InsecureSkipVerify: spec.tls.insecureSkipVerify is set"))
+	})
+
+	It("keeps the last status and stops refreshing while suspended", func() {
+		ns := newNamespace()
+		mcp := startMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
+		mcp.AddTools("kept")
+		srv := createServer(ns, "paused", mcp.URL(), every(10*time.Second))
+		Eventually(readyOf(srv)).Should(Equal("True/ToolsDiscovered"))
+
+		suspended := fetch(srv)
+		suspended.Spec.Suspend = true
+		Expect(k8sClient.Update(ctx, suspended)).To(Succeed())
+		lists := mcp.ToolLists()
+		mcp.AddTools("ignored")
+		Consistently(mcp.ToolLists, 12*time.Second, time.Second).Should(Equal(lists), "no refresh while suspended")
+		Expect(toolNames(srv)).To(Equal([]string{"mcp_paused_kept"}))
+
+		resumed := fetch(srv)
+		resumed.Spec.Suspend = false
+		Expect(k8sClient.Update(ctx, resumed)).To(Succeed())
+		Eventually(func() []string { return toolNames(srv) }).Should(Equal([]string{"mcp_paused_ignored", "mcp_paused_kept"}))
+	})
+
 	It("writes nothing when nothing changed over several refreshes", func() {
 		ns := newNamespace()
 		mcp := startMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})

@@ -6,9 +6,17 @@ package testmcp
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
 	"net"
 	"net/http"
 	"sync"
@@ -39,6 +47,9 @@ type Options struct {
 	RequireHeader struct{ Name, Value string }
 	// Delay holds every request this long before serving it: a slow server.
 	Delay time.Duration
+	// TLS serves HTTPS with a certificate for 127.0.0.1 from a CA of its
+	// own (CAPEM).
+	TLS bool
 }
 
 // Server is a running MCP server. Stop it with Stop (tests register it with
@@ -52,6 +63,9 @@ type Server struct {
 	required    atomic.Pointer[[2]string]
 	seenMu      sync.Mutex
 	seen        map[string][]string
+
+	tlsConfig *tls.Config
+	caPEM     []byte
 
 	mu   sync.Mutex
 	http *http.Server
@@ -77,6 +91,11 @@ func Start(opts Options) (*Server, error) {
 	if opts.RequireHeader.Name != "" {
 		s.SetRequiredHeader(opts.RequireHeader.Name, opts.RequireHeader.Value)
 	}
+	if opts.TLS {
+		if err := s.makeCertificate(); err != nil {
+			return nil, err
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -88,10 +107,53 @@ func Start(opts Options) (*Server, error) {
 
 // URL is the MCP endpoint: /sse for SSE, /mcp for Streamable HTTP.
 func (s *Server) URL() string {
+	path := "/mcp"
 	if s.opts.Transport == SSE {
-		return "http://" + s.addr + "/sse"
+		path = "/sse"
 	}
-	return "http://" + s.addr + "/mcp"
+	return s.base() + path
+}
+
+func (s *Server) base() string {
+	if s.opts.TLS {
+		return "https://" + s.addr
+	}
+	return "http://" + s.addr
+}
+
+// CAPEM is the PEM certificate of the CA that signed a TLS server's
+// certificate.
+func (s *Server) CAPEM() []byte { return s.caPEM }
+
+// makeCertificate creates a CA and a certificate for 127.0.0.1 signed by it.
+func (s *Server) makeCertificate() error {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "testmcp CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		KeyUsage: x509.KeyUsageDigitalSignature}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+	s.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	s.tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12,
+		Certificates: []tls.Certificate{{Certificate: [][]byte{leafDER}, PrivateKey: key}}}
+	return nil
 }
 
 // Initializes counts the initialize requests served so far.
@@ -145,7 +207,7 @@ func echoHandler(name string) server.ToolHandlerFunc {
 func (s *Server) serve(ln net.Listener) {
 	mux := http.NewServeMux()
 	if s.opts.Transport == SSE {
-		sse := server.NewSSEServer(s.MCP, server.WithBaseURL("http://"+s.addr), server.WithKeepAlive(false))
+		sse := server.NewSSEServer(s.MCP, server.WithBaseURL(s.base()), server.WithKeepAlive(false))
 		mux.Handle("/sse", sse.SSEHandler())
 		mux.Handle("/message", sse.MessageHandler())
 		s.sse = sse
@@ -158,6 +220,9 @@ func (s *Server) serve(ln net.Listener) {
 	s.mu.Lock()
 	s.http = srv
 	s.mu.Unlock()
+	if s.tlsConfig != nil {
+		ln = tls.NewListener(ln, s.tlsConfig)
+	}
 	go func() { _ = srv.Serve(ln) }()
 }
 
