@@ -1,7 +1,10 @@
 package toolcatalog
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"sync"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -10,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	ctrl "sigs.k8s.io/controller-runtime"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"go.uber.org/zap/zapcore"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/toolmesh/mcp-operator/internal/controller"
@@ -24,8 +28,27 @@ const (
 	suiteMaxResultText   = 1 << 10
 )
 
+// lockedBuffer collects log output from many goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 var (
-	env     *testenv.Env
+	suiteLogs lockedBuffer
+	env       *testenv.Env
 	ctx     context.Context
 	cancel  context.CancelFunc
 	catalog *httptest.Server
@@ -44,7 +67,8 @@ func TestCatalog(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	// Every log line also goes to suiteLogs, which the secrets test reads.
+	logf.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(GinkgoWriter, &suiteLogs)), zap.UseDevMode(true), zap.Level(zapcore.Level(-2))))
 	ctx, cancel = context.WithCancel(context.Background())
 	var err error
 	env, err = testenv.Start(ctx)
