@@ -4,16 +4,16 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"sync"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"go.uber.org/zap/zapcore"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/toolmesh/mcp-operator/internal/controller"
@@ -49,9 +49,9 @@ func (b *lockedBuffer) String() string {
 var (
 	suiteLogs lockedBuffer
 	env       *testenv.Env
-	ctx     context.Context
-	cancel  context.CancelFunc
-	catalog *httptest.Server
+	ctx       context.Context
+	cancel    context.CancelFunc
+	catalog   *httptest.Server
 	// authCatalog is the same catalog with --catalog-auth=kubernetes and a
 	// one-second decision cache.
 	authCatalog *httptest.Server
