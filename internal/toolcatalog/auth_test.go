@@ -141,10 +141,7 @@ var _ = Describe("Kubernetes authorization", func() {
 		Expect(msg).To(ContainSubstring("lacks execute on mcpservers/calc"))
 
 		// The MCP endpoint applies the same filter.
-		s, err := mcpclient.Connect(context.Background(), mcpclient.Endpoint{URL: authCatalog.URL + "/mcp",
-			Transport: mcpclient.TransportStreamableHTTP, Headers: map[string]string{"Authorization": "Bearer " + reader}, Timeout: 10 * time.Second}, nil)
-		Expect(err).NotTo(HaveOccurred())
-		defer s.Close()
+		s := connectMCP(authCatalog.URL+"/mcp", map[string]string{"Authorization": "Bearer " + reader}, nil)
 		listed, err := s.ListTools(ctx, mcpclient.DefaultLimits)
 		Expect(err).NotTo(HaveOccurred())
 		var names []string
