@@ -49,6 +49,9 @@ const (
 	// ReasonConfigMapNotFound: a ConfigMap or key named by spec.tls does not
 	// exist (yet). Recovers when it appears.
 	ReasonConfigMapNotFound = "ConfigMapNotFound"
+	// ReasonEgressDenied: the server's address is one the manager's egress
+	// policy (--egress-deny-cidrs, --egress-allow-cidrs) refuses to dial.
+	ReasonEgressDenied = "EgressDenied"
 	// ReasonInvalidSpec: the spec cannot work as written (for example a
 	// malformed glob pattern or CA bundle). Stalled until the spec changes.
 	ReasonInvalidSpec = "InvalidSpec"

@@ -4,6 +4,8 @@ package main
 
 import (
 	"flag"
+	"fmt"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -56,6 +58,17 @@ func main() {
 		}
 		return nil
 	})
+	egress := &mcpclient.EgressPolicy{Deny: mcpclient.DefaultEgressDeny}
+	flag.Func("egress-deny-cidrs", "Comma-separated CIDRs discovery and tool calls never dial (default: link-local and cloud metadata addresses; an empty value denies nothing).", func(v string) error {
+		prefixes, err := parseCIDRs(v)
+		egress.Deny = prefixes
+		return err
+	})
+	flag.Func("egress-allow-cidrs", "Comma-separated CIDRs that are the only ones dialed (default: any not denied).", func(v string) error {
+		prefixes, err := parseCIDRs(v)
+		egress.Allow = prefixes
+		return err
+	})
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -94,6 +107,7 @@ func main() {
 		StatusBudget:            statusBudget,
 		Limits:                  mcpclient.Limits{MaxPages: maxToolPages, MaxTools: maxTools},
 		MaxConcurrentReconciles: concurrency,
+		Egress:                  egress,
 	}); err != nil {
 		log.Error(err, "Setting up the controllers")
 		os.Exit(1)
@@ -101,6 +115,7 @@ func main() {
 
 	catalogOpts.Log = ctrl.Log.WithName("catalog")
 	catalogOpts.Reviewer = mgr.GetClient()
+	catalogOpts.Egress = egress
 	if err := mgr.Add(&toolcatalog.Runnable{
 		Catalog:   toolcatalog.New(mgr.GetCache(), catalogOpts),
 		Informers: mgr.GetCache(),
@@ -125,4 +140,20 @@ func main() {
 		log.Error(err, "Running the manager")
 		os.Exit(1)
 	}
+}
+
+// parseCIDRs reads a comma-separated list of CIDRs.
+func parseCIDRs(v string) ([]netip.Prefix, error) {
+	var prefixes []netip.Prefix
+	for _, field := range strings.Split(v, ",") {
+		if field = strings.TrimSpace(field); field == "" {
+			continue
+		}
+		prefix, err := netip.ParsePrefix(field)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a CIDR such as 10.0.0.0/8", field)
+		}
+		prefixes = append(prefixes, prefix.Masked())
+	}
+	return prefixes, nil
 }

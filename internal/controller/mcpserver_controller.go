@@ -54,6 +54,8 @@ type MCPServerReconciler struct {
 	Limits mcpclient.Limits
 	// MaxConcurrentReconciles is how many servers are discovered at once.
 	MaxConcurrentReconciles int
+	// Egress limits the addresses discovery may dial.
+	Egress *mcpclient.EgressPolicy
 
 	sessions *mcpclient.Pool
 	changes  chan event.TypedGenericEvent[*mcpv1alpha1.MCPServer]
@@ -99,7 +101,7 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := validateToolFilter(srv.Spec.ToolFilter); err != nil {
 		return r.failed(&srv, before, err)
 	}
-	resolved, err := endpoint.Resolve(ctx, r.Client, &srv)
+	resolved, err := endpoint.Resolve(ctx, r.Client, &srv, r.Egress)
 	if err != nil {
 		return r.failed(&srv, before, err)
 	}

@@ -292,6 +292,22 @@ var _ = Describe("MCPServer discovery", func() {
 		Eventually(func() []string { return toolNames(srv) }).Should(Equal([]string{"mcp_paused_ignored", "mcp_paused_kept"}))
 	})
 
+	DescribeTable("refuses to dial cloud metadata addresses however they are spelled",
+		func(url string, reasons ...string) {
+			srv := createServer(newNamespace(), "metadata", url, func(s *mcpv1alpha1.MCPServer) {
+				s.Spec.Timeout = &metav1.Duration{Duration: 2 * time.Second}
+			})
+			Eventually(readyOf(srv)).Should(BeElementOf(reasons))
+		},
+		Entry("as an IPv4 address", "http://169.254.169.254/mcp", "False/EgressDenied"),
+		Entry("as IPv4-mapped IPv6", "http://[::ffff:169.254.169.254]/mcp", "False/EgressDenied"),
+		Entry("as IPv6 link-local", "http://[fe80::a9fe:a9fe]/mcp", "False/EgressDenied"),
+		// Go does not read hex or octal as addresses: they are host names
+		// that do not resolve, so nothing is dialed either way.
+		Entry("in hex", "http://0xA9FEA9FE/mcp", "False/EgressDenied", "False/Unreachable", "False/Timeout"),
+		Entry("in octal", "http://0251.0376.0251.0376/mcp", "False/EgressDenied", "False/Unreachable", "False/Timeout"),
+	)
+
 	It("writes nothing when nothing changed over several refreshes", func() {
 		ns := newNamespace()
 		mcp := startMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})

@@ -16,6 +16,8 @@ type Options struct {
 	Limits mcpclient.Limits
 	// MaxConcurrentReconciles is how many MCPServers are discovered at once.
 	MaxConcurrentReconciles int
+	// Egress limits the addresses discovery may dial.
+	Egress *mcpclient.EgressPolicy
 }
 
 // SetupWithManager registers both controllers, as the manager runs them.
@@ -26,6 +28,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		StatusBudget:            opts.StatusBudget,
 		Limits:                  opts.Limits,
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+		Egress:                  opts.Egress,
 	}).SetupWithManager(ctx, mgr); err != nil {
 		return err
 	}

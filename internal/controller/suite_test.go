@@ -41,7 +41,8 @@ var _ = BeforeSuite(func() {
 
 	mgr, err := env.NewManager()
 	Expect(err).NotTo(HaveOccurred())
-	Expect(SetupWithManager(ctx, mgr, Options{StatusBudget: suiteStatusBudget, Limits: mcpclient.DefaultLimits})).To(Succeed())
+	Expect(SetupWithManager(ctx, mgr, Options{StatusBudget: suiteStatusBudget, Limits: mcpclient.DefaultLimits,
+		Egress: &mcpclient.EgressPolicy{Deny: mcpclient.DefaultEgressDeny}})).To(Succeed())
 
 	go func() {
 		defer GinkgoRecover()

@@ -48,13 +48,15 @@ type Resolved struct {
 	Fingerprint string
 }
 
-// Resolve reads the URL, header values and CA bundle the spec names.
-func Resolve(ctx context.Context, reader client.Reader, srv *mcpv1alpha1.MCPServer) (Resolved, error) {
+// Resolve reads the URL, header values and CA bundle the spec names;
+// egress limits the addresses the endpoint may be dialed at.
+func Resolve(ctx context.Context, reader client.Reader, srv *mcpv1alpha1.MCPServer, egress *mcpclient.EgressPolicy) (Resolved, error) {
 	ep := mcpclient.Endpoint{
 		URL:       URL(srv),
 		Transport: mcpclient.Transport(srv.Spec.Transport),
 		Headers:   map[string]string{},
 		Timeout:   DurationOr(srv.Spec.Timeout, DefaultTimeout),
+		Egress:    egress,
 	}
 	for _, h := range srv.Spec.Headers {
 		switch {

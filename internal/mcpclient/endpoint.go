@@ -35,6 +35,8 @@ type Endpoint struct {
 	// Timeout bounds connecting, each request and the wait for response
 	// headers.
 	Timeout time.Duration
+	// Egress, if set, limits the addresses dialed.
+	Egress *EgressPolicy
 }
 
 // redactedURL is the endpoint as errors may show it: no user info, no query.
@@ -60,8 +62,9 @@ func (e Endpoint) timeout() time.Duration {
 func (e Endpoint) httpClient(status *statusRecorder) *http.Client {
 	timeout := e.timeout()
 	base := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext,
+		// No proxy: the egress policy must see the server's own address.
+		Proxy:                 nil,
+		DialContext:           (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: e.Egress.control}).DialContext,
 		TLSClientConfig:       e.TLS,
 		TLSHandshakeTimeout:   timeout,
 		ResponseHeaderTimeout: timeout,

@@ -30,6 +30,7 @@ const (
 	ErrHTTPStatus        ErrorKind = "HTTPError"
 	ErrProtocol          ErrorKind = "ProtocolError"
 	ErrMalformedResponse ErrorKind = "MalformedResponse"
+	ErrEgressDenied      ErrorKind = "EgressDenied"
 )
 
 // Error is a failure talking to a server. Message is stable (no addresses of
@@ -83,6 +84,8 @@ func classify(err error, ep Endpoint, doing string, status *statusRecorder) *Err
 		urlErr           *url.Error
 	)
 	switch {
+	case errors.Is(err, errEgressDenied):
+		e.Kind, e.Message = ErrEgressDenied, fmt.Sprintf("%s: %s resolves to an address the egress policy denies (--egress-deny-cidrs, --egress-allow-cidrs)", doing, target)
 	case errors.As(err, &unknownAuthority), errors.As(err, &hostnameErr), errors.As(err, &invalidCert),
 		errors.As(err, &verifyErr):
 		e.Kind, e.Message = ErrTLS, fmt.Sprintf("%s: the TLS certificate of %s is not trusted (%s); set spec.tls.caSecretRef or caConfigMapRef to its CA", doing, target, tlsDetail(err))
@@ -106,7 +109,7 @@ func classify(err error, ep Endpoint, doing string, status *statusRecorder) *Err
 	case errors.As(err, &opErr) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EHOSTUNREACH) ||
 		errors.Is(err, syscall.ENETUNREACH):
 		e.Kind, e.Message = ErrUnreachable, fmt.Sprintf("%s: %s could not be reached", doing, target)
-	case status.last() >= 400:
+	case status.last() >= 300:
 		code := status.last()
 		e.Kind, e.Message = ErrHTTPStatus, fmt.Sprintf("%s: %s answered HTTP %d %s", doing, target, code, http.StatusText(code))
 	case errors.As(err, &syntaxErr), errors.As(err, &typeErr), errors.Is(err, io.ErrUnexpectedEOF), strings.Contains(err.Error(), "unmarshal"),

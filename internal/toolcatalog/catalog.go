@@ -45,6 +45,8 @@ type Options struct {
 	// AllowedOrigins are the browser origins the MCP endpoints accept; a
 	// request with any other Origin header is refused with 403.
 	AllowedOrigins []string
+	// Egress limits the addresses tool calls may dial.
+	Egress *mcpclient.EgressPolicy
 }
 
 const (

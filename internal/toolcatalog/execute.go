@@ -241,7 +241,7 @@ func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments
 		return Envelope{}, &upstreamError{code: http.StatusBadGateway, kind: "NotFound",
 			err: fmt.Errorf("MCPServer %s/%s is gone", entry.Namespace, entry.Server)}
 	}
-	resolved, err := endpoint.Resolve(ctx, c.reader, &srv)
+	resolved, err := endpoint.Resolve(ctx, c.reader, &srv, c.opts.Egress)
 	if err != nil {
 		var spec *endpoint.SpecError
 		if errors.As(err, &spec) {
