@@ -78,6 +78,9 @@ const (
 	// or holds more tools than many function-calling APIs accept. Absent
 	// otherwise.
 	ConditionTooManyTools = "TooManyTools"
+	// ConditionUnapprovedTools is True when spec.pinning does not approve
+	// the current definition of some tools. Absent otherwise.
+	ConditionUnapprovedTools = "UnapprovedTools"
 )
 
 // Reasons for ToolCollection conditions.
@@ -96,4 +99,8 @@ const (
 	ReasonMaxToolsExceeded = "MaxToolsExceeded"
 	// ReasonOverFunctionCallingLimit: the menu holds more than 128 tools.
 	ReasonOverFunctionCallingLimit = "OverFunctionCallingLimit"
+	// ReasonToolsWithheld: pinning mode Enforce holds unapproved tools back.
+	ReasonToolsWithheld = "ToolsWithheld"
+	// ReasonToolsNotApproved: pinning mode Warn serves unapproved tools.
+	ReasonToolsNotApproved = "ToolsNotApproved"
 )

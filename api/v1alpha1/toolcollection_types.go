@@ -22,6 +22,40 @@ type ToolCollectionSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=10000
 	MaxTools *int32 `json:"maxTools,omitempty"`
+
+	// pinning approves each tool's definition by hash, so that a silently
+	// changed description or schema (a "rug pull") is held back until a
+	// person approves it, for example in a GitOps pull request.
+	// +optional
+	Pinning *ToolPinning `json:"pinning,omitempty"`
+}
+
+// PinningMode says what happens to a tool whose definition is not approved.
+// +kubebuilder:validation:Enum=Enforce;Warn
+type PinningMode string
+
+const (
+	// PinningEnforce withholds unapproved tools from the menu and from
+	// execution.
+	PinningEnforce PinningMode = "Enforce"
+	// PinningWarn serves unapproved tools and reports them.
+	PinningWarn PinningMode = "Warn"
+)
+
+// ToolPinning lists approved tool definitions.
+type ToolPinning struct {
+	// mode is Enforce (default) or Warn.
+	// +optional
+	// +kubebuilder:default=Enforce
+	Mode PinningMode `json:"mode,omitempty"`
+
+	// approved maps an exposed name in this collection to the hash of its
+	// approved definition (status.unapprovedTools and the MCPServer's
+	// status.tools[].hash show current hashes). A tool that is missing here
+	// or whose hash differs is unapproved. At most 2000 entries.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=2000
+	Approved map[string]string `json:"approved,omitempty"`
 }
 
 // ServerSelection picks MCPServers by labels, by names, or both (the union).
@@ -143,6 +177,12 @@ type ToolCollectionStatus struct {
 	// +kubebuilder:default=0
 	ConflictCount int32 `json:"conflictCount"`
 
+	// unapprovedTools lists the tools whose definition is not approved by
+	// spec.pinning: withheld with mode Enforce, served with mode Warn.
+	// +optional
+	// +listType=atomic
+	UnapprovedTools []UnapprovedTool `json:"unapprovedTools,omitempty"`
+
 	// menuHash changes exactly when what an agent would see changes: names,
 	// descriptions, schemas.
 	// +optional
@@ -168,6 +208,19 @@ type CollectionTool struct {
 	Server string `json:"server"`
 	// originalName is the tool's name on that server.
 	OriginalName string `json:"originalName"`
+}
+
+// UnapprovedTool is a tool whose current definition is not the approved one.
+type UnapprovedTool struct {
+	// name is the exposed name in this collection.
+	Name string `json:"name"`
+	// server serves it.
+	Server string `json:"server"`
+	// approvedHash is the hash spec.pinning approves; empty for a new tool.
+	// +optional
+	ApprovedHash string `json:"approvedHash,omitempty"`
+	// currentHash is the hash of the definition the server sends now.
+	CurrentHash string `json:"currentHash"`
 }
 
 // ToolConflict is an exposed name offered by more than one server.

@@ -64,6 +64,10 @@ func (r *ToolCollectionReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		!reflect.DeepEqual(before.Status.Conflicts, tc.Status.Conflicts) {
 		r.Recorder.Eventf(&tc, nil, corev1.EventTypeWarning, mcpv1alpha1.ReasonNameConflicts, "Resolve", c.Message)
 	}
+	if c := meta.FindStatusCondition(tc.Status.Conditions, mcpv1alpha1.ConditionUnapprovedTools); c != nil &&
+		!reflect.DeepEqual(before.Status.UnapprovedTools, tc.Status.UnapprovedTools) {
+		r.Recorder.Eventf(&tc, nil, corev1.EventTypeWarning, c.Reason, "Resolve", c.Message)
+	}
 	return ctrl.Result{}, nil
 }
 

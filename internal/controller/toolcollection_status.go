@@ -32,6 +32,13 @@ func collectionStatus(tc *mcpv1alpha1.ToolCollection, m menu.Menu) {
 		st.Conflicts = append(st.Conflicts, mcpv1alpha1.ToolConflict{Name: c.Name, Servers: c.Servers})
 		contested = append(contested, fmt.Sprintf("%s (%s; %s wins)", c.Name, strings.Join(c.Servers, ", "), c.Servers[0]))
 	}
+	st.UnapprovedTools = nil
+	var unapproved []string
+	for _, u := range m.Unapproved {
+		st.UnapprovedTools = append(st.UnapprovedTools, mcpv1alpha1.UnapprovedTool{Name: u.Name, Server: u.Server,
+			ApprovedHash: u.ApprovedHash, CurrentHash: u.CurrentHash})
+		unapproved = append(unapproved, u.Name)
+	}
 	st.ServerCount = int32(len(st.Servers))
 	st.ToolCount = int32(len(st.Tools))
 	st.ConflictCount = int32(len(st.Conflicts))
@@ -51,6 +58,13 @@ func collectionStatus(tc *mcpv1alpha1.ToolCollection, m menu.Menu) {
 		fmt.Sprintf("Names offered more than once: %s; rename one with spec.tools.overrides", abbreviate(contested, 10)))
 	set(mcpv1alpha1.ConditionUnmatchedOverrides, len(m.UnmatchedOverrides) > 0, mcpv1alpha1.ReasonOverrideTargetMissing,
 		fmt.Sprintf("spec.tools.overrides names tools no selected, Ready server offers: %s", abbreviate(m.UnmatchedOverrides, 20)))
+	if tc.Spec.Pinning != nil && tc.Spec.Pinning.Mode == mcpv1alpha1.PinningWarn {
+		set(mcpv1alpha1.ConditionUnapprovedTools, len(unapproved) > 0, mcpv1alpha1.ReasonToolsNotApproved,
+			fmt.Sprintf("Served although their definition is not approved in spec.pinning: %s; compare the hashes in status.unapprovedTools", abbreviate(unapproved, 20)))
+	} else {
+		set(mcpv1alpha1.ConditionUnapprovedTools, len(unapproved) > 0, mcpv1alpha1.ReasonToolsWithheld,
+			fmt.Sprintf("Withheld until their definition is approved in spec.pinning: %s; compare the hashes in status.unapprovedTools", abbreviate(unapproved, 20)))
+	}
 	switch {
 	case m.LeftOut > 0:
 		set(mcpv1alpha1.ConditionTooManyTools, true, mcpv1alpha1.ReasonMaxToolsExceeded,

@@ -59,6 +59,14 @@ type Menu struct {
 	UnmatchedOverrides []string
 	// LeftOut counts tools past spec.maxTools.
 	LeftOut int
+	// Unapproved are tools spec.pinning does not approve; with mode
+	// Enforce they are not in Tools.
+	Unapproved []Unapproved
+}
+
+// Unapproved is a tool whose definition hash is not the approved one.
+type Unapproved struct {
+	Name, Server, ApprovedHash, CurrentHash string
 }
 
 // InvalidSpecError is a collection spec that cannot be resolved until it
@@ -155,10 +163,18 @@ func Resolve(spec *mcpv1alpha1.ToolCollectionSpec, servers []mcpv1alpha1.MCPServ
 	claims := map[string][]string{}
 	for _, c := range candidates {
 		if _, taken := claims[c.Name]; !taken {
+			if approved, ok := pinned(spec.Pinning, c); !ok {
+				m.Unapproved = append(m.Unapproved, Unapproved{Name: c.Name, Server: c.Server, ApprovedHash: approved, CurrentHash: c.Tool.Hash})
+				if spec.Pinning.Mode != mcpv1alpha1.PinningWarn {
+					claims[c.Name] = append(claims[c.Name], c.Server)
+					continue
+				}
+			}
 			m.Tools = append(m.Tools, c)
 		}
 		claims[c.Name] = append(claims[c.Name], c.Server)
 	}
+	sort.Slice(m.Unapproved, func(i, j int) bool { return m.Unapproved[i].Name < m.Unapproved[j].Name })
 	for name, servers := range claims {
 		if len(servers) > 1 {
 			m.Conflicts = append(m.Conflicts, Conflict{Name: name, Servers: servers})
@@ -186,6 +202,16 @@ func Resolve(spec *mcpv1alpha1.ToolCollectionSpec, servers []mcpv1alpha1.MCPServ
 		}
 	}
 	return m
+}
+
+// pinned reports whether pinning approves the entry's definition, and the
+// hash it approves.
+func pinned(p *mcpv1alpha1.ToolPinning, e Entry) (string, bool) {
+	if p == nil {
+		return "", true
+	}
+	approved := p.Approved[e.Name]
+	return approved, approved != "" && approved == e.Tool.Hash
 }
 
 // overrideFor returns the index of the first override of the server's

@@ -238,3 +238,36 @@ func TestGlobal(t *testing.T) {
 		t.Errorf("conflicts: got %v, want %v", m.Conflicts, wantConflicts)
 	}
 }
+
+func TestPinning(t *testing.T) {
+	srv := server("gh", true, nil, "mcp_gh_read", "mcp_gh_write", "mcp_gh_new")
+	srv.Status.Tools[0].Hash = "h-read"
+	srv.Status.Tools[1].Hash = "h-write-changed"
+	srv.Status.Tools[2].Hash = "h-new"
+	approved := map[string]string{"mcp_gh_read": "h-read", "mcp_gh_write": "h-write-approved"}
+	tests := []struct {
+		name string
+		mode mcpv1alpha1.PinningMode
+		want []string
+	}{
+		{"Enforce withholds changed and new tools", mcpv1alpha1.PinningEnforce, []string{"gh/mcp_gh_read"}},
+		{"Warn serves them", mcpv1alpha1.PinningWarn, []string{"gh/mcp_gh_new", "gh/mcp_gh_read", "gh/mcp_gh_write"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Names: []string{"gh"}},
+				Pinning: &mcpv1alpha1.ToolPinning{Mode: tt.mode, Approved: approved}}
+			m := Resolve(&spec, []mcpv1alpha1.MCPServer{srv})
+			if got := names(m); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("tools: got %v, want %v", got, tt.want)
+			}
+			want := []Unapproved{
+				{Name: "mcp_gh_new", Server: "gh", CurrentHash: "h-new"},
+				{Name: "mcp_gh_write", Server: "gh", ApprovedHash: "h-write-approved", CurrentHash: "h-write-changed"},
+			}
+			if !reflect.DeepEqual(m.Unapproved, want) {
+				t.Errorf("unapproved: got %+v, want %+v", m.Unapproved, want)
+			}
+		})
+	}
+}
