@@ -15,6 +15,9 @@ const (
 	// ConditionToolsTruncated is True when not every tool the server offers
 	// is in status: a page or tool cap, or the status size budget, was hit.
 	ConditionToolsTruncated = "ToolsTruncated"
+	// ConditionToolWarnings is True when some tool definitions carry
+	// warnings (status.tools[].warnings). Absent otherwise.
+	ConditionToolWarnings = "ToolWarnings"
 )
 
 // Reasons for the MCPServer Ready condition. Each failure has its own reason
@@ -58,6 +61,9 @@ const (
 	// ReasonTooManyTools: the server offers more tools or pages than the
 	// controller reads; the first ones are kept.
 	ReasonTooManyTools = "TooManyTools"
+	// ReasonUntrustedText: descriptions were cut or hold invisible
+	// characters.
+	ReasonUntrustedText = "UntrustedText"
 	// ReasonStatusBudgetExceeded: the tool definitions do not fit in the
 	// status size budget; the first ones in name order are kept.
 	ReasonStatusBudgetExceeded = "StatusBudgetExceeded"

@@ -318,6 +318,12 @@ type Tool struct {
 	// name, title, description, schemas, annotations) as the server sent it.
 	// +required
 	Hash string `json:"hash"`
+	// warnings say what about this definition deserves a person's look:
+	// a description cut to the manager's limit, invisible characters in
+	// the name or description (text a person reviewing it would not see).
+	// +optional
+	// +listType=atomic
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ToolAnnotations are hints a server gives about a tool. They are hints, not

@@ -47,6 +47,8 @@ func main() {
 	flag.StringVar(&catalogOpts.BindAddress, "catalog-bind-address", ":8090", "Address the catalog (menus and tool execution) listens on.")
 	flag.Int64Var(&catalogOpts.MaxRequestBytes, "catalog-max-request-bytes", 4<<20, "Largest execute request body the catalog accepts.")
 	flag.IntVar(&catalogOpts.MaxResultText, "catalog-max-result-bytes", 1<<20, "Longest result text returned; longer output is cut with a note.")
+	var maxDescription int
+	flag.IntVar(&maxDescription, "max-description-bytes", controller.DefaultMaxDescriptionBytes, "Tool descriptions longer than this are cut, with a warning in status; 0 keeps them whole.")
 	var catalogAuth string
 	flag.StringVar(&catalogAuth, "catalog-auth", string(toolcatalog.AuthNone), "How the catalog authorizes callers: none (local runs) or kubernetes (bearer tokens, TokenReview and SubjectAccessReview).")
 	flag.DurationVar(&catalogOpts.AuthCacheTTL, "catalog-auth-cache-ttl", 10*time.Second, "How long the catalog reuses a token or permission answer.")
@@ -108,6 +110,7 @@ func main() {
 		Limits:                  mcpclient.Limits{MaxPages: maxToolPages, MaxTools: maxTools},
 		MaxConcurrentReconciles: concurrency,
 		Egress:                  egress,
+		MaxDescriptionBytes:     maxDescription,
 	}); err != nil {
 		log.Error(err, "Setting up the controllers")
 		os.Exit(1)

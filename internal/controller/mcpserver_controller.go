@@ -37,6 +37,8 @@ import (
 const (
 	secretIndex    = ".spec.secretRefs"
 	configMapIndex = ".spec.configMapRefs"
+	// DefaultMaxDescriptionBytes is where untrusted descriptions are cut.
+	DefaultMaxDescriptionBytes = 8 << 10
 	// DefaultStatusBudget bounds the serialized tools in status, well under
 	// etcd's object limit of about 1.5 MiB.
 	DefaultStatusBudget = 768 << 10
@@ -56,6 +58,8 @@ type MCPServerReconciler struct {
 	MaxConcurrentReconciles int
 	// Egress limits the addresses discovery may dial.
 	Egress *mcpclient.EgressPolicy
+	// MaxDescriptionBytes cuts longer tool descriptions (0: no limit).
+	MaxDescriptionBytes int
 
 	sessions *mcpclient.Pool
 	changes  chan event.TypedGenericEvent[*mcpv1alpha1.MCPServer]
@@ -138,7 +142,7 @@ func (r *MCPServerReconciler) publish(srv, before *mcpv1alpha1.MCPServer, list m
 	if prefix == "" {
 		prefix = srv.Name
 	}
-	all := publishedTools(prefix, list.Tools, srv.Spec.ToolFilter)
+	all := publishedTools(prefix, list.Tools, srv.Spec.ToolFilter, r.MaxDescriptionBytes)
 	tools, left := withinBudget(all, r.StatusBudget)
 
 	srv.Status.ServerInfo = &mcpv1alpha1.ServerInfo{
@@ -158,6 +162,7 @@ func (r *MCPServerReconciler) publish(srv, before *mcpv1alpha1.MCPServer, list m
 	default:
 		markTruncated(srv, "", "")
 	}
+	markWarnings(srv)
 	markReady(srv, fmt.Sprintf("Discovered %d tools", len(tools)))
 
 	now := metav1.Now()

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -46,7 +48,7 @@ func jsonEqual(a, b []byte) bool {
 
 // publishedTools filters a server's tools by spec.toolFilter, gives them
 // their exposed names and sorts them by that name.
-func publishedTools(prefix string, discovered []mcpclient.Tool, filter *mcpv1alpha1.ToolFilter) []mcpv1alpha1.Tool {
+func publishedTools(prefix string, discovered []mcpclient.Tool, filter *mcpv1alpha1.ToolFilter, maxDescription int) []mcpv1alpha1.Tool {
 	var kept []mcpclient.Tool
 	for _, t := range discovered {
 		if passesFilter(t.Name, filter) {
@@ -69,12 +71,52 @@ func publishedTools(prefix string, discovered []mcpclient.Tool, filter *mcpv1alp
 			Annotations:  annotations(t.Annotations),
 			Hash:         t.Hash(),
 		}
+		tools[i].Description, tools[i].Warnings = reviewText(t.Name, t.Description, maxDescription)
 		if len(t.OutputSchema) > 0 {
 			tools[i].OutputSchema = &runtime.RawExtension{Raw: t.OutputSchema}
 		}
 	}
 	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
 	return tools
+}
+
+// reviewText cuts a description past the limit and says what a person
+// reviewing the tool should know: tool descriptions go straight into a
+// model's context, and a server can hide instructions in them.
+func reviewText(name, description string, limit int) (string, []string) {
+	var warnings []string
+	if hidden := invisible(name); hidden != "" {
+		warnings = append(warnings, "the name contains invisible characters: "+hidden)
+	}
+	if hidden := invisible(description); hidden != "" {
+		warnings = append(warnings, "the description contains invisible characters: "+hidden)
+	}
+	if limit > 0 && len(description) > limit {
+		cut := limit
+		for cut > 0 && !utf8.RuneStart(description[cut]) {
+			cut--
+		}
+		warnings = append(warnings, fmt.Sprintf("the description was cut from %d to %d bytes", len(description), cut))
+		description = description[:cut]
+	}
+	return description, warnings
+}
+
+// invisible lists the distinct control and format characters of s (zero
+// width spaces, bidirectional overrides, tag characters), line breaks and
+// tabs aside.
+func invisible(s string) string {
+	var found []string
+	seen := map[rune]bool{}
+	for _, r := range s {
+		hidden := unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
+		if !hidden || r == '\n' || r == '\r' || r == '\t' || seen[r] {
+			continue
+		}
+		seen[r] = true
+		found = append(found, fmt.Sprintf("U+%04X", r))
+	}
+	return strings.Join(found, ", ")
 }
 
 // annotations keeps the hints the API knows; a server that sends
@@ -210,6 +252,22 @@ func markStalled(srv *mcpv1alpha1.MCPServer, reason, message string) {
 	setCondition(srv, mcpv1alpha1.ConditionReady, metav1.ConditionFalse, reason, message)
 	meta.RemoveStatusCondition(&srv.Status.Conditions, mcpv1alpha1.ConditionReconciling)
 	srv.Status.ObservedGeneration = srv.Generation
+}
+
+// markWarnings says which tools carry warnings.
+func markWarnings(srv *mcpv1alpha1.MCPServer) {
+	var flagged []string
+	for _, t := range srv.Status.Tools {
+		if len(t.Warnings) > 0 {
+			flagged = append(flagged, t.Name)
+		}
+	}
+	if len(flagged) == 0 {
+		meta.RemoveStatusCondition(&srv.Status.Conditions, mcpv1alpha1.ConditionToolWarnings)
+		return
+	}
+	setCondition(srv, mcpv1alpha1.ConditionToolWarnings, metav1.ConditionTrue, mcpv1alpha1.ReasonUntrustedText,
+		fmt.Sprintf("%d tools have warnings in status.tools[].warnings: %s", len(flagged), abbreviate(flagged, 10)))
 }
 
 // markTruncated says whether every tool made it into status.

@@ -18,6 +18,8 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// Egress limits the addresses discovery may dial.
 	Egress *mcpclient.EgressPolicy
+	// MaxDescriptionBytes cuts longer tool descriptions (0: no limit).
+	MaxDescriptionBytes int
 }
 
 // SetupWithManager registers both controllers, as the manager runs them.
@@ -29,6 +31,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Limits:                  opts.Limits,
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 		Egress:                  opts.Egress,
+		MaxDescriptionBytes:     opts.MaxDescriptionBytes,
 	}).SetupWithManager(ctx, mgr); err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ var _ = BeforeSuite(func() {
 	mgr, err := env.NewManager()
 	Expect(err).NotTo(HaveOccurred())
 	Expect(SetupWithManager(ctx, mgr, Options{StatusBudget: suiteStatusBudget, Limits: mcpclient.DefaultLimits,
-		Egress: &mcpclient.EgressPolicy{Deny: mcpclient.DefaultEgressDeny}})).To(Succeed())
+		Egress: &mcpclient.EgressPolicy{Deny: mcpclient.DefaultEgressDeny}, MaxDescriptionBytes: DefaultMaxDescriptionBytes})).To(Succeed())
 
 	go func() {
 		defer GinkgoRecover()
