@@ -37,9 +37,13 @@ var _ = Describe("Tool pinning", func() {
 		Expect(execute("mcp_files_write")).To(Equal(http.StatusNotFound), "a tool never approved is withheld")
 		Expect(string(get("/v1/namespaces/" + ns + "/toolcollections/pinned/tools").body)).NotTo(ContainSubstring("mcp_files_write"))
 
+		// The catalog resolves from the cache; the controller writes status
+		// on its own time.
 		var got mcpv1alpha1.ToolCollection
-		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tc), &got)).To(Succeed())
-		Expect(got.Status.UnapprovedTools).To(Equal([]mcpv1alpha1.UnapprovedTool{
+		Eventually(func() []mcpv1alpha1.UnapprovedTool {
+			Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tc), &got)).To(Succeed())
+			return got.Status.UnapprovedTools
+		}).Should(Equal([]mcpv1alpha1.UnapprovedTool{
 			{Name: "mcp_files_write", Server: "files", CurrentHash: hashes["mcp_files_write"]}}))
 		Expect(meta.FindStatusCondition(got.Status.Conditions, mcpv1alpha1.ConditionUnapprovedTools).Reason).To(Equal(mcpv1alpha1.ReasonToolsWithheld))
 
@@ -52,8 +56,10 @@ var _ = Describe("Tool pinning", func() {
 		}).Should(ContainElement(HaveField("ApprovedHash", hashes["mcp_files_read"])))
 
 		// Warn serves both and still says so.
+		// A merge patch, not an update: the controller may be writing status.
+		patch := client.MergeFrom(got.DeepCopy())
 		got.Spec.Pinning.Mode = mcpv1alpha1.PinningWarn
-		Expect(env.Client.Update(ctx, &got)).To(Succeed())
+		Expect(env.Client.Patch(ctx, &got, patch)).To(Succeed())
 		Eventually(func() int { return execute("mcp_files_write") }).Should(Equal(http.StatusOK))
 		Expect(execute("mcp_files_read")).To(Equal(http.StatusOK))
 		Eventually(func() string {

@@ -63,7 +63,9 @@ var _ = Describe("Secrets", func() {
 		seen = append(seen, string(post("/v1/execute", `{"name":"mcp_guarded_add","arguments":{"a":1,"b":1}}`).body))
 		Expect(guarded.Restart()).To(Succeed())
 		guarded.SetRequiredHeader("Authorization", "Bearer something-else")
-		Expect(env.Client.Update(ctx, withRefresh(env.Fetch(srv)))).To(Succeed())
+		current := env.Fetch(srv)
+		patch := client.MergeFrom(current.DeepCopy())
+		Expect(env.Client.Patch(ctx, withRefresh(current), patch)).To(Succeed())
 		Eventually(env.ReadyOf(srv), 30*time.Second).Should(Equal("False/Unauthorized"))
 
 		status, _ := json.Marshal(env.Fetch(srv).Status)
