@@ -43,7 +43,8 @@ func (r *rig) bigMenu(b *testing.B) {
 	})
 }
 
-func get(b *testing.B, url string, headers ...string) (int, []byte) {
+// request GETs url with the headers; the caller closes the body.
+func request(b *testing.B, url string, headers ...string) *http.Response {
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
@@ -52,6 +53,11 @@ func get(b *testing.B, url string, headers ...string) (int, []byte) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return resp
+}
+
+func get(b *testing.B, url string, headers ...string) (int, []byte) {
+	resp := request(b, url, headers...)
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, body
@@ -60,14 +66,7 @@ func get(b *testing.B, url string, headers ...string) (int, []byte) {
 // fetch GETs url and discards the body, so that the client side of the
 // benchmark costs as little as it can.
 func fetch(b *testing.B, url string, headers ...string) int {
-	req, _ := http.NewRequest(http.MethodGet, url, nil)
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := restClient.Do(req)
-	if err != nil {
-		b.Fatal(err)
-	}
+	resp := request(b, url, headers...)
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode
