@@ -10,7 +10,7 @@ set -euo pipefail
 
 K8S_VERSION="${ENVTEST_K8S_VERSION:-1.37.2}"
 ETCD_VERSION="${ENVTEST_ETCD_VERSION:-3.6.16}"
-CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/mcp-operator/envtest"
+CACHE_ROOT="${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/mcp-operator/envtest"
 DEST="${CACHE_ROOT}/${K8S_VERSION}"
 
 log() { echo "envtest-assets: $*" >&2; }

@@ -9,7 +9,7 @@ set -euo pipefail
 
 EVERYTHING_VERSION="${MCP_EVERYTHING_VERSION:-2026.8.31}"
 INSPECTOR_VERSION="${MCP_INSPECTOR_VERSION:-2.12.0}"
-DEST="${1:-${XDG_CACHE_HOME:-$HOME/.cache}/mcp-operator/npm-peers}/everything-${EVERYTHING_VERSION}-inspector-${INSPECTOR_VERSION}"
+DEST="${1:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/mcp-operator/npm-peers}/everything-${EVERYTHING_VERSION}-inspector-${INSPECTOR_VERSION}"
 MODULES="${DEST}/node_modules/@modelcontextprotocol"
 
 if [[ ! -f "${MODULES}/server-everything/dist/index.js" || ! -f "${MODULES}/inspector/clients/launcher/build/index.js" ]]; then
