@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,6 +20,18 @@ import (
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
 )
+
+// echoServer starts a loopback Streamable HTTP server with an echo tool,
+// points an MCPServer of that name at it in a namespace of its own, and
+// returns the server, the tool's exposed name and an execute body for it.
+func (r *rig) echoServer(b *testing.B, name string) (*testmcp.Server, string, []byte) {
+	echo := echoUpstream(b)
+	ns := r.namespace(b)
+	r.server(b, ns, name, echo.URL())
+	r.waitReady(b, ns, 1, 1, time.Minute)
+	tool := "mcp_" + name + "_echo"
+	return echo, tool, []byte(`{"name":"` + tool + `","arguments":{"message":"hi"}}`)
+}
 
 // echoUpstream is a loopback Streamable HTTP server with an echo tool.
 func echoUpstream(b *testing.B) *testmcp.Server {
@@ -98,19 +109,14 @@ func measure(b *testing.B, call func() error) {
 		latencies = append(latencies, time.Since(start))
 	}
 	b.StopTimer()
-	percentiles(b, latencies)
+	percentiles(b, latencies, "")
 }
 
 // BenchmarkCall is one echo call by each path, sequentially: the catalog's
 // added latency against the plain proxy's.
 func BenchmarkCall(b *testing.B) {
 	r := setup(b)
-	echo := echoUpstream(b)
-	ns := r.namespace(b)
-	r.server(b, ns, "latency", echo.URL())
-	r.waitReady(b, ns, 1, 1, time.Minute)
-	tool := "mcp_latency_echo"
-	body := []byte(`{"name":"` + tool + `","arguments":{"message":"hi"}}`)
+	echo, tool, body := r.echoServer(b, "latency")
 
 	b.Run("direct", func(b *testing.B) {
 		s := session(b, echo.URL())
@@ -138,12 +144,7 @@ func BenchmarkCall(b *testing.B) {
 // from it.
 func BenchmarkCallInterleaved(b *testing.B) {
 	r := setup(b)
-	echo := echoUpstream(b)
-	ns := r.namespace(b)
-	r.server(b, ns, "interleaved", echo.URL())
-	r.waitReady(b, ns, 1, 1, time.Minute)
-	tool := "mcp_interleaved_echo"
-	body := []byte(`{"name":"` + tool + `","arguments":{"message":"hi"}}`)
+	echo, tool, body := r.echoServer(b, "interleaved")
 	direct := session(b, echo.URL())
 	proxied := session(b, reverseProxy(b, echo.URL()))
 	viaMCP := session(b, r.catalog.URL+"/mcp")
@@ -167,10 +168,7 @@ func BenchmarkCallInterleaved(b *testing.B) {
 		}
 	}
 	for i, p := range paths {
-		l := latencies[i]
-		sort.Slice(l, func(a, c int) bool { return l[a] < l[c] })
-		b.ReportMetric(float64(l[len(l)/2].Nanoseconds())/1e3, p.name+"-p50-µs")
-		b.ReportMetric(float64(l[(len(l)-1)*99/100].Nanoseconds())/1e3, p.name+"-p99-µs")
+		percentiles(b, latencies[i], p.name+"-")
 	}
 }
 
@@ -178,11 +176,7 @@ func BenchmarkCallInterleaved(b *testing.B) {
 // through the catalog; it reports calls/s and errors.
 func BenchmarkThroughput(b *testing.B) {
 	r := setup(b)
-	echo := echoUpstream(b)
-	ns := r.namespace(b)
-	r.server(b, ns, "throughput", echo.URL())
-	r.waitReady(b, ns, 1, 1, time.Minute)
-	body := []byte(`{"name":"mcp_throughput_echo","arguments":{"message":"hi"}}`)
+	echo, _, body := r.echoServer(b, "throughput")
 	const callers = 32
 
 	run := func(b *testing.B, call func(worker int) error) {

@@ -69,8 +69,9 @@ func (r *rig) waitReady(b *testing.B, ns string, servers, tools int, timeout tim
 	b.Fatalf("%d servers of %s not all Ready with %d tools within %s", servers, ns, tools, timeout)
 }
 
-// percentiles reports p50 and p99 of the latencies as benchmark metrics.
-func percentiles(b *testing.B, latencies []time.Duration) {
+// percentiles reports p50 and p99 of the latencies as benchmark metrics,
+// named with the prefix.
+func percentiles(b *testing.B, latencies []time.Duration, prefix string) {
 	if len(latencies) == 0 {
 		return
 	}
@@ -78,8 +79,8 @@ func percentiles(b *testing.B, latencies []time.Duration) {
 	at := func(q float64) float64 {
 		return float64(latencies[int(q*float64(len(latencies)-1))].Nanoseconds()) / 1e3
 	}
-	b.ReportMetric(at(0.50), "p50-µs")
-	b.ReportMetric(at(0.99), "p99-µs")
+	b.ReportMetric(at(0.50), prefix+"p50-µs")
+	b.ReportMetric(at(0.99), prefix+"p99-µs")
 }
 
 // peakRSS is the process's high-water resident set, in MiB.
