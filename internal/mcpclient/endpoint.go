@@ -2,6 +2,8 @@ package mcpclient
 
 import (
 	"crypto/tls"
+	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -37,7 +39,17 @@ type Endpoint struct {
 	Timeout time.Duration
 	// Egress, if set, limits the addresses dialed.
 	Egress *EgressPolicy
+	// MaxResponseBytes caps the body of each answer to a POST, JSON or
+	// event stream (default 32 MiB), so a broken or hostile server cannot
+	// exhaust memory. Long-lived GET streams are not capped.
+	MaxResponseBytes int64
 }
+
+// DefaultMaxResponseBytes is the cap on one answer's body.
+const DefaultMaxResponseBytes = 32 << 20
+
+// errResponseTooLarge marks an answer cut at MaxResponseBytes.
+var errResponseTooLarge = errors.New("response too large")
 
 // redactedURL is the endpoint as errors may show it: no user info, no query.
 func (e Endpoint) redactedURL() string {
@@ -73,7 +85,7 @@ func (e Endpoint) httpClient(status *statusRecorder) *http.Client {
 		ForceAttemptHTTP2:     true,
 	}
 	return &http.Client{
-		Transport: &statusRecordingTransport{next: base, status: status},
+		Transport: &statusRecordingTransport{next: base, status: status, maxBody: e.maxResponseBytes()},
 		// Redirects could carry our headers to another host; MCP endpoints
 		// do not redirect, so refuse to follow.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -88,14 +100,48 @@ type statusRecorder struct{ code atomic.Int32 }
 func (s *statusRecorder) last() int { return int(s.code.Load()) }
 
 type statusRecordingTransport struct {
-	next   http.RoundTripper
-	status *statusRecorder
+	next    http.RoundTripper
+	status  *statusRecorder
+	maxBody int64
 }
 
 func (t *statusRecordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(req)
-	if err == nil && resp.StatusCode >= 300 && req.Method != http.MethodDelete {
+	if err != nil {
+		return resp, err
+	}
+	if resp.StatusCode >= 300 && req.Method != http.MethodDelete {
 		t.status.code.Store(int32(resp.StatusCode))
 	}
-	return resp, err
+	if req.Method == http.MethodPost {
+		resp.Body = &cappedBody{body: resp.Body, left: t.maxBody}
+	}
+	return resp, nil
 }
+
+func (e Endpoint) maxResponseBytes() int64 {
+	if e.MaxResponseBytes <= 0 {
+		return DefaultMaxResponseBytes
+	}
+	return e.MaxResponseBytes
+}
+
+// cappedBody fails a read past its limit instead of buffering on.
+type cappedBody struct {
+	body io.ReadCloser
+	left int64
+}
+
+func (c *cappedBody) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, errResponseTooLarge
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.body.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+func (c *cappedBody) Close() error { return c.body.Close() }

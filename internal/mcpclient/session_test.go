@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -277,5 +278,34 @@ func assertJSONEqual(t *testing.T, got json.RawMessage, want string) {
 	}
 	if !reflect.DeepEqual(g, w) {
 		t.Errorf("JSON differs:\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestAHugeAnswerIsRefusedWithBoundedMemory: a server that answers with an
+// endless body gets a clear error once the cap is reached, and the client
+// never holds more than the cap.
+func TestAHugeAnswerIsRefusedWithBoundedMemory(t *testing.T) {
+	huge := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{"pad":"`))
+		chunk := []byte(strings.Repeat("x", 1<<20))
+		for range 100 { // 100 MiB
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	defer huge.Close()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := Connect(context.Background(), Endpoint{URL: huge.URL + "/mcp", Transport: TransportStreamableHTTP,
+		Timeout: 10 * time.Second, MaxResponseBytes: 4 << 20}, nil)
+	runtime.ReadMemStats(&after)
+	if KindOf(err) != ErrMalformedResponse || !strings.Contains(err.Error(), "more than 4194304 bytes") {
+		t.Fatalf("got %v, want the answer refused at the cap", err)
+	}
+	if grown := int64(after.TotalAlloc - before.TotalAlloc); grown > 64<<20 {
+		t.Errorf("the client allocated %d MiB for a 4 MiB cap", grown>>20)
 	}
 }
