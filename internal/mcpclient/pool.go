@@ -123,11 +123,12 @@ func (p *Pool) Drop(key string) {
 	}
 }
 
-// Len is the number of held sessions.
-func (p *Pool) Len() int {
+// Held reports whether a session is held for key.
+func (p *Pool) Held(key string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.sessions)
+	_, ok := p.sessions[key]
+	return ok
 }
 
 // CloseAll ends every held session.

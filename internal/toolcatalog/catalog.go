@@ -106,6 +106,22 @@ func (c *Catalog) WatchChanges(ctx context.Context, informers cache.Informers) e
 		DeleteFunc: func(any) { changed() },
 	}
 	go c.mcp.syncOnChange(ctx)
+	// A deleted server's pooled session goes with it.
+	dropSession := toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = tombstone.Obj
+		}
+		if srv, ok := obj.(*mcpv1alpha1.MCPServer); ok {
+			c.pool.Drop(srv.Namespace + "/" + srv.Name)
+		}
+	}}
+	informer, err := informers.GetInformer(ctx, &mcpv1alpha1.MCPServer{})
+	if err != nil {
+		return fmt.Errorf("watching MCPServers for the catalog: %w", err)
+	}
+	if _, err := informer.AddEventHandler(dropSession); err != nil {
+		return fmt.Errorf("watching MCPServers for the catalog: %w", err)
+	}
 	for _, obj := range []client.Object{&mcpv1alpha1.MCPServer{}, &mcpv1alpha1.ToolCollection{}} {
 		informer, err := informers.GetInformer(ctx, obj)
 		if err != nil {

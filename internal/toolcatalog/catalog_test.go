@@ -392,6 +392,14 @@ var _ = Describe("Execute", func() {
 		Expect(names).To(HaveKey("mcp_catalog_tools_served"))
 	})
 
+	It("closes the pooled session of a deleted server", func() {
+		Expect(execute(`{"name":"mcp_calc_add","arguments":{"a":1,"b":1}}`).code).To(Equal(http.StatusOK))
+		key := ns + "/calc"
+		Expect(catalogUnderTest.pool.Held(key)).To(BeTrue())
+		Expect(env.Client.Delete(ctx, &mcpv1alpha1.MCPServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "calc"}})).To(Succeed())
+		Eventually(func() bool { return catalogUnderTest.pool.Held(key) }).Should(BeFalse())
+	})
+
 	It("never forwards the caller's Authorization header", func() {
 		Expect(execute(`{"name":"mcp_calc_add","arguments":{"a":1,"b":1}}`, "Authorization", "Bearer caller-secret").code).To(Equal(http.StatusOK))
 		Expect(mcpSrv.HeaderValues("Authorization")).NotTo(ContainElement(ContainSubstring("caller-secret")))

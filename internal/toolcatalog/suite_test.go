@@ -52,6 +52,8 @@ var (
 	ctx       context.Context
 	cancel    context.CancelFunc
 	catalog   *httptest.Server
+	// catalogUnderTest is the Catalog behind catalog, for looking inside.
+	catalogUnderTest *Catalog
 	// authCatalog is the same catalog with --catalog-auth=kubernetes and a
 	// one-second decision cache.
 	authCatalog *httptest.Server
@@ -85,6 +87,8 @@ var _ = BeforeSuite(func() {
 	})
 	Expect(c.WatchChanges(ctx, mgr.GetCache())).To(Succeed())
 	catalog = httptest.NewServer(c.Handler())
+	catalogUnderTest = c
+	catalogUnderTest = c
 
 	guarded := New(mgr.GetCache(), Options{
 		Auth:         AuthKubernetes,
