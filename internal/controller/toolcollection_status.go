@@ -95,14 +95,10 @@ func collectionStatus(tc *mcpv1alpha1.ToolCollection, m menu.Menu) {
 
 // collectionStalled records a spec that cannot be resolved until it changes.
 func collectionStalled(tc *mcpv1alpha1.ToolCollection, message string) {
-	for _, condType := range []string{mcpv1alpha1.ConditionStalled, mcpv1alpha1.ConditionReady} {
-		status := metav1.ConditionTrue
-		if condType == mcpv1alpha1.ConditionReady {
-			status = metav1.ConditionFalse
-		}
-		meta.SetStatusCondition(&tc.Status.Conditions, metav1.Condition{Type: condType, Status: status,
-			Reason: mcpv1alpha1.ReasonInvalidSpec, Message: message, ObservedGeneration: tc.Generation})
-	}
+	meta.SetStatusCondition(&tc.Status.Conditions, metav1.Condition{Type: mcpv1alpha1.ConditionStalled, Status: metav1.ConditionTrue,
+		Reason: mcpv1alpha1.ReasonInvalidSpec, Message: message, ObservedGeneration: tc.Generation})
+	meta.SetStatusCondition(&tc.Status.Conditions, metav1.Condition{Type: mcpv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+		Reason: mcpv1alpha1.ReasonInvalidSpec, Message: message, ObservedGeneration: tc.Generation})
 	meta.RemoveStatusCondition(&tc.Status.Conditions, mcpv1alpha1.ConditionReconciling)
 	tc.Status.ObservedGeneration = tc.Generation
 }

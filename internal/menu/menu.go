@@ -244,7 +244,6 @@ func Global(servers []mcpv1alpha1.MCPServer) Menu {
 	var m Menu
 	claims := map[string][]string{}
 	for _, srv := range ordered {
-		m.Servers = append(m.Servers, Server{Name: srv.Namespace + "/" + srv.Name, Ready: true, ToolCount: len(srv.Status.Tools)})
 		for i := range srv.Status.Tools {
 			tool := &srv.Status.Tools[i]
 			if _, taken := claims[tool.Name]; !taken {

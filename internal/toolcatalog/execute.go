@@ -24,7 +24,6 @@ import (
 // OpenAI tool call as a model returns it, whose arguments are a JSON string.
 type executeRequest struct {
 	ID        string          `json:"id"`
-	Type      string          `json:"type"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
 	Function  *struct {
