@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -40,8 +41,8 @@ type Endpoint struct {
 	// Egress, if set, limits the addresses dialed.
 	Egress *EgressPolicy
 	// MaxResponseBytes caps the body of each answer to a POST, JSON or
-	// event stream (default 32 MiB), so a broken or hostile server cannot
-	// exhaust memory. Long-lived GET streams are not capped.
+	// event stream, and each event of a long-lived GET stream (default
+	// 32 MiB), so a broken or hostile server cannot exhaust memory.
 	MaxResponseBytes int64
 }
 
@@ -113,8 +114,13 @@ func (t *statusRecordingTransport) RoundTrip(req *http.Request) (*http.Response,
 	if resp.StatusCode >= 300 && req.Method != http.MethodDelete {
 		t.status.code.Store(int32(resp.StatusCode))
 	}
-	if req.Method == http.MethodPost {
+	switch {
+	case req.Method == http.MethodPost:
 		resp.Body = &cappedBody{body: resp.Body, left: t.maxBody}
+	case strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"):
+		// A GET stream lives as long as the session; each event on it is
+		// read whole by the library, so each is capped.
+		resp.Body = &eventCappedBody{body: resp.Body, max: t.maxBody}
 	}
 	return resp, nil
 }
@@ -145,3 +151,35 @@ func (c *cappedBody) Read(p []byte) (int, error) {
 }
 
 func (c *cappedBody) Close() error { return c.body.Close() }
+
+// eventCappedBody fails a read once one server-sent event (the bytes
+// between blank lines) grows past max.
+type eventCappedBody struct {
+	body io.ReadCloser
+	max  int64
+	// inEvent counts the bytes of the event being read; lineStart is true
+	// after a newline, so a second one in a row ends the event.
+	inEvent   int64
+	lineStart bool
+}
+
+func (c *eventCappedBody) Read(p []byte) (int, error) {
+	n, err := c.body.Read(p)
+	for _, b := range p[:n] {
+		switch {
+		case b == '\n' && c.lineStart:
+			c.inEvent = 0
+		case b == '\n':
+			c.lineStart = true
+		case b != '\r':
+			c.lineStart = false
+			c.inEvent++
+		}
+	}
+	if c.inEvent > c.max {
+		return 0, errResponseTooLarge
+	}
+	return n, err
+}
+
+func (c *eventCappedBody) Close() error { return c.body.Close() }

@@ -86,6 +86,8 @@ func classify(err error, ep Endpoint, doing string, status *statusRecorder) *Err
 	switch {
 	case errors.Is(err, errResponseTooLarge):
 		e.Kind, e.Message = ErrMalformedResponse, fmt.Sprintf("%s: %s answered with more than %d bytes", doing, target, ep.maxResponseBytes())
+	case errors.Is(err, errStreamLost):
+		e.Kind, e.Message = ErrUnreachable, fmt.Sprintf("%s: the event stream of %s ended before the answer came", doing, target)
 	case errors.Is(err, errEgressDenied):
 		e.Kind, e.Message = ErrEgressDenied, fmt.Sprintf("%s: %s resolves to an address the egress policy denies (--egress-deny-cidrs, --egress-allow-cidrs)", doing, target)
 	case errors.As(err, &unknownAuthority), errors.As(err, &hostnameErr), errors.As(err, &invalidCert),

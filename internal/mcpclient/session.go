@@ -47,10 +47,15 @@ type Session struct {
 	info     ServerInfo
 	status   *statusRecorder
 	// stop ends the long-lived context that owns the server's event stream.
-	stop     context.CancelFunc
-	closed   chan struct{}
-	closeOne sync.Once
-	nextID   atomic.Int64
+	stop context.CancelFunc
+	// lost ends, with the cause, when the event stream breaks. Over SSE
+	// answers arrive on that stream, so requests waiting on it fail then.
+	lost            context.Context
+	loseWith        context.CancelCauseFunc
+	answersOnStream bool
+	closed          chan struct{}
+	closeOne        sync.Once
+	nextID          atomic.Int64
 }
 
 // Connect opens and initializes a session. ctx bounds only the handshake;
@@ -103,7 +108,8 @@ func connect(ctx context.Context, ep Endpoint, kind Transport, onToolsChanged fu
 	// The SSE stream belongs to the context given to Start, so the session
 	// gets its own, ended by Close, apart from the caller's deadline.
 	sessionCtx, stop := context.WithCancel(context.Background())
-	s := &Session{endpoint: ep, status: status, stop: stop, closed: make(chan struct{})}
+	s := &Session{endpoint: ep, status: status, stop: stop, closed: make(chan struct{}), answersOnStream: kind == TransportSSE}
+	s.lost, s.loseWith = context.WithCancelCause(context.Background())
 	s.client = client.NewClient(tr, client.WithProtocolVersion(ProtocolVersion))
 	if onToolsChanged != nil {
 		s.client.OnNotification(func(n mcp.JSONRPCNotification) {
@@ -112,7 +118,10 @@ func connect(ctx context.Context, ep Endpoint, kind Transport, onToolsChanged fu
 			}
 		})
 	}
-	s.client.OnConnectionLost(func(error) { s.markClosed() })
+	s.client.OnConnectionLost(func(err error) {
+		s.loseWith(err)
+		s.markClosed()
+	})
 
 	startCtx, cancel := context.WithTimeout(ctx, ep.timeout())
 	defer cancel()
@@ -164,7 +173,19 @@ func (s *Session) Info() ServerInfo { return s.info }
 // was lost.
 func (s *Session) Done() <-chan struct{} { return s.closed }
 
-func (s *Session) markClosed() { s.closeOne.Do(func() { close(s.closed) }) }
+func (s *Session) markClosed() {
+	s.closeOne.Do(func() {
+		close(s.closed)
+		s.loseWith(errSessionClosed)
+	})
+}
+
+var (
+	// errSessionClosed is why a request on a closed session failed.
+	errSessionClosed = errors.New("the session was closed")
+	// errStreamLost marks a request whose answer's stream broke.
+	errStreamLost = errors.New("the event stream ended")
+)
 
 // Close ends the session and its streams.
 func (s *Session) Close() {
@@ -260,6 +281,9 @@ func cursorParams(cursor string) any {
 func (s *Session) request(ctx context.Context, method string, params any, doing string) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.endpoint.timeout())
 	defer cancel()
+	if s.answersOnStream {
+		defer context.AfterFunc(s.lost, cancel)()
+	}
 	s.status.code.Store(0)
 	resp, err := s.client.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{
 		JSONRPC: mcp.JSONRPC_VERSION,
@@ -269,6 +293,10 @@ func (s *Session) request(ctx context.Context, method string, params any, doing 
 		Params: params,
 	})
 	if err != nil {
+		if cause := context.Cause(s.lost); s.answersOnStream && cause != nil {
+			// The stream that would carry the answer broke: say why.
+			err = fmt.Errorf("%w: %w", errStreamLost, cause)
+		}
 		return nil, classify(err, s.endpoint, doing, s.status)
 	}
 	if resp.Error != nil {

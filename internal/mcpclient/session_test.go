@@ -309,3 +309,81 @@ func TestAHugeAnswerIsRefusedWithBoundedMemory(t *testing.T) {
 		t.Errorf("the client allocated %d MiB for a 4 MiB cap", grown>>20)
 	}
 }
+
+// legacySSEServer speaks just enough of the 2024-11-05 HTTP+SSE transport
+// to initialize; then answers tools/list on its event stream with one
+// event that never ends.
+func legacySSEServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	events := make(chan string, 4)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /sse", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		flusher := w.(http.Flusher)
+		_, _ = fmt.Fprint(w, "event: endpoint\ndata: /message\n\n")
+		flusher.Flush()
+		for {
+			select {
+			case <-r.Context().Done():
+				return
+			case event := <-events:
+				if event != "endless" {
+					_, _ = fmt.Fprintf(w, "event: message\ndata: %s\n\n", event)
+					flusher.Flush()
+					continue
+				}
+				_, _ = fmt.Fprint(w, `event: message`+"\n"+`data: {"jsonrpc":"2.0","id":"op-1","result":{"tools":[],"pad":"`)
+				chunk := []byte(strings.Repeat("x", 1<<20))
+				for range 100 { // 100 MiB, and no end of the event
+					if _, err := w.Write(chunk); err != nil {
+						return
+					}
+				}
+				<-r.Context().Done()
+				return
+			}
+		}
+	})
+	mux.HandleFunc("POST /message", func(w http.ResponseWriter, r *http.Request) {
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&msg)
+		w.WriteHeader(http.StatusAccepted)
+		switch msg.Method {
+		case "initialize":
+			events <- fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2024-11-05","capabilities":{"tools":{}},"serverInfo":{"name":"legacy","version":"1"}}}`, msg.ID)
+		case "tools/list":
+			events <- "endless"
+		}
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestAnEndlessEventIsRefusedWithBoundedMemory: on the long-lived stream of
+// the SSE transport, an event that never ends fails the session once it
+// passes the cap, instead of being buffered without bound.
+func TestAnEndlessEventIsRefusedWithBoundedMemory(t *testing.T) {
+	srv := legacySSEServer(t)
+	s := connectT(t, Endpoint{URL: srv.URL + "/sse", Transport: TransportSSE, Timeout: 5 * time.Second, MaxResponseBytes: 4 << 20}, nil)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := s.ListTools(context.Background(), DefaultLimits)
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatal("listing succeeded on an endless event")
+	}
+	t.Logf("error: %v", err)
+	if grown := int64(after.TotalAlloc - before.TotalAlloc); grown > 64<<20 {
+		t.Errorf("the client allocated %d MiB for a 4 MiB cap", grown>>20)
+	}
+	select {
+	case <-s.Done():
+	default:
+		t.Error("the session outlived its broken stream")
+	}
+}
