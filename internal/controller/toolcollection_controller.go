@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 
@@ -43,7 +42,7 @@ func (r *ToolCollectionReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	before := tc.DeepCopy()
 	defer func() {
 		if err := r.patchStatus(ctx, before, &tc); err != nil {
-			retErr = errors.Join(retErr, err)
+			result, retErr = afterFailedStatusWrite(ctx, result, retErr, err)
 		}
 	}()
 
@@ -84,7 +83,7 @@ func (r *ToolCollectionReconciler) patchStatus(ctx context.Context, before, tc *
 	if equality.Semantic.DeepEqual(before.Status, tc.Status) {
 		return nil
 	}
-	if err := r.Status().Patch(ctx, tc, client.MergeFrom(before)); err != nil {
+	if err := writeStatus(ctx, r.Client, before, tc); err != nil {
 		return fmt.Errorf("writing status of ToolCollection %s: %w", tc.Name, err)
 	}
 	return nil
