@@ -92,13 +92,13 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		r.warnIfInsecure(&srv)
 		markReconciling(&srv)
 		if err := r.patchStatus(ctx, before, &srv); err != nil {
-			return ctrl.Result{}, err
+			return afterFailedStatusWrite(ctx, ctrl.Result{}, nil, err)
 		}
 		before = srv.DeepCopy()
 	}
 	defer func() {
 		if err := r.patchStatus(ctx, before, &srv); err != nil {
-			retErr = errors.Join(retErr, err)
+			result, retErr = afterFailedStatusWrite(ctx, result, retErr, err)
 		}
 	}()
 
@@ -187,7 +187,8 @@ func (r *MCPServerReconciler) publish(srv, before *mcpv1alpha1.MCPServer, list m
 
 // failed records why discovery did not work and decides how to retry: a
 // spec that cannot work waits for a new spec; a missing Secret for the
-// Secret (it is watched); anything else backs off.
+// Secret (it is watched); a server that failed backs off up to its refresh
+// interval; anything else (the API server) backs off as an error.
 func (r *MCPServerReconciler) failed(srv, before *mcpv1alpha1.MCPServer, err error) (ctrl.Result, error) {
 	var spec *endpoint.SpecError
 	var reason, message string
@@ -209,7 +210,19 @@ func (r *MCPServerReconciler) failed(srv, before *mcpv1alpha1.MCPServer, err err
 	if spec != nil {
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{}, err
+	return ctrl.Result{RequeueAfter: retryDelay(srv)}, nil
+}
+
+// retryDelay backs off while a server stays down: as long as it has been
+// down (from the Ready condition's transition, so it survives restarts), at
+// least a second, at most the refresh interval, so a server that comes back
+// is seen within one refresh.
+func retryDelay(srv *mcpv1alpha1.MCPServer) time.Duration {
+	delay := time.Second
+	if ready := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReady); ready != nil && ready.Status == metav1.ConditionFalse {
+		delay = max(delay, time.Since(ready.LastTransitionTime.Time))
+	}
+	return min(delay, endpoint.DurationOr(srv.Spec.RefreshInterval, time.Minute))
 }
 
 // warnOnTransition emits one Warning when Ready turns False for a new
@@ -234,7 +247,7 @@ func (r *MCPServerReconciler) patchStatus(ctx context.Context, before, srv *mcpv
 	if statusEquality.DeepEqual(before.Status, srv.Status) {
 		return nil
 	}
-	if err := r.Status().Patch(ctx, srv, client.MergeFrom(before)); err != nil {
+	if err := writeStatus(ctx, r.Client, before, srv); err != nil {
 		return fmt.Errorf("writing status of MCPServer %s: %w", srv.Name, err)
 	}
 	return nil
@@ -293,7 +306,8 @@ func (r *MCPServerReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 		WatchesRawSource(source.Channel(r.changes, &handler.TypedEnqueueRequestForObject[*mcpv1alpha1.MCPServer]{})).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: concurrency,
-			// Unreachable servers are retried from 1s up to every minute.
+			// Failures of the API server are retried from 1s up to every
+			// minute; unreachable servers follow retryDelay.
 			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, time.Minute),
 		}).
 		Named("mcpserver").

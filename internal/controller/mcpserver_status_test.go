@@ -4,6 +4,11 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 )
 
 func TestReviewText(t *testing.T) {
@@ -29,6 +34,33 @@ func TestReviewText(t *testing.T) {
 			description, warnings := reviewText(tt.tool, tt.description, tt.limit)
 			if description != tt.wantDescription || !reflect.DeepEqual(warnings, tt.wantWarnings) {
 				t.Errorf("got %q %q, want %q %q", description, warnings, tt.wantDescription, tt.wantWarnings)
+			}
+		})
+	}
+}
+
+func TestRetryDelayBacksOffUpToTheRefreshInterval(t *testing.T) {
+	downFor := func(d time.Duration, refresh time.Duration) *mcpv1alpha1.MCPServer {
+		srv := &mcpv1alpha1.MCPServer{}
+		srv.Spec.RefreshInterval = &metav1.Duration{Duration: refresh}
+		srv.Status.Conditions = []metav1.Condition{{Type: mcpv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+			LastTransitionTime: metav1.NewTime(time.Now().Add(-d))}}
+		return srv
+	}
+	tests := []struct {
+		name     string
+		srv      *mcpv1alpha1.MCPServer
+		min, max time.Duration
+	}{
+		{"a new failure is retried after a second", downFor(0, time.Minute), time.Second, time.Second},
+		{"the delay grows with how long the server has been down", downFor(8*time.Second, time.Minute), 8 * time.Second, 9 * time.Second},
+		{"never past the refresh interval", downFor(time.Hour, 30*time.Second), 30 * time.Second, 30 * time.Second},
+		{"the refresh interval defaults to a minute", &mcpv1alpha1.MCPServer{Status: downFor(time.Hour, 0).Status}, time.Minute, time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := retryDelay(tt.srv); got < tt.min || got > tt.max {
+				t.Errorf("got %s, want between %s and %s", got, tt.min, tt.max)
 			}
 		})
 	}
