@@ -62,6 +62,10 @@ type Menu struct {
 	// Unapproved are tools spec.pinning does not approve; with mode
 	// Enforce they are not in Tools.
 	Unapproved []Unapproved
+	// Withheld are the tools of selected servers that are not Ready, named
+	// as the menu would name them: not offered, but known, so a call gets
+	// "server not ready" rather than "no such tool".
+	Withheld []Entry
 }
 
 // Unapproved is a tool whose definition hash is not the approved one.
@@ -136,26 +140,30 @@ func Resolve(spec *mcpv1alpha1.ToolCollectionSpec, servers []mcpv1alpha1.MCPServ
 	for _, srv := range selected {
 		ready := IsReady(srv)
 		count := 0
-		if ready {
-			for i := range srv.Status.Tools {
-				tool := &srv.Status.Tools[i]
-				if !passes(tool.Name, spec.Tools) {
-					continue
-				}
-				entry := Entry{Name: tool.Name, Namespace: srv.Namespace, Server: srv.Name, Tool: tool, Description: tool.Description}
-				if i := overrideFor(overrides, srv.Name, tool.Name); i >= 0 {
-					o := overrides[i]
-					matched[i] = true
-					if o.Rename != "" {
-						entry.Name = o.Rename
-					}
-					if o.Description != nil {
-						entry.Description = *o.Description
-					}
-				}
-				candidates = append(candidates, entry)
-				count++
+		for i := range srv.Status.Tools {
+			tool := &srv.Status.Tools[i]
+			if !passes(tool.Name, spec.Tools) {
+				continue
 			}
+			entry := Entry{Name: tool.Name, Namespace: srv.Namespace, Server: srv.Name, Tool: tool, Description: tool.Description}
+			if i := overrideFor(overrides, srv.Name, tool.Name); i >= 0 {
+				o := overrides[i]
+				if ready {
+					matched[i] = true
+				}
+				if o.Rename != "" {
+					entry.Name = o.Rename
+				}
+				if o.Description != nil {
+					entry.Description = *o.Description
+				}
+			}
+			if !ready {
+				m.Withheld = append(m.Withheld, entry)
+				continue
+			}
+			candidates = append(candidates, entry)
+			count++
 		}
 		m.Servers = append(m.Servers, Server{Name: srv.Name, Ready: ready, ToolCount: count})
 	}
@@ -229,10 +237,17 @@ func overrideFor(overrides []mcpv1alpha1.ToolOverride, server, tool string) int 
 // first claim in namespace, then server name order wins, and the others are
 // listed as conflicts (servers named namespace/name).
 func Global(servers []mcpv1alpha1.MCPServer) Menu {
+	var m Menu
 	ordered := make([]*mcpv1alpha1.MCPServer, 0, len(servers))
 	for i := range servers {
-		if IsReady(&servers[i]) {
-			ordered = append(ordered, &servers[i])
+		srv := &servers[i]
+		if IsReady(srv) {
+			ordered = append(ordered, srv)
+			continue
+		}
+		for j := range srv.Status.Tools {
+			tool := &srv.Status.Tools[j]
+			m.Withheld = append(m.Withheld, Entry{Name: tool.Name, Namespace: srv.Namespace, Server: srv.Name, Tool: tool, Description: tool.Description})
 		}
 	}
 	sort.Slice(ordered, func(i, j int) bool {
@@ -241,7 +256,6 @@ func Global(servers []mcpv1alpha1.MCPServer) Menu {
 		}
 		return ordered[i].Name < ordered[j].Name
 	})
-	var m Menu
 	claims := map[string][]string{}
 	for _, srv := range ordered {
 		for i := range srv.Status.Tools {

@@ -52,11 +52,21 @@ func TestResolve(t *testing.T) {
 		conflicts []Conflict
 		unmatched []string
 		leftOut   int
+		withheld  []string
 	}{
 		{
-			name: "an empty selector selects every server; not Ready ones serve nothing",
-			spec: mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Selector: &metav1.LabelSelector{}}},
-			want: []string{"alpha/mcp_alpha_read", "alpha/mcp_alpha_write", "beta/mcp_beta_read"},
+			name:     "an empty selector selects every server; not Ready ones serve nothing",
+			spec:     mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Selector: &metav1.LabelSelector{}}},
+			want:     []string{"alpha/mcp_alpha_read", "alpha/mcp_alpha_write", "beta/mcp_beta_read"},
+			withheld: []string{"down/mcp_down_x"},
+		},
+		{
+			name: "a not Ready server's tools are withheld under the names the menu would give them",
+			spec: mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Names: []string{"down"}},
+				Tools: &mcpv1alpha1.ToolSelection{Overrides: []mcpv1alpha1.ToolOverride{{Name: "mcp_down_x", Rename: "x"}}}},
+			want:      []string{},
+			withheld:  []string{"down/x"},
+			unmatched: []string{"mcp_down_x"},
 		},
 		{
 			name: "labels select",
@@ -127,7 +137,7 @@ func TestResolve(t *testing.T) {
 		{
 			name: "maxTools keeps the first in name order",
 			spec: mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Selector: &metav1.LabelSelector{}}, MaxTools: ptr.To[int32](2)},
-			want: []string{"alpha/mcp_alpha_read", "alpha/mcp_alpha_write"}, leftOut: 1,
+			want: []string{"alpha/mcp_alpha_read", "alpha/mcp_alpha_write"}, leftOut: 1, withheld: []string{"down/mcp_down_x"},
 		},
 		{
 			name: "a selection that matches nothing is an empty menu",
@@ -157,6 +167,10 @@ func TestResolve(t *testing.T) {
 			}
 			if m.LeftOut != tt.leftOut {
 				t.Errorf("left out: got %d, want %d", m.LeftOut, tt.leftOut)
+			}
+			withheld := names(Menu{Tools: m.Withheld})
+			if !reflect.DeepEqual(withheld, append([]string{}, tt.withheld...)) {
+				t.Errorf("withheld: got %v, want %v", withheld, tt.withheld)
 			}
 		})
 	}
@@ -236,6 +250,9 @@ func TestGlobal(t *testing.T) {
 	wantConflicts := []Conflict{{Name: "mcp_gh_issue", Servers: []string{"team-a/tools", "team-b/tools"}}}
 	if !reflect.DeepEqual(m.Conflicts, wantConflicts) {
 		t.Errorf("conflicts: got %v, want %v", m.Conflicts, wantConflicts)
+	}
+	if got := names(Menu{Tools: m.Withheld}); !reflect.DeepEqual(got, []string{"down/mcp_down_y"}) {
+		t.Errorf("withheld: got %v, want the not Ready server's tool", got)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
@@ -137,6 +138,10 @@ func (c *Catalog) execute(w http.ResponseWriter, req *http.Request, key viewKey)
 		return
 	}
 	entry, ok := vw.byName[cl.name]
+	if down, withheld := vw.withheld[cl.name]; !ok && withheld {
+		c.answerError(w, key, cl.name, down, started, c.notReady(req.Context(), down))
+		return
+	}
 	if !ok {
 		c.answerError(w, key, cl.name, nil, started, &requestError{code: http.StatusNotFound, message: fmt.Sprintf("Tool %s is invalid", cl.name)})
 		return
@@ -280,6 +285,20 @@ func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments
 		}
 		return Envelope{}, &upstreamError{code: code, kind: string(mcpclient.KindOf(err)), err: err}
 	}
+}
+
+// notReady is the answer for a tool whose server is not Ready: the tool
+// left the menu, and the agent learns why and that it will come back.
+func (c *Catalog) notReady(ctx context.Context, entry *menu.Entry) error {
+	why := "its state is not known yet"
+	var srv mcpv1alpha1.MCPServer
+	if err := c.reader.Get(ctx, types.NamespacedName{Namespace: entry.Namespace, Name: entry.Server}, &srv); err == nil {
+		if ready := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReady); ready != nil {
+			why = ready.Reason + ": " + ready.Message
+		}
+	}
+	return &upstreamError{code: http.StatusBadGateway, kind: "NotReady",
+		err: fmt.Errorf("MCPServer %s/%s is not Ready (%s); %s returns to the menu when it recovers", entry.Namespace, entry.Server, why, entry.Name)}
 }
 
 // envelopeOf turns a tools/call result into the uniform envelope.

@@ -36,6 +36,8 @@ type view struct {
 	menu     menu.Menu
 	revision string
 	byName   map[string]*menu.Entry
+	// withheld are names of tools whose server is not Ready.
+	withheld map[string]*menu.Entry
 }
 
 // menuCache keeps resolved views and rendered bodies until the catalog's
@@ -120,9 +122,12 @@ func (c *Catalog) resolve(ctx context.Context, key viewKey) (*view, error) {
 		}
 		m = menu.Global([]mcpv1alpha1.MCPServer{srv})
 	}
-	vw := &view{menu: m, revision: m.Hash(), byName: make(map[string]*menu.Entry, len(m.Tools))}
+	vw := &view{menu: m, revision: m.Hash(), byName: make(map[string]*menu.Entry, len(m.Tools)), withheld: map[string]*menu.Entry{}}
 	for i := range m.Tools {
 		vw.byName[m.Tools[i].Name] = &m.Tools[i]
+	}
+	for i := range m.Withheld {
+		vw.withheld[m.Withheld[i].Name] = &m.Withheld[i]
 	}
 	return vw, nil
 }
