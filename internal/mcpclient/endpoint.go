@@ -42,12 +42,12 @@ type Endpoint struct {
 	Egress *EgressPolicy
 	// MaxResponseBytes caps the body of each answer to a POST, JSON or
 	// event stream, and each event of a long-lived GET stream (default
-	// 32 MiB), so a broken or hostile server cannot exhaust memory.
+	// 16 MiB), so a broken or hostile server cannot exhaust memory.
 	MaxResponseBytes int64
 }
 
 // DefaultMaxResponseBytes is the cap on one answer's body.
-const DefaultMaxResponseBytes = 32 << 20
+const DefaultMaxResponseBytes = 16 << 20
 
 // errResponseTooLarge marks an answer cut at MaxResponseBytes.
 var errResponseTooLarge = errors.New("response too large")
@@ -93,12 +93,22 @@ func (e Endpoint) httpClient(status *statusRecorder) *http.Client {
 	}
 }
 
-// statusRecorder remembers the last HTTP error status a server answered, so
-// that a failure can be reported as "HTTP 403" whatever error text the MCP
-// library wrapped around it.
-type statusRecorder struct{ code atomic.Int32 }
+// statusRecorder remembers the last HTTP error status a server answered,
+// and whether an answer passed the size cap, so that a failure can be
+// reported as "HTTP 403" or "too large" whatever error text the MCP library
+// wrapped around it (or dropped).
+type statusRecorder struct {
+	code     atomic.Int32
+	tooLarge atomic.Bool
+}
 
 func (s *statusRecorder) last() int { return int(s.code.Load()) }
+
+// reset forgets what an earlier request saw.
+func (s *statusRecorder) reset() {
+	s.code.Store(0)
+	s.tooLarge.Store(false)
+}
 
 type statusRecordingTransport struct {
 	next    http.RoundTripper
@@ -116,11 +126,11 @@ func (t *statusRecordingTransport) RoundTrip(req *http.Request) (*http.Response,
 	}
 	switch {
 	case req.Method == http.MethodPost:
-		resp.Body = &cappedBody{body: resp.Body, left: t.maxBody}
+		resp.Body = &cappedBody{body: resp.Body, left: t.maxBody, status: t.status}
 	case strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"):
 		// A GET stream lives as long as the session; each event on it is
 		// read whole by the library, so each is capped.
-		resp.Body = &eventCappedBody{body: resp.Body, max: t.maxBody}
+		resp.Body = &eventCappedBody{body: resp.Body, max: t.maxBody, status: t.status}
 	}
 	return resp, nil
 }
@@ -134,12 +144,14 @@ func (e Endpoint) maxResponseBytes() int64 {
 
 // cappedBody fails a read past its limit instead of buffering on.
 type cappedBody struct {
-	body io.ReadCloser
-	left int64
+	body   io.ReadCloser
+	left   int64
+	status *statusRecorder
 }
 
 func (c *cappedBody) Read(p []byte) (int, error) {
 	if c.left <= 0 {
+		c.status.tooLarge.Store(true)
 		return 0, errResponseTooLarge
 	}
 	if int64(len(p)) > c.left {
@@ -155,8 +167,9 @@ func (c *cappedBody) Close() error { return c.body.Close() }
 // eventCappedBody fails a read once one server-sent event (the bytes
 // between blank lines) grows past max.
 type eventCappedBody struct {
-	body io.ReadCloser
-	max  int64
+	body   io.ReadCloser
+	max    int64
+	status *statusRecorder
 	// inEvent counts the bytes of the event being read; lineStart is true
 	// after a newline, so a second one in a row ends the event.
 	inEvent   int64
@@ -177,6 +190,7 @@ func (c *eventCappedBody) Read(p []byte) (int, error) {
 		}
 	}
 	if c.inEvent > c.max {
+		c.status.tooLarge.Store(true)
 		return 0, errResponseTooLarge
 	}
 	return n, err

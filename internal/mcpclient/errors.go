@@ -84,7 +84,7 @@ func classify(err error, ep Endpoint, doing string, status *statusRecorder) *Err
 		urlErr           *url.Error
 	)
 	switch {
-	case errors.Is(err, errResponseTooLarge):
+	case errors.Is(err, errResponseTooLarge) || status.tooLarge.Load():
 		e.Kind, e.Message = ErrMalformedResponse, fmt.Sprintf("%s: %s answered with more than %d bytes", doing, target, ep.maxResponseBytes())
 	case errors.Is(err, errStreamLost):
 		e.Kind, e.Message = ErrUnreachable, fmt.Sprintf("%s: the event stream of %s ended before the answer came", doing, target)

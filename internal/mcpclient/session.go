@@ -284,7 +284,7 @@ func (s *Session) request(ctx context.Context, method string, params any, doing 
 	if s.answersOnStream {
 		defer context.AfterFunc(s.lost, cancel)()
 	}
-	s.status.code.Store(0)
+	s.status.reset()
 	resp, err := s.client.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{
 		JSONRPC: mcp.JSONRPC_VERSION,
 		// String ids never collide with the client's own numeric ones.
