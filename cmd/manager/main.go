@@ -40,6 +40,10 @@ func main() {
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address /healthz and /readyz bind to.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader so that only one replica runs the controllers.")
 	flag.StringVar(&leaderElectNSID, "leader-election-namespace", "", "Namespace of the leader election Lease; defaults to the manager's own.")
+	var leaseDuration, renewDeadline, retryPeriod time.Duration
+	flag.DurationVar(&leaseDuration, "leader-election-lease-duration", 15*time.Second, "How long followers wait after the leader's last renewal before taking over.")
+	flag.DurationVar(&renewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before it stops leading (and exits); less than the lease duration.")
+	flag.DurationVar(&retryPeriod, "leader-election-retry-period", 2*time.Second, "How often candidates try to acquire or renew the lease.")
 	flag.IntVar(&concurrency, "mcpserver-concurrency", 16, "How many MCPServers are discovered in parallel.")
 	flag.IntVar(&statusBudget, "status-tools-budget", controller.DefaultStatusBudget, "Most bytes of serialized tool definitions kept in one MCPServer's status.")
 	flag.IntVar(&maxToolPages, "max-tool-pages", mcpclient.DefaultLimits.MaxPages, "Most tools/list pages read from one server.")
@@ -84,6 +88,12 @@ func main() {
 		os.Exit(2)
 	}
 
+	if leaderElect && (renewDeadline >= leaseDuration || retryPeriod >= renewDeadline) {
+		log.Error(nil, "Leader election needs retry period < renew deadline < lease duration",
+			"leaseDuration", leaseDuration, "renewDeadline", renewDeadline, "retryPeriod", retryPeriod)
+		os.Exit(2)
+	}
+
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(mcpv1alpha1.AddToScheme(scheme))
@@ -96,6 +106,9 @@ func main() {
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        "mcp-operator.mcp.toolmesh.io",
 		LeaderElectionNamespace: leaderElectNSID,
+		LeaseDuration:           &leaseDuration,
+		RenewDeadline:           &renewDeadline,
+		RetryPeriod:             &retryPeriod,
 		// The new leader starts at once instead of waiting out the lease.
 		LeaderElectionReleaseOnCancel: true,
 	})
