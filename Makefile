@@ -55,6 +55,11 @@ test: ## Unit and envtest suites against a real kube-apiserver and etcd.
 	@assets=$$(hack/envtest-assets.sh) && peers=$$(hack/npm-peers.sh "$(NPM_PEERS_DIR)") && \
 	KUBEBUILDER_ASSETS="$$assets" MCP_NPM_PEERS="$$peers" go test $(GO_TEST_FLAGS) -count=1 ./... 
 
+.PHONY: test-faults
+test-faults: ## The fault-injection suite alone (about 3 minutes; make test runs it too).
+	@assets=$$(hack/envtest-assets.sh) && \
+	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) -count=1 ./test/faults/
+
 BENCH_TIME ?= 3000x
 BENCH_OUT ?= bin/bench
 
@@ -83,6 +88,7 @@ fuzz-smoke: ## Each fuzz target briefly, on top of its committed seed corpus (CI
 	go test -run '^$$' -fuzz '^FuzzExpose$$' -fuzztime $(FUZZ_TIME) ./internal/toolname
 	go test -run '^$$' -fuzz '^FuzzDecodeTool$$' -fuzztime $(FUZZ_TIME) ./internal/mcpclient
 	go test -run '^$$' -fuzz '^FuzzDecodeCall$$' -fuzztime $(FUZZ_TIME) ./internal/toolcatalog
+	go test -run '^$$' -fuzz '^FuzzMCPEndpoint$$' -fuzztime $(FUZZ_TIME) ./internal/toolcatalog
 
 ##@ Build
 

@@ -1,0 +1,95 @@
+package faults
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive,staticcheck // Ginkgo's DSL reads best dot-imported
+	. "github.com/onsi/gomega"    //nolint:revive,staticcheck // so does Gomega's
+)
+
+// buildManager builds the manager binary into dir, with the build settings
+// the tests use, so the build cache they filled serves it (`make build`'s
+// CGO_ENABLED=0 would rebuild every dependency).
+func buildManager(dir string) string {
+	bin := filepath.Join(dir, "manager")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/toolmesh/mcp-operator/cmd/manager").CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), string(out))
+	return bin
+}
+
+// managerProcess is the manager binary running against the control plane.
+type managerProcess struct {
+	cmd     *exec.Cmd
+	output  *lockedBuffer
+	catalog string
+	done    chan struct{}
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// freeAddress is a loopback address nothing listens on right now.
+func freeAddress() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = ln.Close() }()
+	return ln.Addr().String()
+}
+
+// startManager runs the manager with its catalog on a free loopback port;
+// it is killed when the test ends, and with the test binary.
+func startManager(bin, kubeconfig string, args ...string) *managerProcess {
+	address := freeAddress()
+	m := &managerProcess{output: &lockedBuffer{}, catalog: "http://" + address, done: make(chan struct{})}
+	m.cmd = exec.Command(bin, append([]string{
+		"--kubeconfig=" + kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0",
+		"--catalog-bind-address=" + address,
+	}, args...)...)
+	m.cmd.Stdout = m.output
+	m.cmd.Stderr = m.output
+	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	Expect(m.cmd.Start()).To(Succeed())
+	go func() {
+		_ = m.cmd.Wait()
+		close(m.done)
+	}()
+	DeferCleanup(func() {
+		m.kill()
+		if CurrentSpecReport().Failed() {
+			GinkgoWriter.Printf("--- manager %d output:\n%s\n", m.cmd.Process.Pid, m.output)
+		}
+	})
+	return m
+}
+
+// kill ends the process at once, as the kernel's OOM killer or a lost node
+// would: no cleanup, no lease released.
+func (m *managerProcess) kill() {
+	_ = m.cmd.Process.Signal(syscall.SIGKILL)
+	<-m.done
+}
+
+// logs is everything the process wrote.
+func (m *managerProcess) logs() string { return m.output.String() }
+
+func (m *managerProcess) String() string { return fmt.Sprintf("manager %d", m.cmd.Process.Pid) }

@@ -1,0 +1,174 @@
+package faults
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive,staticcheck // Ginkgo's DSL reads best dot-imported
+	. "github.com/onsi/gomega"    //nolint:revive,staticcheck // so does Gomega's
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/testenv"
+	"github.com/toolmesh/mcp-operator/internal/testmcp"
+)
+
+// These run the manager binary against a control plane of their own, so
+// that no other manager reconciles the same objects.
+var _ = Describe("Managers as processes", Ordered, func() {
+	var (
+		plane      *testenv.Env
+		kubeconfig string
+		bin        string
+	)
+	BeforeAll(func() {
+		var err error
+		plane, err = testenv.Start(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(plane.Stop)
+		dir := GinkgoT().TempDir()
+		kubeconfig = filepath.Join(dir, "kubeconfig")
+		Expect(plane.Kubeconfig(kubeconfig)).To(Succeed())
+		By("building the manager")
+		bin = buildManager(dir)
+	})
+
+	// servers lists the MCPServers of a namespace.
+	servers := func(ns string) []mcpv1alpha1.MCPServer {
+		var list mcpv1alpha1.MCPServerList
+		Expect(plane.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		return list.Items
+	}
+	readyCount := func(ns string) func() int {
+		return func() int {
+			n := 0
+			for _, s := range servers(ns) {
+				if meta.IsStatusConditionTrue(s.Status.Conditions, mcpv1alpha1.ConditionReady) {
+					n++
+				}
+			}
+			return n
+		}
+	}
+
+	It("converges after the manager is killed mid-discovery, with no status lost or half-written", func() {
+		const count, perUpstream = 24, 8
+		ns := plane.Namespace()
+		for i := range count / perUpstream {
+			// Slow servers with the same five tools: discovery takes a few
+			// seconds each, and every status must end up the same.
+			up := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP, Delay: 300 * time.Millisecond})
+			up.AddTools("a", "b", "c", "d", "e")
+			for j := range perUpstream {
+				plane.CreateServer(ns, fmt.Sprintf("s%02d", i*perUpstream+j), up.URL(), func(s *mcpv1alpha1.MCPServer) {
+					s.Spec.ToolPrefix = "same"
+				})
+			}
+		}
+		By("starting a manager")
+		first := startManager(bin, kubeconfig, "--mcpserver-concurrency=2")
+		Eventually(readyCount(ns), time.Minute).Should(BeNumerically(">=", 3))
+		first.kill()
+		done := readyCount(ns)()
+		GinkgoWriter.Printf("killed with %d of %d servers discovered\n", done, count)
+		Expect(done).To(BeNumerically("<", count), "killed mid-discovery")
+
+		// Whatever was written is whole: a status has all its tools and the
+		// hash of them, or none.
+		hash := ""
+		for _, s := range servers(ns) {
+			Expect(s.Status.Tools).To(HaveLen(int(s.Status.ToolCount)), s.Name)
+			if s.Status.ToolCount > 0 {
+				Expect(s.Status.ToolCount).To(BeEquivalentTo(5), s.Name)
+				if hash == "" {
+					hash = s.Status.ToolsHash
+				}
+				Expect(s.Status.ToolsHash).To(Equal(hash), s.Name)
+			}
+		}
+
+		By("starting a manager again")
+		second := startManager(bin, kubeconfig, "--mcpserver-concurrency=2")
+		Eventually(readyCount(ns), 2*time.Minute).Should(Equal(count), second.logs)
+		By("all converged")
+		for _, s := range servers(ns) {
+			ready := meta.FindStatusCondition(s.Status.Conditions, mcpv1alpha1.ConditionReady)
+			Expect(ready.ObservedGeneration).To(Equal(s.Generation), s.Name)
+			Expect(s.Status.ObservedGeneration).To(Equal(s.Generation), s.Name)
+			Expect(s.Status.Tools).To(HaveLen(5), s.Name)
+			Expect(s.Status.ToolsHash).To(Equal(hash), s.Name)
+		}
+	})
+
+	It("hands the controllers to the other replica when the leader is killed; the survivor's catalog never fails", func() {
+		ns := plane.Namespace()
+		up := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
+		up.AddTool("echo", "Echoes.", `{"type":"object"}`)
+		lease := []string{"--leader-elect", "--leader-election-namespace=" + ns,
+			"--leader-election-lease-duration=6s", "--leader-election-renew-deadline=4s", "--leader-election-retry-period=1s"}
+		a, b := startManager(bin, kubeconfig, lease...), startManager(bin, kubeconfig, lease...)
+		leads := func(m *managerProcess) bool {
+			return strings.Contains(strings.ToLower(m.logs()), "successfully acquired lease")
+		}
+		Eventually(func() bool { return leads(a) || leads(b) }).Should(BeTrue())
+		leader, survivor := a, b
+		if leads(b) {
+			leader, survivor = b, a
+		}
+		Expect(leads(survivor)).To(BeFalse(), "two leaders")
+
+		before := plane.CreateServer(ns, "before", up.URL())
+		Eventually(plane.ReadyOf(before)).Should(Equal("True/ToolsDiscovered"))
+		for _, m := range []*managerProcess{leader, survivor} {
+			Eventually(func() string { return get(m.catalog, "/v1/tools").body }).Should(ContainSubstring(`"mcp_before_echo"`), m.String())
+		}
+
+		// Call the survivor's catalog without pause from here on.
+		var (
+			mu       sync.Mutex
+			failures []string
+			calls    int
+		)
+		stop := make(chan struct{})
+		polled := make(chan struct{})
+		go func() {
+			defer close(polled)
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+				for _, a := range []answer{get(survivor.catalog, "/v1/tools"), post(survivor.catalog, "/v1/execute", `{"name":"mcp_before_echo"}`)} {
+					mu.Lock()
+					calls++
+					if a.code != 200 {
+						failures = append(failures, fmt.Sprintf("%d %s", a.code, a.body))
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+
+		killed := time.Now()
+		leader.kill()
+		after := plane.CreateServer(ns, "after", up.URL())
+		// Within the lease (6s) and a retry or two after it.
+		Eventually(func() bool { return leads(survivor) }, 12*time.Second).Should(BeTrue())
+		GinkgoWriter.Printf("the survivor leads %s after the kill (lease 6s)\n", time.Since(killed).Round(100*time.Millisecond))
+		Eventually(plane.ReadyOf(after)).Should(Equal("True/ToolsDiscovered"))
+		Eventually(func() string { return get(survivor.catalog, "/v1/tools").body }).Should(ContainSubstring(`"mcp_after_echo"`))
+		time.Sleep(time.Second)
+		close(stop)
+		<-polled
+		mu.Lock()
+		defer mu.Unlock()
+		GinkgoWriter.Printf("%d calls to the survivor's catalog\n", calls)
+		Expect(calls).To(BeNumerically(">", 20))
+		Expect(failures).To(BeEmpty())
+	})
+})
