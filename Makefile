@@ -56,7 +56,7 @@ test: ## Unit and envtest suites against a real kube-apiserver and etcd.
 	KUBEBUILDER_ASSETS="$$assets" MCP_NPM_PEERS="$$peers" go test $(GO_TEST_FLAGS) -count=1 ./... 
 
 .PHONY: test-faults
-test-faults: ## The fault-injection suite alone (about 3 minutes; make test runs it too).
+test-faults: ## The fault-injection suite alone (about 2 minutes; make test runs it too).
 	@assets=$$(hack/envtest-assets.sh) && \
 	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) -count=1 ./test/faults/
 
