@@ -310,6 +310,9 @@ var _ = Describe("Execute", func() {
 		Expect(len(out["output"].(string))).To(BeNumerically("<=", suiteMaxResultText))
 		Expect(out["output"]).To(HavePrefix("éé"))
 		Expect(out["system"]).To(Equal(fmt.Sprintf("Output truncated: %d of 4000 bytes shown.", suiteMaxResultText)))
+		content := out["content"].([]any)
+		Expect(content).To(HaveLen(1))
+		Expect(content[0]).To(HaveKeyWithValue("text", out["output"]), "content is cut like output")
 	})
 
 	DescribeTable("answers bad requests with their status code and a JSON error",

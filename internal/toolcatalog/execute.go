@@ -338,22 +338,65 @@ func envelopeOf(result mcpclient.CallResult) Envelope {
 }
 
 // truncate cuts output past the result text limit, on a character
-// boundary, and says so in the system note.
+// boundary, and says so in the system note. The text items of content are
+// cut to the same budget, so MCP clients and readers of content get no
+// more than readers of output; a structured result past the limit is left
+// out, since half of it would not parse.
 func (c *Catalog) truncate(env *Envelope) {
 	limit := c.opts.MaxResultText
-	if len(env.Output) <= limit {
-		return
+	var notes []string
+	if total := len(env.Output); total > limit {
+		cut := runeCut(env.Output, limit)
+		env.Output = env.Output[:cut]
+		if env.IsError {
+			env.Error = env.Output
+		}
+		env.Content = cutTextItems(env.Content, cut)
+		notes = append(notes, fmt.Sprintf("Output truncated: %d of %d bytes shown.", cut, total))
 	}
-	total := len(env.Output)
+	if size := len(env.StructuredContent); size > limit {
+		env.StructuredContent = nil
+		notes = append(notes, fmt.Sprintf("Structured content of %d bytes left out (limit %d).", size, limit))
+	}
+	env.System = strings.Join(notes, " ")
+}
+
+// runeCut is the largest length no more than limit that does not split a
+// character of s.
+func runeCut(s string, limit int) int {
+	if len(s) <= limit {
+		return len(s)
+	}
 	cut := limit
-	for cut > 0 && !utf8.RuneStart(env.Output[cut]) {
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	env.Output = env.Output[:cut]
-	if env.IsError {
-		env.Error = env.Output
+	return cut
+}
+
+// cutTextItems keeps budget bytes of text across the text items, in order
+// (counting the newline output puts between them); text items past it are
+// dropped, other items kept.
+func cutTextItems(items []json.RawMessage, budget int) []json.RawMessage {
+	kept := make([]json.RawMessage, 0, len(items))
+	for _, item := range items {
+		var fields map[string]json.RawMessage
+		var text string
+		if json.Unmarshal(item, &fields) != nil || string(fields["type"]) != `"text"` || json.Unmarshal(fields["text"], &text) != nil {
+			kept = append(kept, item)
+			continue
+		}
+		if budget <= 0 {
+			continue
+		}
+		if len(text) > budget {
+			fields["text"], _ = json.Marshal(text[:runeCut(text, budget)])
+			item, _ = json.Marshal(fields)
+		}
+		budget -= len(text) + 1
+		kept = append(kept, item)
 	}
-	env.System = fmt.Sprintf("Output truncated: %d of %d bytes shown.", cut, total)
+	return kept
 }
 
 // answerError answers a failed request with its status code and records it.

@@ -84,6 +84,22 @@ var _ = Describe("The catalog as an MCP server", func() {
 		Expect(code).To(Equal(-32602))
 	})
 
+	It("cuts a long result as REST does, and says so", func() {
+		s := connectMCP(catalog.URL+"/v1/namespaces/"+ns+"/toolcollections/kit/mcp", nil, nil)
+		result, err := s.CallTool(ctx, "mcp_calc_big", json.RawMessage(`{}`))
+		Expect(err).NotTo(HaveOccurred())
+		var text []string
+		for _, item := range result.Content {
+			var part struct{ Text string }
+			Expect(json.Unmarshal(item, &part)).To(Succeed())
+			text = append(text, part.Text)
+		}
+		Expect(text).To(HaveLen(2))
+		Expect(len(text[0])).To(BeNumerically("<=", suiteMaxResultText))
+		Expect(text[0]).To(HavePrefix("éé"))
+		Expect(text[1]).To(Equal(fmt.Sprintf("Output truncated: %d of 4000 bytes shown.", suiteMaxResultText)))
+	})
+
 	It("pages tools/list with cursors", func() {
 		wide := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
 		names := make([]string, 230)
