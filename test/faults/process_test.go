@@ -104,6 +104,22 @@ var _ = Describe("Managers as processes", Ordered, func() {
 		}
 	})
 
+	It("keeps what --max-tools and --max-tool-pages allow of a server that offers too many tools, and says so", func() {
+		ns := plane.Namespace()
+		up := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP, PageSize: 2})
+		up.AddTools("a", "b", "c", "d", "e", "f", "g")
+		manager := startManager(bin, kubeconfig, "--max-tools=5", "--max-tool-pages=2")
+		srv := plane.CreateServer(ns, "flood", up.URL())
+		Eventually(plane.ReadyOf(srv)).Should(Equal("True/ToolsDiscovered"), manager.logs)
+		got := plane.Fetch(srv)
+		// Two pages of two: the page limit is reached before the tool limit.
+		Expect(got.Status.Tools).To(HaveLen(4))
+		truncated := meta.FindStatusCondition(got.Status.Conditions, mcpv1alpha1.ConditionToolsTruncated)
+		Expect(truncated).NotTo(BeNil())
+		Expect(truncated.Reason).To(Equal(mcpv1alpha1.ReasonTooManyTools))
+		Expect(truncated.Message).To(ContainSubstring("more tools than the 5 tools in 2 pages read"))
+	})
+
 	It("hands the controllers to the other replica when the leader is killed; the survivor's catalog never fails", func() {
 		ns := plane.Namespace()
 		up := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
