@@ -84,7 +84,7 @@ func classify(err error, ep Endpoint, doing string, status *statusRecorder) *Err
 		urlErr           *url.Error
 	)
 	switch {
-	case errors.Is(err, errResponseTooLarge) || status.tooLarge.Load():
+	case errors.Is(err, errResponseTooLarge):
 		e.Kind, e.Message = ErrMalformedResponse, fmt.Sprintf("%s: %s answered with more than %d bytes", doing, target, ep.maxResponseBytes())
 	case errors.Is(err, errStreamLost):
 		e.Kind, e.Message = ErrUnreachable, fmt.Sprintf("%s: the event stream of %s ended before the answer came", doing, target)
@@ -121,6 +121,10 @@ func classify(err error, ep Endpoint, doing string, status *statusRecorder) *Err
 		e.Kind, e.Message = ErrMalformedResponse, fmt.Sprintf("%s: %s answered with malformed JSON-RPC", doing, target)
 	case isJSONRPCError(err):
 		e.Kind, e.Message = ErrProtocol, fmt.Sprintf("%s: %s answered with a JSON-RPC error: %s", doing, target, detail(err.Error(), ep))
+	case status.tooLarge.Load():
+		// The MCP library dropped the read error ("unexpected nil
+		// response"); the capped body saw the overflow.
+		e.Kind, e.Message = ErrMalformedResponse, fmt.Sprintf("%s: %s answered with more than %d bytes", doing, target, ep.maxResponseBytes())
 	default:
 		e.Kind, e.Message = ErrProtocol, fmt.Sprintf("%s: %s failed: %s", doing, target, detail(err.Error(), ep))
 	}
