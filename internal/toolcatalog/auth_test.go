@@ -152,6 +152,28 @@ var _ = Describe("Kubernetes authorization", func() {
 		Expect(names).NotTo(ContainElement("mcp_secret_hidden_tool"))
 	})
 
+	It("says why a server is not Ready only to callers who may call it", func() {
+		other := env.Namespace()
+		away := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP, ListChanged: true})
+		away.AddTools("gone_tool")
+		srv := readyServer(other, "away", away.URL())
+		away.Stop() // its held session ends, and the controller notices at once
+		Eventually(env.ReadyOf(srv)).Should(HavePrefix("False/"))
+		call := `{"name":"mcp_away_gone_tool"}`
+
+		caller := serviceAccountToken(other, "caller")
+		bind(other, "caller", "catalog-caller", "caller")
+		Eventually(func() string { _, msg := do(http.MethodPost, "/v1/execute", call, caller); return msg }).
+			Should(ContainSubstring("MCPServer " + other + "/away is not Ready ("))
+
+		reader := serviceAccountToken(ns, "reader")
+		bind(ns, "reader", "catalog-reader", "reader")
+		code, msg := do(http.MethodPost, "/v1/execute", call, reader)
+		Expect(code).To(Equal(http.StatusForbidden))
+		Expect(msg).To(ContainSubstring("lacks execute on mcpservers/away"))
+		Expect(msg).NotTo(ContainSubstring("Ready"))
+	})
+
 	It("stops allowing soon after the RoleBinding is removed", func() {
 		caller := serviceAccountToken(ns, "caller")
 		rb := bind(ns, "caller", "catalog-caller", "caller")

@@ -139,7 +139,12 @@ func (c *Catalog) execute(w http.ResponseWriter, req *http.Request, key viewKey)
 	}
 	entry, ok := vw.byName[cl.name]
 	if down, withheld := vw.withheld[cl.name]; !ok && withheld {
-		c.answerError(w, key, cl.name, down, started, c.notReady(req.Context(), down))
+		// Only a caller who may call the tool learns about its server.
+		err := c.authorizeCall(req.Context(), key, down)
+		if err == nil {
+			err = c.notReady(req.Context(), down)
+		}
+		c.answerError(w, key, cl.name, down, started, err)
 		return
 	}
 	if !ok {
