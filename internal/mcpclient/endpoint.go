@@ -100,6 +100,12 @@ func (e Endpoint) httpClient(status *statusRecorder) *http.Client {
 type statusRecorder struct {
 	code     atomic.Int32
 	tooLarge atomic.Bool
+	// listenerLost, when set, hears that the listening stream (GET),
+	// once open, could not be opened again: the server is unreachable or
+	// forgot the session. A stream that never opened is the library's to
+	// retry or give up on (servers may not offer one).
+	listenerLost func(error)
+	listening    atomic.Bool
 }
 
 func (s *statusRecorder) last() int { return int(s.code.Load()) }
@@ -118,6 +124,17 @@ type statusRecordingTransport struct {
 
 func (t *statusRecordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(req)
+	if req.Method == http.MethodGet && t.status.listenerLost != nil {
+		switch {
+		case err == nil && resp.StatusCode < 300:
+			t.status.listening.Store(true)
+		case !t.status.listening.Load():
+		case err != nil && req.Context().Err() == nil:
+			t.status.listenerLost(err)
+		case err == nil && resp.StatusCode == http.StatusNotFound:
+			t.status.listenerLost(errSessionForgotten)
+		}
+	}
 	if err != nil {
 		return resp, err
 	}

@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // Pool holds long-lived sessions keyed by the caller's name for a server
@@ -54,7 +55,7 @@ func (p *Pool) Get(ctx context.Context, key string, ep Endpoint, fingerprint str
 	p.mu.Lock()
 	p.sessions[key] = pooled{fingerprint: fingerprint, session: session}
 	p.mu.Unlock()
-	go p.watchLoss(key, session)
+	go p.watchLoss(key, session, time.Now())
 	return session, false, nil
 }
 
@@ -95,10 +96,15 @@ func (p *Pool) event(key string) {
 	}
 }
 
+// lossDamping is how soon after a session opened its loss may be reported:
+// a server that drops every stream at once makes its owner reconnect every
+// few seconds, not in a busy loop.
+const lossDamping = 5 * time.Second
+
 // watchLoss forgets a held session whose stream was lost and says so, so
 // that the next use reconnects (and a controller can report the server
 // down at once).
-func (p *Pool) watchLoss(key string, session *Session) {
+func (p *Pool) watchLoss(key string, session *Session, opened time.Time) {
 	<-session.Done()
 	p.mu.Lock()
 	h, ok := p.sessions[key]
@@ -107,9 +113,11 @@ func (p *Pool) watchLoss(key string, session *Session) {
 		delete(p.sessions, key)
 	}
 	p.mu.Unlock()
-	if stillHeld {
-		p.event(key)
+	if !stillHeld {
+		return
 	}
+	time.Sleep(lossDamping - time.Since(opened))
+	p.event(key)
 }
 
 // Drop closes and forgets the session of key, if any.

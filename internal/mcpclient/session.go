@@ -118,10 +118,17 @@ func connect(ctx context.Context, ep Endpoint, kind Transport, onToolsChanged fu
 			}
 		})
 	}
-	s.client.OnConnectionLost(func(err error) {
+	lose := func(err error) {
 		s.loseWith(err)
 		s.markClosed()
-	})
+	}
+	s.client.OnConnectionLost(lose) // SSE
+	if kind == TransportStreamableHTTP {
+		// mcp-go retries a failed listening stream every second without a
+		// word; when the server cannot be reached or forgot the session, end
+		// the session so its owner reconnects and lists what it missed.
+		status.listenerLost = lose
+	}
 
 	startCtx, cancel := context.WithTimeout(ctx, ep.timeout())
 	defer cancel()
@@ -183,6 +190,8 @@ func (s *Session) markClosed() {
 var (
 	// errSessionClosed is why a request on a closed session failed.
 	errSessionClosed = errors.New("the session was closed")
+	// errSessionForgotten is why a session whose server answered 404 ended.
+	errSessionForgotten = errors.New("the server no longer knows the session")
 	// errStreamLost marks a request whose answer's stream broke.
 	errStreamLost = errors.New("the event stream ended")
 )

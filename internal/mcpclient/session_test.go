@@ -146,6 +146,28 @@ func TestListChangedNotification(t *testing.T) {
 	}
 }
 
+// TestSessionEndsWhenItsServerGoesAway: a session that listens for
+// changes ends, on either transport, when its server stops, so its owner
+// can reconnect instead of waiting on a stream that will not come back.
+func TestSessionEndsWhenItsServerGoesAway(t *testing.T) {
+	for _, transport := range []testmcp.Transport{testmcp.SSE, testmcp.StreamableHTTP} {
+		t.Run(string(transport), func(t *testing.T) {
+			srv := startServer(t, testmcp.Options{Transport: transport, ListChanged: true})
+			srv.AddTools("first")
+			s := connectT(t, Endpoint{URL: srv.URL()}, func() {})
+			if _, err := s.ListTools(context.Background(), DefaultLimits); err != nil {
+				t.Fatal(err)
+			}
+			srv.Stop()
+			select {
+			case <-s.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("the session outlived its server by 10s")
+			}
+		})
+	}
+}
+
 func TestFailuresAreClassified(t *testing.T) {
 	refused := func(t *testing.T) string {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
