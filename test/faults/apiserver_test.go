@@ -18,9 +18,9 @@ var _ = Describe("The API server", func() {
 	It("answers a status write that lost a race with 409, and the controller retries on the fresh object, losing no field", func() {
 		// Every request to this server takes a second, so discovery runs
 		// long enough for another writer to get in between.
-		real := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP, Delay: time.Second})
-		real.AddTool("echo", "Echoes.", `{"type":"object"}`)
-		srv := env.CreateServer(env.Namespace(), "raced", real.URL())
+		backend := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP, Delay: time.Second})
+		backend.AddTool("echo", "Echoes.", `{"type":"object"}`)
+		srv := env.CreateServer(env.Namespace(), "raced", backend.URL())
 		Eventually(func() bool {
 			return meta.IsStatusConditionTrue(env.Fetch(srv).Status.Conditions, mcpv1alpha1.ConditionReconciling)
 		}).Should(BeTrue(), "the controller has read the object and is discovering")
@@ -41,9 +41,9 @@ var _ = Describe("The API server", func() {
 
 	It("going away leaves the catalog serving the last menu; controllers back off and catch up", func() {
 		ns := env.Namespace()
-		real := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP, ListChanged: true})
-		real.AddTool("first", "The first tool.", `{"type":"object"}`)
-		srv := env.CreateServer(ns, "steady", real.URL())
+		backend := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP, ListChanged: true})
+		backend.AddTool("first", "The first tool.", `{"type":"object"}`)
+		srv := env.CreateServer(ns, "steady", backend.URL())
 		menuPath := "/v1/namespaces/" + ns + "/mcpservers/steady/tools"
 		Eventually(env.ReadyOf(srv)).Should(Equal("True/ToolsDiscovered"))
 		Eventually(func() string { return get(catalog.URL, menuPath).body }).Should(ContainSubstring(`"mcp_steady_first"`))
@@ -54,7 +54,7 @@ var _ = Describe("The API server", func() {
 		// While the API server is away the server gains a tool (the
 		// controller discovers it and cannot write it) and a new MCPServer
 		// is created (the manager cannot see it).
-		real.AddTool("second", "The second tool.", `{"type":"object"}`)
+		backend.AddTool("second", "The second tool.", `{"type":"object"}`)
 		other := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
 		other.AddTool("tool", "A tool.", `{"type":"object"}`)
 		late := env.CreateServer(ns, "late", other.URL())

@@ -19,9 +19,9 @@ import (
 // upstream starts a real MCP server with an echo tool behind a
 // faultyUpstream, and an MCPServer for it exposing mcp_<prefix>_echo.
 func upstream(prefix string, timeout time.Duration) (*faultyUpstream, *mcpv1alpha1.MCPServer) {
-	real := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
-	real.AddTool("echo", "Echoes its message.", `{"type":"object","properties":{"message":{"type":"string"}}}`)
-	faulty := newFaultyUpstream(strings.TrimSuffix(real.URL(), "/mcp"))
+	backend := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
+	backend.AddTool("echo", "Echoes its message.", `{"type":"object","properties":{"message":{"type":"string"}}}`)
+	faulty := newFaultyUpstream(strings.TrimSuffix(backend.URL(), "/mcp"))
 	DeferCleanup(faulty.Close)
 	srv := env.CreateServer(env.Namespace(), prefix, faulty.URL+"/mcp", func(s *mcpv1alpha1.MCPServer) {
 		s.Spec.ToolPrefix = prefix
@@ -163,15 +163,15 @@ var _ = Describe("An MCP server that misbehaves", func() {
 
 	It("takes a server that goes away out of the menus within one refresh, and back when it returns", func() {
 		refresh := 10 * time.Second
-		real := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
-		real.AddTool("echo", "Echoes its message.", `{"type":"object"}`)
-		srv := env.CreateServer(env.Namespace(), "away", real.URL(), testenv.Every(refresh))
+		backend := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
+		backend.AddTool("echo", "Echoes its message.", `{"type":"object"}`)
+		srv := env.CreateServer(env.Namespace(), "away", backend.URL(), testenv.Every(refresh))
 		inMenu := func() bool { return strings.Contains(get(catalog.URL, "/v1/tools").body, `"mcp_away_echo"`) }
 		Eventually(env.ReadyOf(srv)).Should(Equal("True/ToolsDiscovered"))
 		Eventually(inMenu).Should(BeTrue())
 		Expect(execute("mcp_away_echo", echo).code).To(Equal(200))
 
-		real.Stop()
+		backend.Stop()
 		a := execute("mcp_away_echo", echo)
 		Expect(a.code).To(Equal(502), a.body)
 		Expect(a.body).To(MatchRegexp("refused the connection|closed the connection|could not be reached|is not Ready"))
@@ -182,7 +182,7 @@ var _ = Describe("An MCP server that misbehaves", func() {
 		Expect(a.code).To(Equal(502), a.body)
 		Expect(a.body).To(ContainSubstring("is not Ready (Unreachable: "))
 
-		Expect(real.Restart()).To(Succeed())
+		Expect(backend.Restart()).To(Succeed())
 		Eventually(env.ReadyOf(srv), refresh*11/10+5*time.Second).Should(Equal("True/ToolsDiscovered"))
 		Eventually(inMenu).Should(BeTrue())
 		Expect(execute("mcp_away_echo", echo).code).To(Equal(200))
