@@ -138,17 +138,18 @@ func (c *Catalog) execute(w http.ResponseWriter, req *http.Request, key viewKey)
 		return
 	}
 	entry, ok := vw.byName[cl.name]
-	if down, withheld := vw.withheld[cl.name]; !ok && withheld {
+	if !ok {
+		down, withheld := vw.withheld[cl.name]
+		if !withheld {
+			c.answerError(w, key, cl.name, nil, started, &requestError{code: http.StatusNotFound, message: fmt.Sprintf("Tool %s is invalid", cl.name)})
+			return
+		}
 		// Only a caller who may call the tool learns about its server.
 		err := c.authorizeCall(req.Context(), key, down)
 		if err == nil {
 			err = c.notReady(req.Context(), down)
 		}
 		c.answerError(w, key, cl.name, down, started, err)
-		return
-	}
-	if !ok {
-		c.answerError(w, key, cl.name, nil, started, &requestError{code: http.StatusNotFound, message: fmt.Sprintf("Tool %s is invalid", cl.name)})
 		return
 	}
 	if err := c.authorizeCall(req.Context(), key, entry); err != nil {

@@ -1,11 +1,9 @@
 package toolcatalog
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,26 +26,8 @@ const (
 	suiteMaxResultText   = 1 << 10
 )
 
-// lockedBuffer collects log output from many goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 var (
-	suiteLogs lockedBuffer
+	suiteLogs testenv.LockedBuffer
 	env       *testenv.Env
 	ctx       context.Context
 	cancel    context.CancelFunc

@@ -1,16 +1,16 @@
 package faults
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive,staticcheck // Ginkgo's DSL reads best dot-imported
 	. "github.com/onsi/gomega"    //nolint:revive,staticcheck // so does Gomega's
+
+	"github.com/toolmesh/mcp-operator/internal/testenv"
 )
 
 // buildManager builds the manager binary into dir, with the build settings
@@ -26,26 +26,9 @@ func buildManager(dir string) string {
 // managerProcess is the manager binary running against the control plane.
 type managerProcess struct {
 	cmd     *exec.Cmd
-	output  *lockedBuffer
+	output  *testenv.LockedBuffer
 	catalog string
 	done    chan struct{}
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // freeAddress is a loopback address nothing listens on right now.
@@ -60,7 +43,7 @@ func freeAddress() string {
 // it is killed when the test ends, and with the test binary.
 func startManager(bin, kubeconfig string, args ...string) *managerProcess {
 	address := freeAddress()
-	m := &managerProcess{output: &lockedBuffer{}, catalog: "http://" + address, done: make(chan struct{})}
+	m := &managerProcess{output: &testenv.LockedBuffer{}, catalog: "http://" + address, done: make(chan struct{})}
 	m.cmd = exec.Command(bin, append([]string{
 		"--kubeconfig=" + kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0",
 		"--catalog-bind-address=" + address,

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive,staticcheck // Ginkgo's DSL reads best dot-imported
@@ -144,31 +143,16 @@ var _ = Describe("Managers as processes", Ordered, func() {
 		}
 
 		// Call the survivor's catalog without pause from here on.
-		var (
-			mu       sync.Mutex
-			failures []string
-			calls    int
-		)
-		stop := make(chan struct{})
-		polled := make(chan struct{})
-		go func() {
-			defer close(polled)
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(50 * time.Millisecond):
-				}
-				for _, a := range []answer{get(survivor.catalog, "/v1/tools"), post(survivor.catalog, "/v1/execute", `{"name":"mcp_before_echo"}`)} {
-					mu.Lock()
-					calls++
-					if a.code != 200 {
-						failures = append(failures, fmt.Sprintf("%d %s", a.code, a.body))
-					}
-					mu.Unlock()
+		var failures []string
+		calls := 0
+		stop := repeat(50*time.Millisecond, func() {
+			for _, a := range []answer{get(survivor.catalog, "/v1/tools"), post(survivor.catalog, "/v1/execute", `{"name":"mcp_before_echo"}`)} {
+				calls++
+				if a.code != 200 {
+					failures = append(failures, fmt.Sprintf("%d %s", a.code, a.body))
 				}
 			}
-		}()
+		})
 
 		killed := time.Now()
 		leader.kill()
@@ -179,10 +163,7 @@ var _ = Describe("Managers as processes", Ordered, func() {
 		Eventually(plane.ReadyOf(after)).Should(Equal("True/ToolsDiscovered"))
 		Eventually(func() string { return get(survivor.catalog, "/v1/tools").body }).Should(ContainSubstring(`"mcp_after_echo"`))
 		time.Sleep(time.Second)
-		close(stop)
-		<-polled
-		mu.Lock()
-		defer mu.Unlock()
+		stop()
 		GinkgoWriter.Printf("%d calls to the survivor's catalog\n", calls)
 		Expect(calls).To(BeNumerically(">", 20))
 		Expect(failures).To(BeEmpty())

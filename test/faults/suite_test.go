@@ -109,7 +109,14 @@ type answer struct {
 var callers = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: time.Minute}
 
 func post(base, path, body string) answer {
-	resp, err := callers.Post(base+path, "application/json", strings.NewReader(body))
+	return read(callers.Post(base+path, "application/json", strings.NewReader(body)))
+}
+
+func get(base, path string) answer { return read(callers.Get(base + path)) }
+
+// read turns a response, or the failure to get one (code -1), into an
+// answer.
+func read(resp *http.Response, err error) answer {
 	if err != nil {
 		return answer{code: -1, body: err.Error()}
 	}
@@ -118,14 +125,27 @@ func post(base, path, body string) answer {
 	return answer{code: resp.StatusCode, body: string(b)}
 }
 
-func get(base, path string) answer {
-	resp, err := callers.Get(base + path)
-	if err != nil {
-		return answer{code: -1, body: err.Error()}
+// repeat runs f every interval until the returned stop is called; stop
+// returns once f has run for the last time, so what f wrote is then safe
+// to read.
+func repeat(interval time.Duration, f func()) (stop func()) {
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(interval):
+			}
+			f()
+		}
+	}()
+	return func() {
+		close(done)
+		<-ended
 	}
-	defer func() { _ = resp.Body.Close() }()
-	b, _ := io.ReadAll(resp.Body)
-	return answer{code: resp.StatusCode, body: string(b)}
 }
 
 // execute calls a tool through the in-process catalog's global menu.

@@ -58,23 +58,12 @@ func peakHeapGrowth(f func()) uint64 {
 	runtime.GC()
 	runtime.ReadMemStats(&stats)
 	base, peak := stats.HeapInuse, stats.HeapInuse
-	done := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			select {
-			case <-done:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-			runtime.ReadMemStats(&stats)
-			peak = max(peak, stats.HeapInuse)
-		}
-	}()
+	stop := repeat(5*time.Millisecond, func() {
+		runtime.ReadMemStats(&stats)
+		peak = max(peak, stats.HeapInuse)
+	})
 	f()
-	close(done)
-	<-sampled
+	stop()
 	return peak - base
 }
 
