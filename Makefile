@@ -6,6 +6,9 @@ GOLANGCI_LINT_VERSION ?= v2.15.0
 CONTROLLER_GEN ?= go run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 GOLANGCI_LINT ?= go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 IMG ?= ghcr.io/toolmesh/mcp-operator:dev
+# VERSION is stamped into the binaries (--version prints it).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
 # Test peers from npm (the MCP reference server) live outside the repository.
 NPM_PEERS_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/mcp-operator/npm-peers
 GO_TEST_FLAGS ?=
@@ -94,7 +97,7 @@ fuzz-smoke: ## Each fuzz target briefly, on top of its committed seed corpus (CI
 
 .PHONY: build
 build: ## Build the manager binary.
-	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o bin/manager ./cmd/manager
+	CGO_ENABLED=0 go build -trimpath -ldflags='$(LDFLAGS)' -o bin/manager ./cmd/manager
 
 .PHONY: run
 run: ## Run the manager against the current kubeconfig.
@@ -102,7 +105,7 @@ run: ## Run the manager against the current kubeconfig.
 
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine).
-	docker build -t $(IMG) .
+	docker build --build-arg VERSION=$(VERSION) -t $(IMG) .
 
 .PHONY: demo
 demo: ## Start a local control plane and the manager (see README).

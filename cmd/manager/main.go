@@ -24,6 +24,10 @@ import (
 	"github.com/toolmesh/mcp-operator/internal/toolcatalog"
 )
 
+// version is stamped at build time (-ldflags "-X main.version=...", see
+// the Makefile and Dockerfile); "dev" marks a build that was not stamped.
+var version = "dev"
+
 func main() {
 	var (
 		metricsAddr     string
@@ -75,9 +79,14 @@ func main() {
 		egress.Allow = prefixes
 		return err
 	})
+	showVersion := flag.Bool("version", false, "Print the version and exit.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	if *showVersion {
+		fmt.Println("mcp-operator", version)
+		return
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("setup")
 	switch toolcatalog.AuthMode(catalogAuth) {
@@ -149,7 +158,7 @@ func main() {
 		os.Exit(1)
 	}
 
-	log.Info("Starting the manager")
+	log.Info("Starting the manager", "version", version)
 	// SIGTERM cancels ctx: controllers drain, sessions close, the lease is
 	// released, then Start returns.
 	if err := mgr.Start(ctx); err != nil {

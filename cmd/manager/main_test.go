@@ -2,7 +2,10 @@ package main
 
 import (
 	"net/netip"
+	"os/exec"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -29,5 +32,22 @@ func TestParseCIDRs(t *testing.T) {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestVersionIsStamped builds the manager as the Makefile and Dockerfile do
+// and checks that --version prints what was stamped.
+func TestVersionIsStamped(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "manager")
+	build := exec.Command("go", "build", "-ldflags", "-X main.version=v0.0.0-test.1", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the manager: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "--version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("manager --version: %v\n%s", err, out)
+	}
+	if got := strings.TrimSpace(string(out)); got != "mcp-operator v0.0.0-test.1" {
+		t.Errorf("--version printed %q, want %q", got, "mcp-operator v0.0.0-test.1")
 	}
 }
