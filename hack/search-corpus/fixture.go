@@ -37,7 +37,7 @@ func writeFixture(path string, tools []json.RawMessage) error {
 }
 
 // writeSources names the package, version and command behind each fixture.
-func writeSources(path string, listed []listing) error {
+func writeSources(path string, listed []listing, skipped []server) error {
 	var b strings.Builder
 	b.WriteString("# Sources of the tool-search corpus\n\n")
 	b.WriteString("Each file here is the `tools` array of one server's `tools/list` answer, exactly as the server sent it\n")
@@ -48,11 +48,11 @@ func writeSources(path string, listed []listing) error {
 	total := 0
 	for _, l := range listed {
 		s := l.server
-		args := strings.Join(s.Args, " ")
-		if args == "" {
-			args = "—"
+		args := "—"
+		if len(s.Args) > 0 {
+			args = "`" + strings.Join(s.Args, " ") + "`"
 		}
-		fmt.Fprintf(&b, "| `%s.json` | %s | `%s` | %s | `%s` | %d |\n", s.Name, s.Source, s.Package, s.Version, args, l.count)
+		fmt.Fprintf(&b, "| `%s.json` | %s | `%s` | %s | %s | %d |\n", s.Name, s.Source, s.Package, s.Version, args, l.count)
 		total += l.count
 	}
 	fmt.Fprintf(&b, "\n%d tools from %d servers.\n", total, len(listed))
@@ -66,6 +66,12 @@ func writeSources(path string, listed []listing) error {
 			notes = true
 		}
 		fmt.Fprintf(&b, "- `%s`: %s\n", l.server.Name, l.server.Note)
+	}
+	if len(skipped) > 0 {
+		b.WriteString("\n## Tried and left out\n\n")
+		for _, s := range skipped {
+			fmt.Fprintf(&b, "- `%s` %s (%s): %s.\n", s.Package, s.Version, s.Source, s.Skip)
+		}
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)

@@ -15,11 +15,11 @@ import (
 // listTools starts a server over stdio, initializes an MCP session with
 // mcp-go's client and pages through tools/list. It keeps each tool as the raw
 // JSON the server sent: mcp.Tool would drop schema keys it does not model.
-func listTools(ctx context.Context, s server, command, home string) ([]json.RawMessage, error) {
+func listTools(ctx context.Context, s server, command, home, configDir string) ([]json.RawMessage, error) {
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		return nil, fmt.Errorf("making home for %s: %w", s.Name, err)
 	}
-	stdio := transport.NewStdio(command, serverEnv(s, home), s.Args...)
+	stdio := transport.NewStdio(command, serverEnv(s, home, configDir), s.Args...)
 	if err := stdio.Start(ctx); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", s.Name, err)
 	}
@@ -65,8 +65,9 @@ func listTools(ctx context.Context, s server, command, home string) ([]json.RawM
 }
 
 // serverEnv gives a server a private HOME and its dummy settings, plus PATH
-// so that npm's launchers find node.
-func serverEnv(s server, home string) []string {
+// so that npm's launchers find node. ${CONFIG_DIR} in a value names the
+// directory of servers.json, where files such as a dummy kubeconfig live.
+func serverEnv(s server, home, configDir string) []string {
 	env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}
 	keys := make([]string, 0, len(s.Env))
 	for k := range s.Env {
@@ -74,7 +75,13 @@ func serverEnv(s server, home string) []string {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		env = append(env, k+"="+s.Env[k])
+		v := os.Expand(s.Env[k], func(name string) string {
+			if name == "CONFIG_DIR" {
+				return configDir
+			}
+			return ""
+		})
+		env = append(env, k+"="+v)
 	}
 	return env
 }

@@ -31,6 +31,7 @@ type server struct {
 	Args    []string          `json:"args,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
 	Note    string            `json:"note,omitempty"`
+	Skip    string            `json:"skip,omitempty"` // why it is not in the corpus
 }
 
 func main() {
@@ -52,15 +53,24 @@ func main() {
 		}
 		defer os.RemoveAll(dir)
 	}
+	configDir, err := filepath.Abs(filepath.Dir(*config))
+	if err != nil {
+		log.Fatal(err)
+	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		log.Fatal(err)
 	}
 	var listed []listing
+	var skipped []server
 	for _, s := range servers {
 		if *only != "" && s.Name != *only {
 			continue
 		}
-		l, err := harvest(s, dir, *out, *timeout)
+		if s.Skip != "" {
+			skipped = append(skipped, s)
+			continue
+		}
+		l, err := harvest(s, dir, *out, configDir, *timeout)
 		if err != nil {
 			log.Printf("%s: %v", s.Name, err)
 			continue
@@ -69,21 +79,21 @@ func main() {
 		listed = append(listed, l)
 	}
 	if *only == "" {
-		if err := writeSources(filepath.Join(*out, "SOURCES.md"), listed); err != nil {
+		if err := writeSources(filepath.Join(*out, "SOURCES.md"), listed, skipped); err != nil {
 			log.Fatal(err)
 		}
 	}
 }
 
 // harvest installs one server, lists its tools and writes its fixture.
-func harvest(s server, dir, out string, timeout time.Duration) (listing, error) {
+func harvest(s server, dir, out, configDir string, timeout time.Duration) (listing, error) {
 	command, err := install(s, filepath.Join(dir, s.Name))
 	if err != nil {
 		return listing{}, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	tools, err := listTools(ctx, s, command, filepath.Join(dir, s.Name, "home"))
+	tools, err := listTools(ctx, s, command, filepath.Join(dir, s.Name, "home"), configDir)
 	if err != nil {
 		return listing{}, err
 	}
