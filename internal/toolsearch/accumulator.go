@@ -5,31 +5,23 @@ package toolsearch
 // postings and allocates nothing per document; it is never shared by two
 // queries at once.
 type accumulator struct {
-	score    []float32 // by document; zero for untouched ones
-	best     []float32 // the last word's best alternative, by document
-	touched  []int32   // documents with a score, in first-touch order
-	touchedB []int32   // documents with a best, likewise
+	score   []float32 // by document; zero for untouched ones
+	matched []uint16  // query words a document matched
+	best    []float32 // the current word's best alternative, by document
+	touched []int32   // documents with a score, in first-touch order
+	inGroup []int32   // documents with a best for the current word
 }
 
 func newAccumulator(n int) *accumulator {
-	return &accumulator{score: make([]float32, n), best: make([]float32, n)}
+	return &accumulator{score: make([]float32, n), matched: make([]uint16, n), best: make([]float32, n)}
 }
 
-func (a *accumulator) add(docs []int32, weights []float32) {
-	for i, d := range docs {
-		if a.score[d] == 0 {
-			a.touched = append(a.touched, d)
-		}
-		a.score[d] += weights[i]
-	}
-}
-
-// max keeps, per document, the largest of the alternatives' weights seen.
+// max keeps, per document, the largest weight seen for the current word.
 func (a *accumulator) max(docs []int32, weights []float32, factor float32) {
 	for i, d := range docs {
 		w := weights[i] * factor
 		if a.best[d] == 0 {
-			a.touchedB = append(a.touchedB, d)
+			a.inGroup = append(a.inGroup, d)
 		}
 		if w > a.best[d] {
 			a.best[d] = w
@@ -37,24 +29,29 @@ func (a *accumulator) max(docs []int32, weights []float32, factor float32) {
 	}
 }
 
-// flushMax adds the best alternatives into the scores and clears them.
-func (a *accumulator) flushMax() {
-	for _, d := range a.touchedB {
+// endWord adds the current word's best matches into the scores.
+func (a *accumulator) endWord() {
+	for _, d := range a.inGroup {
 		if a.score[d] == 0 {
 			a.touched = append(a.touched, d)
 		}
 		a.score[d] += a.best[d]
+		a.matched[d]++
 		a.best[d] = 0
 	}
-	a.touchedB = a.touchedB[:0]
+	a.inGroup = a.inGroup[:0]
 }
 
 // top returns the limit best documents and clears the accumulator for reuse.
-func (a *accumulator) top(limit int, names []string) []Hit {
+// A document's score is scaled by the share of the query's words it matched
+// (Lucene's classic coordination factor): one that answers every word of
+// "list files in a folder" beats one that matches "folder" alone, however
+// rare "folder" is.
+func (a *accumulator) top(limit, words int, names []string) []Hit {
 	hits := make([]Hit, 0, min(limit, len(a.touched)))
 	for _, d := range a.touched {
-		s := a.score[d]
-		a.score[d] = 0
+		s := a.score[d] * float32(a.matched[d]) / float32(words)
+		a.score[d], a.matched[d] = 0, 0
 		if len(hits) == limit && !better(s, d, hits[limit-1], names) {
 			continue
 		}

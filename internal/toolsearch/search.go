@@ -27,93 +27,111 @@ type Hit struct {
 
 // Search returns up to limit documents that share words with query, best
 // first; ties go to the smaller Name, so equal queries give equal answers.
-// The last word of a query that does not end in a space or punctuation also
-// matches the words it begins ("pull req" finds "pull request"). A query
-// with no indexed word, or a limit below 1, finds nothing.
+// Each query word also matches its synonyms (see synonymGroups), and the last
+// word of a query that does not end in a space or punctuation also matches
+// the words it begins ("pull req" finds "pull request"); either kind counts
+// less than the word itself, and a word scores by its best match only. A
+// query with no indexed word, or a limit below 1, finds nothing.
 func (ix *Index) Search(query string, limit int) []Hit {
 	if limit < 1 || len(ix.names) == 0 {
 		return nil
 	}
-	q := ix.parse(query)
-	if len(q.exact) == 0 && len(q.last) == 0 {
+	groups := ix.parse(query)
+	if len(groups) == 0 {
 		return nil
 	}
 	acc := ix.scratch.Get().(*accumulator)
 	defer ix.scratch.Put(acc)
-	for _, t := range q.exact {
-		docs, weights := ix.postings(t)
-		acc.add(docs, weights)
+	for _, g := range groups {
+		for _, a := range g {
+			docs, weights := ix.postings(a.term)
+			acc.max(docs, weights, a.weight)
+		}
+		acc.endWord()
 	}
-	if len(q.last) > 0 {
-		ix.addBest(acc, q.last)
-	}
-	return acc.top(limit, ix.names)
+	return acc.top(limit, len(groups), ix.names)
 }
 
-// weightedTerm is a query term and how much a match on it counts.
+// weightedTerm is a term a query word may stand for, and how much a match
+// on it counts.
 type weightedTerm struct {
 	term   int32
 	weight float32
 }
 
-// parsedQuery holds the terms of a query: those that must match as written,
-// and the alternatives the last word may stand for (best one counts).
-type parsedQuery struct {
-	exact []int32
-	last  []weightedTerm
-}
-
-// parse turns a query into terms. Stop words and words no document holds
-// are dropped; a term named twice counts once.
-func (ix *Index) parse(query string) parsedQuery {
+// parse turns a query into one group of alternative terms per word: the
+// word's own term first, if indexed, then its synonyms, the word it makes
+// with its neighbour ("data source" and "datasource") and, for the last
+// word, the words it begins. Stop words and words matching nothing are
+// dropped; a word whose term an earlier word already has adds nothing.
+func (ix *Index) parse(query string) [][]weightedTerm {
 	words := appendWords(nil, query)
-	var q parsedQuery
 	typing := endsInWord(query)
+	var groups [][]weightedTerm
+	var seen []int32
+	prev, prevGroup := "", -1
 	for i, w := range words {
-		if i == len(words)-1 && typing && utf8.RuneCountInString(w) >= minPrefixRunes && !isStopWord(w) {
-			q.last = ix.expand(w)
-			continue
-		}
 		if isStopWord(w) {
+			prev, prevGroup = "", -1
 			continue
 		}
-		if t, ok := ix.terms[stem(w)]; ok && !containsTerm(q.exact, t) {
-			q.exact = append(q.exact, t)
-		}
-	}
-	// A last word already named earlier adds nothing.
-	if len(q.last) > 0 && containsTerm(q.exact, q.last[0].term) && q.last[0].weight == 1 {
-		q.last = nil
-	}
-	return q
-}
-
-// expand returns the term the word stems to (full weight) and the terms of
-// the indexed words it begins (discounted), at most maxExpansions.
-func (ix *Index) expand(word string) []weightedTerm {
-	var out []weightedTerm
-	exact, hasExact := ix.terms[stem(word)]
-	if hasExact {
-		out = append(out, weightedTerm{term: exact, weight: 1})
-	}
-	i := sort.SearchStrings(ix.surface, word)
-	for ; i < len(ix.surface) && strings.HasPrefix(ix.surface[i], word) && len(out) < maxExpansions; i++ {
-		t := ix.surfaceTerm[i]
-		if (hasExact && t == exact) || containsWeighted(out, t) {
+		s := stem(w)
+		t, ok := ix.terms[s]
+		if ok && containsTerm(seen, t) {
+			prev, prevGroup = w, -1
 			continue
 		}
-		out = append(out, weightedTerm{term: t, weight: prefixWeight})
+		var g []weightedTerm
+		if ok {
+			g = append(g, weightedTerm{term: t, weight: 1})
+			seen = append(seen, t)
+		}
+		for _, syn := range synonyms[s] {
+			if st, ok := ix.terms[syn]; ok {
+				g = addAlternative(g, st, synonymWeight)
+			}
+		}
+		if i == len(words)-1 && typing && utf8.RuneCountInString(w) >= minPrefixRunes {
+			g = ix.addPrefixed(g, w)
+		}
+		if prev != "" {
+			if ct, ok := ix.terms[stem(prev+w)]; ok {
+				g = addAlternative(g, ct, 1)
+				if prevGroup >= 0 {
+					groups[prevGroup] = addAlternative(groups[prevGroup], ct, 1)
+				}
+			}
+		}
+		prev, prevGroup = w, -1
+		if len(g) > 0 {
+			prevGroup = len(groups)
+			groups = append(groups, g)
+		}
 	}
-	return out
+	return groups
 }
 
-// addBest adds, for each document, the best of the last word's alternatives.
-func (ix *Index) addBest(acc *accumulator, alternatives []weightedTerm) {
-	for _, a := range alternatives {
-		docs, weights := ix.postings(a.term)
-		acc.max(docs, weights, a.weight)
+// addPrefixed adds the terms of the indexed words that word begins, at most
+// maxExpansions of them.
+func (ix *Index) addPrefixed(g []weightedTerm, word string) []weightedTerm {
+	n := 0
+	for i := sort.SearchStrings(ix.surface, word); i < len(ix.surface) && strings.HasPrefix(ix.surface[i], word) && n < maxExpansions; i++ {
+		g = addAlternative(g, ix.surfaceTerm[i], prefixWeight)
+		n++
 	}
-	acc.flushMax()
+	return g
+}
+
+// addAlternative adds a term to a group, keeping the larger weight of a
+// term reached twice.
+func addAlternative(g []weightedTerm, t int32, weight float32) []weightedTerm {
+	for i := range g {
+		if g[i].term == t {
+			g[i].weight = max(g[i].weight, weight)
+			return g
+		}
+	}
+	return append(g, weightedTerm{term: t, weight: weight})
 }
 
 // endsInWord reports whether the user may still be typing the last word.
@@ -125,15 +143,6 @@ func endsInWord(query string) bool {
 func containsTerm(ts []int32, t int32) bool {
 	for _, x := range ts {
 		if x == t {
-			return true
-		}
-	}
-	return false
-}
-
-func containsWeighted(ws []weightedTerm, t int32) bool {
-	for _, w := range ws {
-		if w.term == t {
 			return true
 		}
 	}
