@@ -12,7 +12,7 @@ const minRecallAt5 = 0.90
 
 // quality is how well a set of queries was answered.
 type quality struct {
-	n                    int
+	n                     int
 	found1, found5, rrSum float64
 }
 
