@@ -1,15 +1,17 @@
 package toolsearch
 
-// builder turns documents into terms. It lives for one Build: its maps are
-// never shared with an Index's readers except terms, which is frozen after.
+import "strings"
+
+// builder turns analyzed documents into terms. It lives for one Build: its
+// maps are never shared with an Index's readers except terms, which is
+// frozen after.
 type builder struct {
 	terms map[string]int32 // stem → term id
 	words map[string]int32 // folded word → term id, or -1 for a stop word
 	seen  map[int32]int    // term → position in the current document's list
-	buf   []string
 }
 
-func newBuilder(numDocs int) *builder {
+func newBuilder() *builder {
 	return &builder{
 		terms: make(map[string]int32),
 		words: make(map[string]int32),
@@ -18,13 +20,12 @@ func newBuilder(numDocs int) *builder {
 }
 
 // document returns the terms of one document and each field's length in words.
-func (b *builder) document(d Document) ([]docTerm, [numFields]uint32) {
+func (b *builder) document(a *analyzed) ([]docTerm, [numFields]uint32) {
 	clear(b.seen)
 	var list []docTerm
 	var lengths [numFields]uint32
-	add := func(f field, text string) {
-		b.buf = appendWords(b.buf[:0], text)
-		for _, w := range b.buf {
+	for f := field(0); f < numFields; f++ {
+		for _, w := range a[f] {
 			t := b.term(w)
 			if t < 0 {
 				continue
@@ -46,26 +47,17 @@ func (b *builder) document(d Document) ([]docTerm, [numFields]uint32) {
 			lengths[f]++
 		}
 	}
-	add(fieldName, d.Name)
-	add(fieldName, d.OriginalName)
-	add(fieldTitle, d.Title)
-	add(fieldDescription, d.Description)
-	params := schemaTexts(d.InputSchema)
-	for _, name := range params.names {
-		add(fieldParamName, name)
-	}
-	for _, text := range params.texts {
-		add(fieldParamText, text)
-	}
 	return list, lengths
 }
 
 // term returns the id of the term a folded word stems to, or -1 for a stop
-// word. Each distinct word is stemmed once per build.
+// word. Each distinct word is stemmed once per build, and copied, so that
+// the index does not keep the documents' texts alive through it.
 func (b *builder) term(word string) int32 {
 	if t, ok := b.words[word]; ok {
 		return t
 	}
+	word = strings.Clone(word)
 	t := int32(-1)
 	if !isStopWord(word) {
 		s := stem(word)

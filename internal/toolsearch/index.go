@@ -81,12 +81,12 @@ type docTerm struct {
 
 // Build indexes docs. Hits name documents by their position in docs.
 func Build(docs []Document) *Index {
-	b := newBuilder(len(docs))
+	b := newBuilder()
 	perDoc := make([][]docTerm, len(docs))
 	lengths := make([][numFields]uint32, len(docs))
-	for i, d := range docs {
-		perDoc[i], lengths[i] = b.document(d)
-	}
+	analyzeAll(docs, func(i int, a *analyzed) {
+		perDoc[i], lengths[i] = b.document(a)
+	})
 	ix := &Index{names: make([]string, len(docs)), terms: b.terms}
 	for i, d := range docs {
 		ix.names[i] = d.Name
