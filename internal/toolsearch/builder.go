@@ -1,6 +1,9 @@
 package toolsearch
 
-import "strings"
+import (
+	"sort"
+	"strings"
+)
 
 // builder turns analyzed documents into terms. It lives for one Build: its
 // maps are never shared with an Index's readers except terms, which is
@@ -69,4 +72,20 @@ func (b *builder) term(word string) int32 {
 	}
 	b.words[word] = t
 	return t
+}
+
+// surfaceList returns the indexed words in order, with their terms.
+func (b *builder) surfaceList() ([]string, []int32) {
+	words := make([]string, 0, len(b.words))
+	for w, t := range b.words {
+		if t >= 0 {
+			words = append(words, w)
+		}
+	}
+	sort.Strings(words)
+	terms := make([]int32, len(words))
+	for i, w := range words {
+		terms[i] = b.words[w]
+	}
+	return words, terms
 }

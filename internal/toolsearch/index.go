@@ -11,7 +11,6 @@ package toolsearch
 import (
 	"encoding/json"
 	"math"
-	"sort"
 	"sync"
 )
 
@@ -148,20 +147,4 @@ func (ix *Index) fillPostings(perDoc [][]docTerm, lengths [][numFields]uint32, n
 func (ix *Index) postings(t int32) ([]int32, []float32) {
 	from, to := ix.offsets[t], ix.offsets[t+1]
 	return ix.docs[from:to], ix.weights[from:to]
-}
-
-// surfaceList returns the indexed words in order, with their terms.
-func (b *builder) surfaceList() ([]string, []int32) {
-	words := make([]string, 0, len(b.words))
-	for w, t := range b.words {
-		if t >= 0 {
-			words = append(words, w)
-		}
-	}
-	sort.Strings(words)
-	terms := make([]int32, len(words))
-	for i, w := range words {
-		terms[i] = b.words[w]
-	}
-	return words, terms
 }

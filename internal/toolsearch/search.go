@@ -1,6 +1,7 @@
 package toolsearch
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -17,6 +18,8 @@ const (
 	// maxExpansions bounds the words one prefix stands for, so a query costs
 	// the same however large the vocabulary grows.
 	maxExpansions = 64
+	// maxQueryWords bounds the words of a query that count.
+	maxQueryWords = 32
 )
 
 // Hit is one ranked document.
@@ -59,46 +62,37 @@ type weightedTerm struct {
 	weight float32
 }
 
-// parse turns a query into one group of alternative terms per word: the
-// word's own term first, if indexed, then its synonyms, the word it makes
-// with its neighbour ("data source" and "datasource") and, for the last
-// word, the words it begins. Stop words and words matching nothing are
-// dropped; a word whose term an earlier word already has adds nothing.
+// parse turns a query into one group of alternative terms per word (see
+// alternatives). Stop words, words matching nothing and words met before
+// are dropped, and only the first maxQueryWords words count, so a pasted
+// paragraph costs no more than a sentence.
 func (ix *Index) parse(query string) [][]weightedTerm {
 	words := appendWords(nil, query)
 	typing := endsInWord(query)
 	var groups [][]weightedTerm
-	var seen []int32
+	var seen []string
 	prev, prevGroup := "", -1
 	for i, w := range words {
+		if len(groups) == maxQueryWords {
+			break
+		}
 		if isStopWord(w) {
 			prev, prevGroup = "", -1
 			continue
 		}
 		s := stem(w)
-		t, ok := ix.terms[s]
-		if ok && containsTerm(seen, t) {
+		if slices.Contains(seen, s) {
 			prev, prevGroup = w, -1
 			continue
 		}
-		var g []weightedTerm
-		if ok {
-			g = append(g, weightedTerm{term: t, weight: 1})
-			seen = append(seen, t)
-		}
-		for _, syn := range synonyms[s] {
-			if st, ok := ix.terms[syn]; ok {
-				g = addAlternative(g, st, synonymWeight)
-			}
-		}
-		if i == len(words)-1 && typing && utf8.RuneCountInString(w) >= minPrefixRunes {
-			g = ix.addPrefixed(g, w)
-		}
+		seen = append(seen, s)
+		g := ix.alternatives(w, s, i == len(words)-1 && typing)
+		// The word it makes with its neighbour stands for both.
 		if prev != "" {
-			if ct, ok := ix.terms[stem(prev+w)]; ok {
-				g = addAlternative(g, ct, 1)
+			if t, ok := ix.terms[stem(prev+w)]; ok {
+				g = addAlternative(g, t, 1)
 				if prevGroup >= 0 {
-					groups[prevGroup] = addAlternative(groups[prevGroup], ct, 1)
+					groups[prevGroup] = addAlternative(groups[prevGroup], t, 1)
 				}
 			}
 		}
@@ -109,6 +103,25 @@ func (ix *Index) parse(query string) [][]weightedTerm {
 		}
 	}
 	return groups
+}
+
+// alternatives returns the terms a query word (folded, and stemmed to s)
+// stands for: its own, if indexed, at full weight, its synonyms', and, for a
+// word still being typed, those of the indexed words it begins.
+func (ix *Index) alternatives(w, s string, typing bool) []weightedTerm {
+	var g []weightedTerm
+	if t, ok := ix.terms[s]; ok {
+		g = append(g, weightedTerm{term: t, weight: 1})
+	}
+	for _, syn := range synonyms[s] {
+		if t, ok := ix.terms[syn]; ok {
+			g = addAlternative(g, t, synonymWeight)
+		}
+	}
+	if typing && utf8.RuneCountInString(w) >= minPrefixRunes {
+		g = ix.addPrefixed(g, w)
+	}
+	return g
 }
 
 // addPrefixed adds the terms of the indexed words that word begins, at most
@@ -138,13 +151,4 @@ func addAlternative(g []weightedTerm, t int32, weight float32) []weightedTerm {
 func endsInWord(query string) bool {
 	r, _ := utf8.DecodeLastRuneInString(query)
 	return r != utf8.RuneError && (unicode.IsLetter(r) || unicode.IsDigit(r))
-}
-
-func containsTerm(ts []int32, t int32) bool {
-	for _, x := range ts {
-		if x == t {
-			return true
-		}
-	}
-	return false
 }

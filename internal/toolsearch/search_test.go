@@ -289,3 +289,44 @@ func TestSearchLongQuery(t *testing.T) {
 		t.Errorf("Search(long query) = %v, want the echo tool", hits)
 	}
 }
+
+func TestSearchRepeatedWordsCountOnce(t *testing.T) {
+	ix := Build([]Document{
+		{Name: "mcp_fs_create_directory", Description: "Create a directory."},
+		{Name: "mcp_fs_read_file", Description: "Read a file."},
+	})
+	tests := []struct {
+		name, once, repeated string
+	}{
+		{"an indexed word", "directory", "directory directory directory"},
+		{"a word found only through its synonyms", "folder", "folder folder folder"},
+		{"a word and its inflection", "directory", "directory directories"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			once, repeated := ix.Search(tc.once, 10), ix.Search(tc.repeated, 10)
+			if len(once) == 0 || !slices.Equal(once, repeated) {
+				t.Errorf("Search(%q) = %v, Search(%q) = %v: want equal and not empty", tc.once, once, tc.repeated, repeated)
+			}
+		})
+	}
+}
+
+func TestSearchCountsOnlyTheFirstWords(t *testing.T) {
+	words := make([]string, maxQueryWords+1)
+	for i := range words {
+		words[i] = "zq" + string(rune('a'+i/26)) + string(rune('a'+i%26))
+	}
+	first, extra := words[:maxQueryWords], words[maxQueryWords]
+	docs := []Document{
+		{Name: "mcp_a_many", Description: strings.Join(first, " ")},
+		{Name: "mcp_a_extra", Description: extra},
+	}
+	ix := Build(docs)
+	if got := hitNames(docs, ix.Search(strings.Join(words, " ")+" ", 10)); !slices.Equal(got, []string{"mcp_a_many"}) {
+		t.Errorf("with %q as word %d, Search found %v, want only mcp_a_many", extra, maxQueryWords+1, got)
+	}
+	if got := hitNames(docs, ix.Search(extra+" "+strings.Join(first[1:], " ")+" ", 10)); !slices.Contains(got, "mcp_a_extra") {
+		t.Errorf("with %q as the first word, Search found %v, want mcp_a_extra among them", extra, got)
+	}
+}

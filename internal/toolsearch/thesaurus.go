@@ -34,6 +34,7 @@ var synonymGroups = [][]string{
 	{"compare", "diff", "difference", "change"},
 	{"react", "reaction", "emoji"},
 	{"count", "number", "many", "total"},
+	{"multiple", "several", "bulk", "batch"},
 	{"restart", "rollout", "redeploy"},
 	{"draw", "plot", "chart", "graph", "diagram", "visualize", "visualise"},
 	// things
@@ -51,6 +52,7 @@ var synonymGroups = [][]string{
 	{"user", "person", "people", "member", "coworker", "colleague", "teammate", "profile"},
 	{"organization", "org", "company"},
 	{"sprint", "iteration", "cycle"},
+	{"build", "pipeline", "workflow", "job"},
 	{"elevation", "altitude", "height"},
 	{"flowchart", "flow"},
 	{"dialog", "popup", "modal", "alert", "prompt"},
