@@ -55,8 +55,8 @@ const k1 = 1.2
 type Index struct {
 	names []string // Document.Name by document, for ties
 	terms map[string]int32
-	// prefixes: every indexed word as written (folded, not stemmed), sorted,
-	// with the term it stems to, for matching the last query word as typed.
+	// Every indexed word as written (folded, not stemmed), sorted, with the
+	// term it stems to, for matching the last query word as typed.
 	surface     []string
 	surfaceTerm []int32
 	// Postings in one flat array per column (compressed sparse rows): the
@@ -115,8 +115,8 @@ func (ix *Index) fillPostings(perDoc [][]docTerm, lengths [][numFields]uint32, n
 		}
 	}
 	ix.offsets = make([]uint32, numTerms+1)
-	for t, n := range df {
-		ix.offsets[t+1] = ix.offsets[t] + n
+	for t, count := range df {
+		ix.offsets[t+1] = ix.offsets[t] + count
 	}
 	total := ix.offsets[numTerms]
 	ix.docs = make([]int32, total)

@@ -19,7 +19,7 @@ var synonymGroups = [][]string{
 	{"delete", "remove", "drop", "erase", "destroy", "forget", "purge"},
 	{"update", "edit", "change", "modify", "patch", "set"},
 	{"search", "find", "lookup", "query", "grep", "look"},
-	{"list", "enumerate", "all", "browse"},
+	{"list", "enumerate", "browse"},
 	{"run", "execute", "start", "launch", "trigger", "invoke", "kick"},
 	{"stop", "kill", "terminate", "end", "cancel", "abort", "halt"},
 	{"rename", "move"},

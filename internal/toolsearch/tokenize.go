@@ -49,11 +49,11 @@ func isWordRune(r rune) bool {
 
 // appendRun appends one run of letters and digits: whole, then its parts.
 func appendRun(dst []string, run string) []string {
+	dst = appendFolded(dst, run)
 	cuts := partCuts(run)
 	if len(cuts) == 0 {
-		return appendFolded(dst, run)
+		return dst
 	}
-	dst = appendFolded(dst, run)
 	from := 0
 	for _, cut := range cuts {
 		dst = appendFolded(dst, run[from:cut])
