@@ -26,10 +26,10 @@ func listTools(ctx context.Context, s server, command, home, configDir string) (
 	c := client.NewClient(stdio)
 	defer c.Close()
 
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "mcp-operator-search-corpus", Version: "0.1.0"}
-	if _, err := c.Initialize(ctx, init); err != nil {
+	hello := mcp.InitializeRequest{}
+	hello.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	hello.Params.ClientInfo = mcp.Implementation{Name: "mcp-operator-search-corpus", Version: "0.1.0"}
+	if _, err := c.Initialize(ctx, hello); err != nil {
 		return nil, fmt.Errorf("initializing %s: %w", s.Name, err)
 	}
 	var tools []json.RawMessage
@@ -39,6 +39,8 @@ func listTools(ctx context.Context, s server, command, home, configDir string) (
 		if cursor != "" {
 			params["cursor"] = cursor
 		}
+		// Sent on the transport, past the client, to keep the raw result;
+		// ids from 1001 stay clear of the few the client used.
 		resp, err := stdio.SendRequest(ctx, transport.JSONRPCRequest{
 			JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(int64(1000 + page)),
 			Method: string(mcp.MethodToolsList), Params: params,
