@@ -34,7 +34,10 @@ type Hit struct {
 // word of a query that does not end in a space or punctuation also matches
 // the words it begins ("pull req" finds "pull request"); either kind counts
 // less than the word itself, and a word scores by its best match only. A
-// query with no indexed word, or a limit below 1, finds nothing.
+// document's score is the sum over the query's words, scaled by the share of
+// them it matched. A query with no indexed word, or a limit below 1, finds
+// nothing. Search allocates nothing per document: its per-document scratch
+// space is pooled with the index.
 func (ix *Index) Search(query string, limit int) []Hit {
 	if limit < 1 || len(ix.names) == 0 {
 		return nil
