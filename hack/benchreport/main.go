@@ -170,7 +170,7 @@ servers in one process, so the profile mixes both ends of every call. Read on
 allocation and GC about a tenth, encoding/json validation next. Focused on the
 catalog's own code: serving the global menu is almost all writing the
 pre-rendered bytes to the socket; the largest catalog-own cost is resyncing
-the MCP endpoints after a menu change (mcpEndpoints.sync, mcp-go SetTools of
+the MCP endpoints after a menu change (mcpHandlers.sync, mcp-go SetTools of
 10,000 tools, ~5% while 100 servers became Ready), which runs once per burst
 of changes (50 ms debounce), not per request; the whole execution path
 (Catalog.invoke) is ~3%. Changed because of profiles: the first profile showed

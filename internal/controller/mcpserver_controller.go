@@ -30,8 +30,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
-	"github.com/toolmesh/mcp-operator/internal/endpoint"
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
+	"github.com/toolmesh/mcp-operator/internal/reach"
 )
 
 const (
@@ -105,35 +105,37 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := validateToolFilter(srv.Spec.ToolFilter); err != nil {
 		return r.failed(&srv, before, err)
 	}
-	resolved, err := endpoint.Resolve(ctx, r.Client, &srv, r.Egress)
+	target, err := reach.Read(ctx, r.Client, &srv, r.Egress)
 	if err != nil {
 		return r.failed(&srv, before, err)
 	}
-	discovered, info, err := r.discover(ctx, req.NamespacedName, resolved)
+	discovered, info, err := r.discover(ctx, req.NamespacedName, target)
 	if err != nil {
 		return r.failed(&srv, before, err)
 	}
 	r.publish(&srv, before, discovered, info)
-	return ctrl.Result{RequeueAfter: wait.Jitter(endpoint.DurationOr(srv.Spec.RefreshInterval, time.Minute), 0.1)}, nil
+	return ctrl.Result{RequeueAfter: wait.Jitter(reach.DurationOr(srv.Spec.RefreshInterval, time.Minute), 0.1)}, nil
 }
 
 // discover lists the server's tools over a held session, or a short-lived
-// one for servers that do not announce list changes.
-func (r *MCPServerReconciler) discover(ctx context.Context, key types.NamespacedName, resolved endpoint.Resolved) (mcpclient.ToolList, mcpclient.ServerInfo, error) {
-	session, closeAfter, err := r.sessions.Get(ctx, key.String(), resolved.Endpoint, resolved.Fingerprint)
+// one for servers that do not announce list changes. A session that broke
+// ends itself and is replaced on the next use; a failed listing alone
+// keeps it.
+func (r *MCPServerReconciler) discover(ctx context.Context, key types.NamespacedName, target mcpclient.Target) (mcpclient.ToolList, mcpclient.ServerInfo, error) {
+	var (
+		list mcpclient.ToolList
+		info mcpclient.ServerInfo
+	)
+	err := r.sessions.Do(ctx, key.String(), target, func(s *mcpclient.Session) error {
+		var err error
+		list, err = s.ListTools(ctx, r.Limits)
+		info = s.Info()
+		return err
+	})
 	if err != nil {
 		return mcpclient.ToolList{}, mcpclient.ServerInfo{}, err
 	}
-	if closeAfter {
-		defer session.Close()
-	}
-	list, err := session.ListTools(ctx, r.Limits)
-	if err != nil {
-		// The session may be what broke; the next attempt starts afresh.
-		r.sessions.Drop(key.String())
-		return mcpclient.ToolList{}, mcpclient.ServerInfo{}, err
-	}
-	return list, session.Info(), nil
+	return list, info, nil
 }
 
 // publish writes a successful discovery into status and says what changed.
@@ -190,7 +192,7 @@ func (r *MCPServerReconciler) publish(srv, before *mcpv1alpha1.MCPServer, list m
 // Secret (it is watched); a server that failed backs off up to its refresh
 // interval; anything else (the API server) backs off as an error.
 func (r *MCPServerReconciler) failed(srv, before *mcpv1alpha1.MCPServer, err error) (ctrl.Result, error) {
-	var spec *endpoint.SpecError
+	var spec *reach.SpecError
 	var reason, message string
 	switch {
 	case errors.As(err, &spec) && spec.Terminal:
@@ -222,7 +224,7 @@ func retryDelay(srv *mcpv1alpha1.MCPServer) time.Duration {
 	if ready := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReady); ready != nil && ready.Status == metav1.ConditionFalse {
 		delay = max(delay, time.Since(ready.LastTransitionTime.Time))
 	}
-	return min(delay, endpoint.DurationOr(srv.Spec.RefreshInterval, time.Minute))
+	return min(delay, reach.DurationOr(srv.Spec.RefreshInterval, time.Minute))
 }
 
 // warnOnTransition emits one Warning when Ready turns False for a new
@@ -285,12 +287,12 @@ func (r *MCPServerReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 
 	indexer := mgr.GetFieldIndexer()
 	if err := indexer.IndexField(ctx, &mcpv1alpha1.MCPServer{}, secretIndex, func(o client.Object) []string {
-		return endpoint.SecretsReferenced(o.(*mcpv1alpha1.MCPServer))
+		return reach.SecretsNamed(o.(*mcpv1alpha1.MCPServer))
 	}); err != nil {
 		return err
 	}
 	if err := indexer.IndexField(ctx, &mcpv1alpha1.MCPServer{}, configMapIndex, func(o client.Object) []string {
-		return endpoint.ConfigMapsReferenced(o.(*mcpv1alpha1.MCPServer))
+		return reach.ConfigMapsNamed(o.(*mcpv1alpha1.MCPServer))
 	}); err != nil {
 		return err
 	}

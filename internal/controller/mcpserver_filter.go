@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
-	"github.com/toolmesh/mcp-operator/internal/endpoint"
 	"github.com/toolmesh/mcp-operator/internal/glob"
+	"github.com/toolmesh/mcp-operator/internal/reach"
 )
 
 // validateToolFilter refuses glob patterns path.Match cannot use; the API
@@ -15,7 +15,7 @@ func validateToolFilter(f *mcpv1alpha1.ToolFilter) error {
 		return nil
 	}
 	if p, bad := glob.FirstInvalid(f.Include, f.Exclude); bad {
-		return &endpoint.SpecError{Reason: mcpv1alpha1.ReasonInvalidSpec, Terminal: true,
+		return &reach.SpecError{Reason: mcpv1alpha1.ReasonInvalidSpec, Terminal: true,
 			Message: fmt.Sprintf("spec.toolFilter pattern %q is not a valid glob; fix it to resume discovery", p)}
 	}
 	return nil

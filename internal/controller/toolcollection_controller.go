@@ -57,7 +57,7 @@ func (r *ToolCollectionReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err := r.List(ctx, &servers, client.InNamespace(tc.Namespace)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing MCPServers in %s: %w", tc.Namespace, err)
 	}
-	collectionStatus(&tc, menu.Resolve(&tc.Spec, servers.Items))
+	collectionStatus(&tc, menu.ForCollection(&tc.Spec, servers.Items))
 
 	if c := meta.FindStatusCondition(tc.Status.Conditions, mcpv1alpha1.ConditionConflicts); c != nil &&
 		!reflect.DeepEqual(before.Status.Conflicts, tc.Status.Conflicts) {

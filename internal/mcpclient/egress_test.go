@@ -52,14 +52,14 @@ func TestEgressIsEnforcedWhenDialing(t *testing.T) {
 	defer srv.Stop()
 	srv.AddTools("a")
 	policy := &EgressPolicy{Deny: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
-	_, err = Connect(context.Background(), Endpoint{URL: srv.URL(), Timeout: 2 * time.Second, Egress: policy}, nil)
+	_, err = Connect(context.Background(), Target{URL: srv.URL(), Timeout: 2 * time.Second, Egress: policy}, nil)
 	if KindOf(err) != ErrEgressDenied {
 		t.Fatalf("got %v, want EgressDenied", err)
 	}
 	if srv.Initializes() != 0 {
 		t.Fatal("the denied server was reached")
 	}
-	s, err := Connect(context.Background(), Endpoint{URL: srv.URL(), Timeout: 2 * time.Second, Egress: &EgressPolicy{Deny: DefaultEgressDeny}}, nil)
+	s, err := Connect(context.Background(), Target{URL: srv.URL(), Timeout: 2 * time.Second, Egress: &EgressPolicy{Deny: DefaultEgressDeny}}, nil)
 	if err != nil {
 		t.Fatalf("the default policy refused loopback: %v", err)
 	}
@@ -71,7 +71,7 @@ func TestEgressIsEnforcedWhenDialing(t *testing.T) {
 func TestRedirectsAreNotFollowed(t *testing.T) {
 	redirector := httptest.NewServer(http.RedirectHandler("http://169.254.169.254/latest/meta-data/", http.StatusTemporaryRedirect))
 	defer redirector.Close()
-	_, err := Connect(context.Background(), Endpoint{URL: redirector.URL + "/mcp", Transport: TransportStreamableHTTP,
+	_, err := Connect(context.Background(), Target{URL: redirector.URL + "/mcp", Transport: TransportStreamableHTTP,
 		Timeout: 2 * time.Second, Egress: &EgressPolicy{Deny: DefaultEgressDeny}}, nil)
 	if KindOf(err) != ErrHTTPStatus || !strings.Contains(err.Error(), "HTTP 307") {
 		t.Fatalf("got %v, want the 307 reported, not followed", err)

@@ -57,85 +57,175 @@ func KindOf(err error) ErrorKind {
 	return ""
 }
 
-// maxDetail bounds how much of a server's own error text is repeated.
+// maxDetail bounds how much of a server's own text is repeated.
 const maxDetail = 200
+
+// failure is what one explanation makes of an error: its kind and what to
+// say after "doing: ". ok is false when the explanation does not apply.
+type failure struct {
+	kind ErrorKind
+	why  string
+}
+
+// explanation recognizes one family of failures. ex is what the failed
+// request saw on the wire; it may be nil.
+type explanation func(err error, t Target, ex *exchange) (failure, bool)
+
+// explanations are tried in order; the first that applies wins. The order
+// matters: a broken stream explains the error the library made of it, a
+// TLS failure is also a network error, a timeout may carry any status.
+var explanations = []explanation{
+	brokenStream, overCap, egressDenied, tlsFailure, timedOut, httpRefusal,
+	networkFailure, httpStatus, malformed, rpcFailure, overCapDropped,
+}
 
 // classify turns whatever the MCP library or the network returned into an
 // Error whose message says what was being done and what to check.
-func classify(err error, ep Endpoint, doing string, status *statusRecorder) *Error {
+func classify(err error, t Target, doing string, ex *exchange) *Error {
 	var already *Error
 	if errors.As(err, &already) {
 		return already
 	}
-	target := ep.redactedURL()
-	e := &Error{Err: err}
+	for _, explain := range explanations {
+		if f, ok := explain(err, t, ex); ok {
+			return &Error{Kind: f.kind, Message: doing + ": " + f.why, Err: err}
+		}
+	}
+	return &Error{Kind: ErrProtocol, Err: err,
+		Message: fmt.Sprintf("%s: %s failed: %s", doing, t.redactedURL(), detail(err.Error(), t))}
+}
+
+func brokenStream(err error, t Target, _ *exchange) (failure, bool) {
+	switch {
+	case errors.Is(err, errStreamLost) && errors.Is(err, errResponseTooLarge):
+		return failure{ErrMalformedResponse, fmt.Sprintf("the event stream of %s ended before the answer came: it carried an event of more than %d bytes", t.redactedURL(), t.maxResponseBytes())}, true
+	case errors.Is(err, errStreamLost):
+		return failure{ErrUnreachable, fmt.Sprintf("the event stream of %s ended before the answer came", t.redactedURL())}, true
+	case errors.Is(err, errNotSent):
+		return failure{ErrUnreachable, fmt.Sprintf("the session with %s ended before the request was sent", t.redactedURL())}, true
+	}
+	return failure{}, false
+}
+
+func overCap(err error, t Target, _ *exchange) (failure, bool) {
+	if !errors.Is(err, errResponseTooLarge) {
+		return failure{}, false
+	}
+	return failure{ErrMalformedResponse, fmt.Sprintf("%s answered with more than %d bytes", t.redactedURL(), t.maxResponseBytes())}, true
+}
+
+func egressDenied(err error, t Target, _ *exchange) (failure, bool) {
+	if !errors.Is(err, errEgressDenied) {
+		return failure{}, false
+	}
+	return failure{ErrEgressDenied, fmt.Sprintf("%s resolves to an address the egress policy denies (--egress-deny-cidrs, --egress-allow-cidrs)", t.redactedURL())}, true
+}
+
+func tlsFailure(err error, t Target, _ *exchange) (failure, bool) {
 	var (
 		unknownAuthority x509.UnknownAuthorityError
 		hostnameErr      x509.HostnameError
 		invalidCert      x509.CertificateInvalidError
 		verifyErr        *tls.CertificateVerificationError
 		recordErr        tls.RecordHeaderError
-		authErr          *transport.AuthorizationRequiredError
-		dnsErr           *net.DNSError
-		opErr            *net.OpError
-		syntaxErr        *json.SyntaxError
-		typeErr          *json.UnmarshalTypeError
-		netErr           net.Error
-		urlErr           *url.Error
 	)
 	switch {
-	case errors.Is(err, errResponseTooLarge):
-		e.Kind, e.Message = ErrMalformedResponse, fmt.Sprintf("%s: %s answered with more than %d bytes", doing, target, ep.maxResponseBytes())
-	case errors.Is(err, errStreamLost):
-		e.Kind, e.Message = ErrUnreachable, fmt.Sprintf("%s: the event stream of %s ended before the answer came", doing, target)
-	case errors.Is(err, errEgressDenied):
-		e.Kind, e.Message = ErrEgressDenied, fmt.Sprintf("%s: %s resolves to an address the egress policy denies (--egress-deny-cidrs, --egress-allow-cidrs)", doing, target)
-	case errors.As(err, &unknownAuthority), errors.As(err, &hostnameErr), errors.As(err, &invalidCert),
-		errors.As(err, &verifyErr):
-		e.Kind, e.Message = ErrTLS, fmt.Sprintf("%s: the TLS certificate of %s is not trusted (%s); set spec.tls.caSecretRef or caConfigMapRef to its CA", doing, target, tlsDetail(err))
+	case errors.As(err, &unknownAuthority), errors.As(err, &hostnameErr), errors.As(err, &invalidCert), errors.As(err, &verifyErr):
+		return failure{ErrTLS, fmt.Sprintf("the TLS certificate of %s is not trusted (%s); set spec.tls.caSecretRef or caConfigMapRef to its CA", t.redactedURL(), tlsDetail(err))}, true
 	case errors.As(err, &recordErr):
-		e.Kind, e.Message = ErrTLS, fmt.Sprintf("%s: %s does not speak TLS; use an http:// URL or check the port", doing, target)
-	case errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "timeout waiting for") ||
-		(errors.As(err, &netErr) && netErr.Timeout()):
-		e.Kind, e.Message = ErrTimeout, fmt.Sprintf("%s: %s did not answer within %s", doing, target, ep.timeout())
-	case errors.As(err, &authErr) || errors.Is(err, transport.ErrUnauthorized) || status.last() == http.StatusUnauthorized:
-		e.Kind, e.Message = ErrUnauthorized, fmt.Sprintf("%s: %s answered HTTP 401 Unauthorized; check the credentials in spec.headers", doing, target)
-	case status.last() == http.StatusForbidden:
-		e.Kind, e.Message = ErrForbidden, fmt.Sprintf("%s: %s answered HTTP 403 Forbidden; the credentials in spec.headers are not allowed", doing, target)
+		return failure{ErrTLS, fmt.Sprintf("%s does not speak TLS; use an http:// URL or check the port", t.redactedURL())}, true
+	}
+	return failure{}, false
+}
+
+func timedOut(err error, t Target, _ *exchange) (failure, bool) {
+	var netErr net.Error
+	if !errors.Is(err, context.DeadlineExceeded) && !(errors.As(err, &netErr) && netErr.Timeout()) {
+		return failure{}, false
+	}
+	return failure{ErrTimeout, fmt.Sprintf("%s did not answer within %s", t.redactedURL(), t.timeout())}, true
+}
+
+// httpRefusal is a 401 or 403: the credentials in spec.headers.
+func httpRefusal(err error, t Target, ex *exchange) (failure, bool) {
+	var authErr *transport.AuthorizationRequiredError
+	switch {
+	case errors.As(err, &authErr) || errors.Is(err, transport.ErrUnauthorized) || ex.lastStatus() == http.StatusUnauthorized:
+		return failure{ErrUnauthorized, fmt.Sprintf("%s answered HTTP 401 Unauthorized; check the credentials in spec.headers", t.redactedURL())}, true
+	case ex.lastStatus() == http.StatusForbidden:
+		return failure{ErrForbidden, fmt.Sprintf("%s answered HTTP 403 Forbidden; the credentials in spec.headers are not allowed", t.redactedURL())}, true
+	}
+	return failure{}, false
+}
+
+func networkFailure(err error, t Target, _ *exchange) (failure, bool) {
+	var (
+		dnsErr *net.DNSError
+		opErr  *net.OpError
+		urlErr *url.Error
+	)
+	switch {
 	case errors.As(err, &dnsErr):
-		e.Kind, e.Message = ErrUnreachable, fmt.Sprintf("%s: the host of %s could not be resolved", doing, target)
+		return failure{ErrUnreachable, fmt.Sprintf("the host of %s could not be resolved", t.redactedURL())}, true
 	case errors.Is(err, syscall.ECONNREFUSED):
-		e.Kind, e.Message = ErrUnreachable, fmt.Sprintf("%s: %s refused the connection", doing, target)
+		return failure{ErrUnreachable, fmt.Sprintf("%s refused the connection", t.redactedURL())}, true
 	case (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) && errors.As(err, &urlErr):
 		// The connection ended during the HTTP exchange; an EOF outside one
 		// is a truncated body, which is malformed JSON below.
-		e.Kind, e.Message = ErrUnreachable, fmt.Sprintf("%s: %s closed the connection before answering", doing, target)
+		return failure{ErrUnreachable, fmt.Sprintf("%s closed the connection before answering", t.redactedURL())}, true
 	case errors.As(err, &opErr) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EHOSTUNREACH) ||
 		errors.Is(err, syscall.ENETUNREACH):
-		e.Kind, e.Message = ErrUnreachable, fmt.Sprintf("%s: %s could not be reached", doing, target)
-	case status.last() >= 300:
-		code := status.last()
-		e.Kind, e.Message = ErrHTTPStatus, fmt.Sprintf("%s: %s answered HTTP %d %s", doing, target, code, http.StatusText(code))
-	case errors.As(err, &syntaxErr), errors.As(err, &typeErr), errors.Is(err, io.ErrUnexpectedEOF), strings.Contains(err.Error(), "unmarshal"),
-		strings.Contains(err.Error(), "decode"):
-		e.Kind, e.Message = ErrMalformedResponse, fmt.Sprintf("%s: %s answered with malformed JSON-RPC", doing, target)
-	case isJSONRPCError(err):
-		e.Kind, e.Message = ErrProtocol, fmt.Sprintf("%s: %s answered with a JSON-RPC error: %s", doing, target, detail(err.Error(), ep))
-	case status.tooLarge.Load():
-		// The MCP library dropped the read error ("unexpected nil
-		// response"); the capped body saw the overflow.
-		e.Kind, e.Message = ErrMalformedResponse, fmt.Sprintf("%s: %s answered with more than %d bytes", doing, target, ep.maxResponseBytes())
-	default:
-		e.Kind, e.Message = ErrProtocol, fmt.Sprintf("%s: %s failed: %s", doing, target, detail(err.Error(), ep))
+		return failure{ErrUnreachable, fmt.Sprintf("%s could not be reached", t.redactedURL())}, true
 	}
-	return e
+	return failure{}, false
+}
+
+// httpStatus is any other answer that was not a success, with the start of
+// what the server said.
+func httpStatus(_ error, t Target, ex *exchange) (failure, bool) {
+	code := ex.lastStatus()
+	if code < 300 {
+		return failure{}, false
+	}
+	why := fmt.Sprintf("%s answered HTTP %d %s", t.redactedURL(), code, http.StatusText(code))
+	if body := detail(ex.errorBody(), t); body != "" {
+		why += ": " + body
+	}
+	return failure{ErrHTTPStatus, why}, true
+}
+
+func malformed(err error, t Target, _ *exchange) (failure, bool) {
+	var (
+		syntaxErr *json.SyntaxError
+		typeErr   *json.UnmarshalTypeError
+	)
+	if !errors.As(err, &syntaxErr) && !errors.As(err, &typeErr) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return failure{}, false
+	}
+	return failure{ErrMalformedResponse, fmt.Sprintf("%s answered with malformed JSON-RPC", t.redactedURL())}, true
+}
+
+func rpcFailure(err error, t Target, _ *exchange) (failure, bool) {
+	if !isJSONRPCError(err) {
+		return failure{}, false
+	}
+	return failure{ErrProtocol, fmt.Sprintf("%s answered with a JSON-RPC error: %s", t.redactedURL(), detail(err.Error(), t))}, true
+}
+
+// overCapDropped: the MCP library dropped the read error ("unexpected nil
+// response"), but this request's capped body saw the overflow.
+func overCapDropped(_ error, t Target, ex *exchange) (failure, bool) {
+	if !ex.overCap() {
+		return failure{}, false
+	}
+	return failure{ErrMalformedResponse, fmt.Sprintf("%s answered with more than %d bytes", t.redactedURL(), t.maxResponseBytes())}, true
 }
 
 // rpcError reports a JSON-RPC error object the server answered with.
-func rpcError(details *mcp.JSONRPCErrorDetails, ep Endpoint, doing string) *Error {
+func rpcError(details *mcp.JSONRPCErrorDetails, t Target, doing string) *Error {
 	return &Error{
 		Kind:    ErrProtocol,
-		Message: fmt.Sprintf("%s: %s answered with JSON-RPC error %d: %s", doing, ep.redactedURL(), details.Code, detail(details.Message, ep)),
+		Message: fmt.Sprintf("%s: %s answered with JSON-RPC error %d: %s", doing, t.redactedURL(), details.Code, detail(details.Message, t)),
 		RPCCode: details.Code,
 		Err:     details.AsError(),
 	}
@@ -166,18 +256,24 @@ func tlsDetail(err error) string {
 
 // detail shortens a server's own text and removes every header value from it:
 // a server may echo a request back in its error.
-func detail(text string, ep Endpoint) string {
-	for _, value := range ep.Headers {
+func detail(text string, t Target) string {
+	for _, value := range t.Headers {
 		if len(value) >= 4 {
 			text = strings.ReplaceAll(text, value, "[redacted]")
 		}
 	}
 	text = strings.Join(strings.Fields(text), " ")
 	if len(text) > maxDetail {
-		text = text[:maxDetail] + "…"
+		cut := maxDetail
+		for cut > 0 && !isRuneStart(text[cut]) {
+			cut--
+		}
+		text = text[:cut] + "…"
 	}
 	return text
 }
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // RPCErrorOf returns the JSON-RPC error code and message of an error the
 // server answered with, secret-free, or ok=false for any other failure.
@@ -190,11 +286,11 @@ func RPCErrorOf(err error) (code int, message string, ok bool) {
 }
 
 // NotDelivered reports a failure that certainly happened before the server
-// saw the request (connection refused, unknown host, session the server no
-// longer knows), so that sending it again on a new session cannot run it
-// twice.
+// saw the request (connection refused, unknown host, a session that ended
+// or that the server no longer knows), so that sending it again on a new
+// session cannot run it twice.
 func NotDelivered(err error) bool {
 	var dnsErr *net.DNSError
 	return errors.Is(err, transport.ErrSessionTerminated) || errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.As(err, &dnsErr)
+		errors.Is(err, errNotSent) || errors.As(err, &dnsErr)
 }

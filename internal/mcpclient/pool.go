@@ -6,10 +6,12 @@ import (
 	"time"
 )
 
-// Pool holds long-lived sessions keyed by the caller's name for a server
-// and a fingerprint of its endpoint: a changed endpoint (spec, Secret)
-// makes a new fingerprint, which closes the old session. It is safe for
-// concurrent use.
+// Pool holds long-lived sessions keyed by the caller's name for a server.
+// A session is replaced only when it cannot serve anyone any more: its
+// target's fingerprint changed (spec, Secret), it ended (its stream broke,
+// the server forgot it), or its owner dropped it. One request's failure
+// never ends a session, and a replaced session finishes the requests it
+// carries before it closes. It is safe for concurrent use.
 type Pool struct {
 	// Hold decides which sessions are kept after use; the others are the
 	// caller's to Close. Nil keeps all.
@@ -21,8 +23,9 @@ type Pool struct {
 	mu       sync.Mutex
 	sessions map[string]pooled
 	// connecting serializes connects per key, so concurrent callers share
-	// one session instead of racing to open several.
-	connecting map[string]*sync.Mutex
+	// one session instead of racing to open several. An entry lives only
+	// while someone connects or waits.
+	connecting map[string]*keyLock
 }
 
 type pooled struct {
@@ -30,22 +33,26 @@ type pooled struct {
 	session     *Session
 }
 
-// Get returns the held session for key if it still matches the
+type keyLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// Get returns the held session for key if it still matches the target's
 // fingerprint and is alive; otherwise it connects anew. The second result
 // is true when the session is not held and the caller must Close it.
-func (p *Pool) Get(ctx context.Context, key string, ep Endpoint, fingerprint string) (*Session, bool, error) {
-	if s, ok := p.held(key, fingerprint); ok {
+func (p *Pool) Get(ctx context.Context, key string, t Target) (*Session, bool, error) {
+	if s, ok := p.held(key, t.Fingerprint); ok {
 		return s, false, nil
 	}
-	lock := p.connectLock(key)
-	lock.Lock()
-	defer lock.Unlock()
-	if s, ok := p.held(key, fingerprint); ok {
+	unlock := p.lockConnect(key)
+	defer unlock()
+	if s, ok := p.held(key, t.Fingerprint); ok {
 		return s, false, nil
 	}
 	p.Drop(key)
 
-	session, err := Connect(ctx, ep, func() { p.event(key) })
+	session, err := Connect(ctx, t, func() { p.event(key) })
 	if err != nil {
 		return nil, false, err
 	}
@@ -53,10 +60,29 @@ func (p *Pool) Get(ctx context.Context, key string, ep Endpoint, fingerprint str
 		return session, true, nil
 	}
 	p.mu.Lock()
-	p.sessions[key] = pooled{fingerprint: fingerprint, session: session}
+	p.sessions[key] = pooled{fingerprint: t.Fingerprint, session: session}
 	p.mu.Unlock()
 	go p.watchLoss(key, session, time.Now())
 	return session, false, nil
+}
+
+// Do runs fn on the session for key. A failure that certainly happened
+// before the server saw the request (see NotDelivered) is tried once more,
+// on a fresh session if the old one ended; any other failure is fn's to
+// report, since the server may have acted on it.
+func (p *Pool) Do(ctx context.Context, key string, t Target, fn func(*Session) error) error {
+	for attempt := 0; ; attempt++ {
+		s, closeAfter, err := p.Get(ctx, key, t)
+		if err == nil {
+			err = fn(s)
+			if closeAfter {
+				s.Close()
+			}
+		}
+		if err == nil || attempt > 0 || !NotDelivered(err) {
+			return err
+		}
+	}
 }
 
 // held returns the live session for key with this fingerprint.
@@ -65,7 +91,7 @@ func (p *Pool) held(key, fingerprint string) (*Session, bool) {
 	defer p.mu.Unlock()
 	if p.sessions == nil {
 		p.sessions = map[string]pooled{}
-		p.connecting = map[string]*sync.Mutex{}
+		p.connecting = map[string]*keyLock{}
 	}
 	h, ok := p.sessions[key]
 	if !ok || h.fingerprint != fingerprint {
@@ -79,15 +105,25 @@ func (p *Pool) held(key, fingerprint string) (*Session, bool) {
 	}
 }
 
-func (p *Pool) connectLock(key string) *sync.Mutex {
+// lockConnect takes the connect lock of key and returns its release.
+func (p *Pool) lockConnect(key string) func() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	l, ok := p.connecting[key]
 	if !ok {
-		l = &sync.Mutex{}
+		l = &keyLock{}
 		p.connecting[key] = l
 	}
-	return l
+	l.refs++
+	p.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		p.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(p.connecting, key)
+		}
+		p.mu.Unlock()
+	}
 }
 
 func (p *Pool) event(key string) {
@@ -101,9 +137,9 @@ func (p *Pool) event(key string) {
 // few seconds, not in a busy loop.
 const lossDamping = 5 * time.Second
 
-// watchLoss forgets a held session whose stream was lost and says so, so
-// that the next use reconnects (and a controller can report the server
-// down at once).
+// watchLoss forgets a held session that ended, if it is still the one
+// held (a newer one is left alone), and says so, so that the next use
+// reconnects and a controller can report the server down at once.
 func (p *Pool) watchLoss(key string, session *Session, opened time.Time) {
 	<-session.Done()
 	p.mu.Lock()
@@ -113,6 +149,7 @@ func (p *Pool) watchLoss(key string, session *Session, opened time.Time) {
 		delete(p.sessions, key)
 	}
 	p.mu.Unlock()
+	session.retire()
 	if !stillHeld {
 		return
 	}
@@ -120,14 +157,15 @@ func (p *Pool) watchLoss(key string, session *Session, opened time.Time) {
 	p.event(key)
 }
 
-// Drop closes and forgets the session of key, if any.
+// Drop forgets the session of key, if any; it closes once the requests it
+// carries have ended.
 func (p *Pool) Drop(key string) {
 	p.mu.Lock()
 	h, ok := p.sessions[key]
 	delete(p.sessions, key)
 	p.mu.Unlock()
 	if ok {
-		h.session.Close()
+		h.session.retire()
 	}
 }
 
@@ -139,7 +177,16 @@ func (p *Pool) Held(key string) bool {
 	return ok
 }
 
-// CloseAll ends every held session.
+// size reports how many sessions are held and how many keys have a
+// connect under way, for tests that check nothing is left behind.
+func (p *Pool) size() (sessions, connecting int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.sessions), len(p.connecting)
+}
+
+// CloseAll ends every held session at once, requests in flight included:
+// the owner is shutting down.
 func (p *Pool) CloseAll() {
 	p.mu.Lock()
 	held := p.sessions

@@ -40,151 +40,30 @@ type ServerInfo struct {
 }
 
 // Session is one initialized connection to an MCP server. It is safe for
-// concurrent use.
+// concurrent use: what one request saw on the wire travels with that
+// request, never in the session.
 type Session struct {
-	endpoint Endpoint
-	client   *client.Client
-	info     ServerInfo
-	status   *statusRecorder
+	target Target
+	client *client.Client
+	info   ServerInfo
 	// stop ends the long-lived context that owns the server's event stream.
 	stop context.CancelFunc
-	// lost ends, with the cause, when the event stream breaks. Over SSE
-	// answers arrive on that stream, so requests waiting on it fail then.
+	// lost ends, with the cause, when the session ends: closed, its event
+	// stream broke, or the server forgot it. Over SSE answers arrive on
+	// that stream, so requests waiting on it fail then.
 	lost            context.Context
 	loseWith        context.CancelCauseFunc
 	answersOnStream bool
-	closed          chan struct{}
-	closeOne        sync.Once
-	nextID          atomic.Int64
-}
-
-// Connect opens and initializes a session. ctx bounds only the handshake;
-// the session lives until Close. onToolsChanged, if not nil, is called (on
-// the library's goroutine: keep it short) when the server sends
-// notifications/tools/list_changed.
-func Connect(ctx context.Context, ep Endpoint, onToolsChanged func()) (*Session, error) {
-	switch ep.Transport {
-	case TransportStreamableHTTP, TransportSSE:
-		return connect(ctx, ep, ep.Transport, onToolsChanged)
-	default:
-		// The MCP specification's backwards-compatibility rule: POST
-		// initialize first; a 4xx answer means a legacy HTTP+SSE server.
-		s, err := connect(ctx, ep, TransportStreamableHTTP, onToolsChanged)
-		if err == nil || !errors.Is(err, transport.ErrLegacySSEServer) {
-			return s, err
-		}
-		return connect(ctx, ep, TransportSSE, onToolsChanged)
-	}
-}
-
-func connect(ctx context.Context, ep Endpoint, kind Transport, onToolsChanged func()) (*Session, error) {
-	status := &statusRecorder{}
-	httpClient := ep.httpClient(status)
-	var (
-		tr  transport.Interface
-		err error
-	)
-	if kind == TransportSSE {
-		tr, err = transport.NewSSE(ep.URL,
-			transport.WithHTTPClient(httpClient),
-			transport.WithHeaders(ep.Headers),
-			transport.WithEndpointTimeout(ep.timeout()),
-			transport.WithResponseTimeout(ep.timeout()),
-			transport.WithSSELogger(quietLogger))
-	} else {
-		tr, err = transport.NewStreamableHTTP(ep.URL,
-			transport.WithHTTPBasicClient(httpClient),
-			transport.WithHTTPHeaders(ep.Headers),
-			// The GET stream carries list_changed between requests. It needs
-			// a pre-2026-07-28 revision, which ProtocolVersion pins anyway.
-			transport.WithContinuousListening(), //nolint:staticcheck // see above
-
-			transport.WithHTTPLogger(quietLogger))
-	}
-	if err != nil {
-		return nil, &Error{Kind: ErrProtocol, Message: fmt.Sprintf("connecting: %s is not a usable URL", ep.redactedURL()), Err: err}
-	}
-
-	// The SSE stream belongs to the context given to Start, so the session
-	// gets its own, ended by Close, apart from the caller's deadline.
-	sessionCtx, stop := context.WithCancel(context.Background())
-	s := &Session{endpoint: ep, status: status, stop: stop, closed: make(chan struct{}), answersOnStream: kind == TransportSSE}
-	s.lost, s.loseWith = context.WithCancelCause(context.Background())
-	s.client = client.NewClient(tr, client.WithProtocolVersion(ProtocolVersion))
-	if onToolsChanged != nil {
-		s.client.OnNotification(func(n mcp.JSONRPCNotification) {
-			if n.Method == string(mcp.MethodNotificationToolsListChanged) {
-				onToolsChanged()
-			}
-		})
-	}
-	lose := func(err error) {
-		s.loseWith(err)
-		s.markClosed()
-	}
-	s.client.OnConnectionLost(lose) // SSE
-	if kind == TransportStreamableHTTP {
-		// mcp-go retries a failed listening stream every second without a
-		// word; when the server cannot be reached or forgot the session, end
-		// the session so its owner reconnects and lists what it missed.
-		status.listenerLost = lose
-	}
-
-	startCtx, cancel := context.WithTimeout(ctx, ep.timeout())
-	defer cancel()
-	stopOnStartTimeout := context.AfterFunc(startCtx, func() {
-		// Start on SSE dials with the session context; make the caller's
-		// deadline end it too while the handshake runs.
-		if startCtx.Err() == context.DeadlineExceeded {
-			stop()
-		}
-	})
-	defer stopOnStartTimeout()
-	if err := s.client.Start(sessionCtx); err != nil {
-		s.Close()
-		if startCtx.Err() != nil {
-			err = errors.Join(context.DeadlineExceeded, err)
-		}
-		return nil, wrapConnect(err, ep, kind, status)
-	}
-	result, err := s.client.Initialize(startCtx, mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ProtocolVersion: ProtocolVersion,
-		ClientInfo:      clientInfo,
-	}})
-	if err != nil {
-		s.Close()
-		return nil, wrapConnect(err, ep, kind, status)
-	}
-	s.info = ServerInfo{
-		Name:            result.ServerInfo.Name,
-		Version:         result.ServerInfo.Version,
-		ProtocolVersion: result.ProtocolVersion,
-		Transport:       kind,
-		ListChanged:     result.Capabilities.Tools != nil && result.Capabilities.Tools.ListChanged,
-	}
-	return s, nil
-}
-
-// wrapConnect keeps ErrLegacySSEServer visible to Connect's fallback.
-func wrapConnect(err error, ep Endpoint, kind Transport, status *statusRecorder) error {
-	if errors.Is(err, transport.ErrLegacySSEServer) && ep.Transport != kind {
-		return err
-	}
-	return classify(err, ep, "connecting", status)
-}
-
-// Info returns what the server said about itself.
-func (s *Session) Info() ServerInfo { return s.info }
-
-// Done is closed when the session ends: Close was called, or an SSE stream
-// was lost.
-func (s *Session) Done() <-chan struct{} { return s.closed }
-
-func (s *Session) markClosed() {
-	s.closeOne.Do(func() {
-		close(s.closed)
-		s.loseWith(errSessionClosed)
-	})
+	// watch hears about the listening stream of Streamable HTTP.
+	watch     *streamWatch
+	closed    chan struct{}
+	endOnce   sync.Once
+	closeOnce sync.Once
+	nextID    atomic.Int64
+	// inflight counts requests under way; a retired session closes when
+	// the last one ends.
+	inflight atomic.Int64
+	retiring atomic.Bool
 }
 
 var (
@@ -194,13 +73,98 @@ var (
 	errSessionForgotten = errors.New("the server no longer knows the session")
 	// errStreamLost marks a request whose answer's stream broke.
 	errStreamLost = errors.New("the event stream ended")
+	// errNotSent marks a request refused because its session had ended.
+	errNotSent = errors.New("the session had ended before the request was sent")
 )
 
-// Close ends the session and its streams.
+// Info returns what the server said about itself.
+func (s *Session) Info() ServerInfo { return s.info }
+
+// Listening reports whether the server's notifications have a stream to
+// arrive on: always over SSE, once the listening GET opened over
+// Streamable HTTP (servers may not offer one).
+func (s *Session) Listening() bool {
+	return s.answersOnStream || s.watch.listening.Load()
+}
+
+// Done is closed when the session ends: Close was called, its event stream
+// was lost, or the server forgot it. An ended session is never reused.
+func (s *Session) Done() <-chan struct{} { return s.closed }
+
+// end marks the session over, with why; requests still waiting on its
+// stream fail with that cause.
+func (s *Session) end(cause error) {
+	s.endOnce.Do(func() {
+		s.loseWith(cause)
+		close(s.closed)
+	})
+}
+
+// Close ends the session and its streams, cancelling requests in flight.
 func (s *Session) Close() {
-	s.markClosed()
-	s.stop()
-	_ = s.client.Close()
+	s.closeOnce.Do(func() {
+		s.end(errSessionClosed)
+		s.stop()
+		_ = s.client.Close()
+	})
+}
+
+// retire closes the session once no request is in flight, so that a
+// replaced or dropped session finishes the calls it carries.
+func (s *Session) retire() {
+	s.retiring.Store(true)
+	if s.inflight.Load() == 0 {
+		s.Close()
+	}
+}
+
+func (s *Session) begin() { s.inflight.Add(1) }
+
+func (s *Session) finish() {
+	if s.inflight.Add(-1) == 0 && s.retiring.Load() {
+		s.Close()
+	}
+}
+
+// request sends one JSON-RPC request through the transport, which returns
+// the raw result: the client's typed methods re-encode tool schemas through
+// a narrower struct and would lose keys.
+func (s *Session) request(ctx context.Context, method string, params any, doing string) (json.RawMessage, error) {
+	s.begin()
+	defer s.finish()
+	select {
+	case <-s.closed:
+		return nil, classify(fmt.Errorf("%w: %w", errNotSent, context.Cause(s.lost)), s.target, doing, nil)
+	default:
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.target.timeout())
+	defer cancel()
+	if s.answersOnStream {
+		defer context.AfterFunc(s.lost, cancel)()
+	}
+	ex := &exchange{}
+	resp, err := s.client.GetTransport().SendRequest(withExchange(ctx, ex), transport.JSONRPCRequest{
+		JSONRPC: mcp.JSONRPC_VERSION,
+		// String ids never collide with the client's own numeric ones.
+		ID:     mcp.NewRequestId("op-" + strconv.FormatInt(s.nextID.Add(1), 10)),
+		Method: method,
+		Params: params,
+	})
+	if err != nil {
+		if cause := context.Cause(s.lost); s.answersOnStream && cause != nil {
+			// The stream that would carry the answer broke: say why.
+			err = fmt.Errorf("%w: %w", errStreamLost, cause)
+		}
+		if errors.Is(err, transport.ErrSessionTerminated) {
+			// The server forgot the session: it is over for every caller.
+			s.end(errSessionForgotten)
+		}
+		return nil, classify(err, s.target, doing, ex)
+	}
+	if resp.Error != nil {
+		return nil, rpcError(resp.Error, s.target, doing)
+	}
+	return resp.Result, nil
 }
 
 // Limits bound how much of a server's tool list is read.
@@ -225,7 +189,7 @@ type ToolList struct {
 
 // ListTools reads every page of tools/list, following nextCursor until the
 // server has no more or a limit is hit. Each page is bounded by the
-// endpoint's timeout.
+// target's timeout.
 func (s *Session) ListTools(ctx context.Context, limits Limits) (ToolList, error) {
 	var (
 		list   ToolList
@@ -247,7 +211,7 @@ func (s *Session) ListTools(ctx context.Context, limits Limits) (ToolList, error
 			NextCursor string            `json:"nextCursor"`
 		}
 		if err := json.Unmarshal(result, &decoded); err != nil {
-			return ToolList{}, classify(err, s.endpoint, "listing tools", s.status)
+			return ToolList{}, classify(err, s.target, "listing tools", nil)
 		}
 		for _, raw := range decoded.Tools {
 			if len(list.Tools) == limits.MaxTools {
@@ -256,7 +220,7 @@ func (s *Session) ListTools(ctx context.Context, limits Limits) (ToolList, error
 			}
 			tool, err := decodeTool(raw)
 			if err != nil {
-				return ToolList{}, classify(err, s.endpoint, "listing tools", s.status)
+				return ToolList{}, classify(err, s.target, "listing tools", nil)
 			}
 			// A name listed twice (a list that shifted between pages) is one
 			// tool: calls address tools by name.
@@ -270,7 +234,7 @@ func (s *Session) ListTools(ctx context.Context, limits Limits) (ToolList, error
 			return list, nil
 		}
 		if seen[decoded.NextCursor] {
-			return ToolList{}, &Error{Kind: ErrProtocol, Message: fmt.Sprintf("listing tools: %s sent the same nextCursor twice", s.endpoint.redactedURL())}
+			return ToolList{}, &Error{Kind: ErrProtocol, Message: fmt.Sprintf("listing tools: %s sent the same nextCursor twice", s.target.redactedURL())}
 		}
 		seen[decoded.NextCursor] = true
 		cursor = decoded.NextCursor
@@ -282,36 +246,6 @@ func cursorParams(cursor string) any {
 		return nil
 	}
 	return map[string]string{"cursor": cursor}
-}
-
-// request sends one JSON-RPC request through the transport, which returns
-// the raw result: the client's typed methods re-encode tool schemas through
-// a narrower struct and would lose keys.
-func (s *Session) request(ctx context.Context, method string, params any, doing string) (json.RawMessage, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.endpoint.timeout())
-	defer cancel()
-	if s.answersOnStream {
-		defer context.AfterFunc(s.lost, cancel)()
-	}
-	s.status.reset()
-	resp, err := s.client.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{
-		JSONRPC: mcp.JSONRPC_VERSION,
-		// String ids never collide with the client's own numeric ones.
-		ID:     mcp.NewRequestId("op-" + strconv.FormatInt(s.nextID.Add(1), 10)),
-		Method: method,
-		Params: params,
-	})
-	if err != nil {
-		if cause := context.Cause(s.lost); s.answersOnStream && cause != nil {
-			// The stream that would carry the answer broke: say why.
-			err = fmt.Errorf("%w: %w", errStreamLost, cause)
-		}
-		return nil, classify(err, s.endpoint, doing, s.status)
-	}
-	if resp.Error != nil {
-		return nil, rpcError(resp.Error, s.endpoint, doing)
-	}
-	return resp.Result, nil
 }
 
 // CallResult is a tools/call result as the server sent it.
@@ -334,7 +268,7 @@ func (s *Session) CallTool(ctx context.Context, name string, arguments json.RawM
 	}
 	var result CallResult
 	if err := json.Unmarshal(raw, &result); err != nil {
-		return CallResult{}, classify(err, s.endpoint, "calling tool "+name, s.status)
+		return CallResult{}, classify(err, s.target, "calling tool "+name, nil)
 	}
 	return result, nil
 }

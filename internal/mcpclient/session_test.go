@@ -26,7 +26,7 @@ func startServer(t *testing.T, opts testmcp.Options) *testmcp.Server {
 	return s
 }
 
-func connectT(t *testing.T, ep Endpoint, onChange func()) *Session {
+func connectT(t *testing.T, ep Target, onChange func()) *Session {
 	t.Helper()
 	if ep.Timeout == 0 {
 		ep.Timeout = 5 * time.Second
@@ -59,7 +59,7 @@ func TestDiscoveryOverEveryTransport(t *testing.T) {
 			}
 			srv.AddTools(names...)
 
-			s := connectT(t, Endpoint{URL: srv.URL(), Transport: tt.ask}, nil)
+			s := connectT(t, Target{URL: srv.URL(), Transport: tt.ask}, nil)
 			if got := s.Info().Transport; got != Transport(tt.server) {
 				t.Errorf("transport: got %s, want %s", got, tt.server)
 			}
@@ -89,7 +89,7 @@ func TestSchemaIsKeptAsTheServerSentIt(t *testing.T) {
 	srv.AddTool("weather", "Weather at a place", schema)
 	srv.MCP.AddTool(mcpToolWithoutSchema("bare"), nil)
 
-	s := connectT(t, Endpoint{URL: srv.URL()}, nil)
+	s := connectT(t, Target{URL: srv.URL()}, nil)
 	list, err := s.ListTools(context.Background(), DefaultLimits)
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ func TestListChangedNotification(t *testing.T) {
 			srv := startServer(t, testmcp.Options{Transport: transport, ListChanged: true})
 			srv.AddTools("first")
 			changed := make(chan struct{}, 10)
-			s := connectT(t, Endpoint{URL: srv.URL()}, func() { changed <- struct{}{} })
+			s := connectT(t, Target{URL: srv.URL()}, func() { changed <- struct{}{} })
 			if !s.Info().ListChanged {
 				t.Fatal("server announced listChanged but the session did not see it")
 			}
@@ -154,10 +154,13 @@ func TestSessionEndsWhenItsServerGoesAway(t *testing.T) {
 		t.Run(string(transport), func(t *testing.T) {
 			srv := startServer(t, testmcp.Options{Transport: transport, ListChanged: true})
 			srv.AddTools("first")
-			s := connectT(t, Endpoint{URL: srv.URL()}, func() {})
+			s := connectT(t, Target{URL: srv.URL()}, func() {})
 			if _, err := s.ListTools(context.Background(), DefaultLimits); err != nil {
 				t.Fatal(err)
 			}
+			// A stream that never opened is the library's to retry; the loss
+			// of one that was open ends the session.
+			waitFor(t, "the listening stream to open", s.Listening)
 			srv.Stop()
 			select {
 			case <-s.Done():
@@ -234,7 +237,7 @@ func TestFailuresAreClassified(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Connect(context.Background(), Endpoint{URL: tt.url(t), Transport: TransportStreamableHTTP, Headers: tt.headers, Timeout: time.Second}, nil)
+			_, err := Connect(context.Background(), Target{URL: tt.url(t), Transport: TransportStreamableHTTP, Headers: tt.headers, Timeout: time.Second}, nil)
 			if err == nil {
 				t.Fatal("connect succeeded")
 			}
@@ -252,11 +255,11 @@ func TestAuthHeaderIsSent(t *testing.T) {
 	srv := startServer(t, testmcp.Options{Transport: testmcp.StreamableHTTP})
 	srv.SetRequiredHeader("Authorization", "Bearer right")
 	srv.AddTools("a")
-	_, err := Connect(context.Background(), Endpoint{URL: srv.URL(), Timeout: 2 * time.Second}, nil)
+	_, err := Connect(context.Background(), Target{URL: srv.URL(), Timeout: 2 * time.Second}, nil)
 	if KindOf(err) != ErrUnauthorized {
 		t.Fatalf("without the header: got %v, want Unauthorized", err)
 	}
-	s := connectT(t, Endpoint{URL: srv.URL(), Headers: map[string]string{"Authorization": "Bearer right"}}, nil)
+	s := connectT(t, Target{URL: srv.URL(), Headers: map[string]string{"Authorization": "Bearer right"}}, nil)
 	if _, err := s.ListTools(context.Background(), DefaultLimits); err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +268,7 @@ func TestAuthHeaderIsSent(t *testing.T) {
 func TestLimitsTruncateVisibly(t *testing.T) {
 	srv := startServer(t, testmcp.Options{Transport: testmcp.StreamableHTTP, PageSize: 3})
 	srv.AddTools("a", "b", "c", "d", "e", "f", "g")
-	s := connectT(t, Endpoint{URL: srv.URL()}, nil)
+	s := connectT(t, Target{URL: srv.URL()}, nil)
 	tests := []struct {
 		name      string
 		limits    Limits
@@ -321,7 +324,7 @@ func TestAHugeAnswerIsRefusedWithBoundedMemory(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	_, err := Connect(context.Background(), Endpoint{URL: huge.URL + "/mcp", Transport: TransportStreamableHTTP,
+	_, err := Connect(context.Background(), Target{URL: huge.URL + "/mcp", Transport: TransportStreamableHTTP,
 		Timeout: 10 * time.Second, MaxResponseBytes: 4 << 20}, nil)
 	runtime.ReadMemStats(&after)
 	if KindOf(err) != ErrMalformedResponse || !strings.Contains(err.Error(), "more than 4194304 bytes") {
@@ -390,7 +393,7 @@ func legacySSEServer(t *testing.T) *httptest.Server {
 // passes the cap, instead of being buffered without bound.
 func TestAnEndlessEventIsRefusedWithBoundedMemory(t *testing.T) {
 	srv := legacySSEServer(t)
-	s := connectT(t, Endpoint{URL: srv.URL + "/sse", Transport: TransportSSE, Timeout: 5 * time.Second, MaxResponseBytes: 4 << 20}, nil)
+	s := connectT(t, Target{URL: srv.URL + "/sse", Transport: TransportSSE, Timeout: 5 * time.Second, MaxResponseBytes: 4 << 20}, nil)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)

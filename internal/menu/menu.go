@@ -116,64 +116,90 @@ func IsReady(srv *mcpv1alpha1.MCPServer) bool {
 	return c != nil && c.Status == metav1.ConditionTrue
 }
 
-// Resolve builds the menu of spec over the servers of its namespace. Tools of
-// servers that are not Ready are left out until they recover.
-func Resolve(spec *mcpv1alpha1.ToolCollectionSpec, servers []mcpv1alpha1.MCPServer) Menu {
+// ForCollection builds the menu of spec over the servers of its namespace.
+// Tools of servers that are not Ready are left out until they recover.
+func ForCollection(spec *mcpv1alpha1.ToolCollectionSpec, servers []mcpv1alpha1.MCPServer) Menu {
 	var m Menu
 	var overrides []mcpv1alpha1.ToolOverride
 	if spec.Tools != nil {
 		overrides = spec.Tools.Overrides
 	}
 	matched := make([]bool, len(overrides))
-
-	selected := make([]*mcpv1alpha1.MCPServer, 0, len(servers))
-	for i := range servers {
-		if Selects(spec, &servers[i]) {
-			selected = append(selected, &servers[i])
-		}
-	}
-	sort.Slice(selected, func(i, j int) bool { return selected[i].Name < selected[j].Name })
-
 	// Candidates in server name order, then tool name order: the first
 	// claim on a name wins, which makes the winner deterministic.
 	var candidates []Entry
-	for _, srv := range selected {
-		ready := IsReady(srv)
-		count := 0
-		for i := range srv.Status.Tools {
-			tool := &srv.Status.Tools[i]
-			if !passes(tool.Name, spec.Tools) {
-				continue
-			}
-			entry := Entry{Name: tool.Name, Namespace: srv.Namespace, Server: srv.Name, Tool: tool, Description: tool.Description}
-			if i := overrideFor(overrides, srv.Name, tool.Name); i >= 0 {
-				o := overrides[i]
-				if ready {
-					matched[i] = true
-				}
-				if o.Rename != "" {
-					entry.Name = o.Rename
-				}
-				if o.Description != nil {
-					entry.Description = *o.Description
-				}
-			}
-			if !ready {
-				m.Withheld = append(m.Withheld, entry)
-				continue
-			}
-			candidates = append(candidates, entry)
-			count++
-		}
-		m.Servers = append(m.Servers, Server{Name: srv.Name, Ready: ready, ToolCount: count})
+	for _, srv := range selected(spec, servers) {
+		offered, withheld := offers(spec.Tools, srv, overrides, matched)
+		candidates = append(candidates, offered...)
+		m.Withheld = append(m.Withheld, withheld...)
+		m.Servers = append(m.Servers, Server{Name: srv.Name, Ready: IsReady(srv)})
 	}
+	m.claim(spec.Pinning, candidates)
+	if spec.MaxTools != nil && len(m.Tools) > int(*spec.MaxTools) {
+		m.LeftOut = len(m.Tools) - int(*spec.MaxTools)
+		m.Tools = m.Tools[:*spec.MaxTools]
+	}
+	m.countServed()
+	for i, o := range overrides {
+		if !matched[i] {
+			m.UnmatchedOverrides = append(m.UnmatchedOverrides, o.Name)
+		}
+	}
+	return m
+}
 
+// selected are the servers spec selects, in name order.
+func selected(spec *mcpv1alpha1.ToolCollectionSpec, servers []mcpv1alpha1.MCPServer) []*mcpv1alpha1.MCPServer {
+	picked := make([]*mcpv1alpha1.MCPServer, 0, len(servers))
+	for i := range servers {
+		if Selects(spec, &servers[i]) {
+			picked = append(picked, &servers[i])
+		}
+	}
+	sort.Slice(picked, func(i, j int) bool { return picked[i].Name < picked[j].Name })
+	return picked
+}
+
+// offers are the server's tools that pass the selection, named and
+// described as the overrides say: offered when the server is Ready,
+// withheld otherwise. matched records which overrides applied to a Ready
+// server.
+func offers(sel *mcpv1alpha1.ToolSelection, srv *mcpv1alpha1.MCPServer, overrides []mcpv1alpha1.ToolOverride, matched []bool) (offered, withheld []Entry) {
+	ready := IsReady(srv)
+	for i := range srv.Status.Tools {
+		tool := &srv.Status.Tools[i]
+		if !passes(tool.Name, sel) {
+			continue
+		}
+		entry := Entry{Name: tool.Name, Namespace: srv.Namespace, Server: srv.Name, Tool: tool, Description: tool.Description}
+		if i := overrideFor(overrides, srv.Name, tool.Name); i >= 0 {
+			o := overrides[i]
+			matched[i] = matched[i] || ready
+			if o.Rename != "" {
+				entry.Name = o.Rename
+			}
+			if o.Description != nil {
+				entry.Description = *o.Description
+			}
+		}
+		if ready {
+			offered = append(offered, entry)
+		} else {
+			withheld = append(withheld, entry)
+		}
+	}
+	return offered, withheld
+}
+
+// claim gives each name to its first candidate that pinning lets through,
+// and lists the names claimed more than once.
+func (m *Menu) claim(pinning *mcpv1alpha1.ToolPinning, candidates []Entry) {
 	claims := map[string][]string{}
 	for _, c := range candidates {
 		if _, taken := claims[c.Name]; !taken {
-			if approved, ok := pinned(spec.Pinning, c); !ok {
+			if approved, ok := pinned(pinning, c); !ok {
 				m.Unapproved = append(m.Unapproved, Unapproved{Name: c.Name, Server: c.Server, ApprovedHash: approved, CurrentHash: c.Tool.Hash})
-				if spec.Pinning.Mode != mcpv1alpha1.PinningWarn {
+				if pinning.Mode != mcpv1alpha1.PinningWarn {
 					claims[c.Name] = append(claims[c.Name], c.Server)
 					continue
 				}
@@ -190,12 +216,11 @@ func Resolve(spec *mcpv1alpha1.ToolCollectionSpec, servers []mcpv1alpha1.MCPServ
 	}
 	sort.Slice(m.Conflicts, func(i, j int) bool { return m.Conflicts[i].Name < m.Conflicts[j].Name })
 	sort.Slice(m.Tools, func(i, j int) bool { return m.Tools[i].Name < m.Tools[j].Name })
+}
 
-	if spec.MaxTools != nil && len(m.Tools) > int(*spec.MaxTools) {
-		m.LeftOut = len(m.Tools) - int(*spec.MaxTools)
-		m.Tools = m.Tools[:*spec.MaxTools]
-	}
-	// A server's count is of the tools it actually serves in the menu.
+// countServed sets each server's count to the tools it actually serves in
+// the menu.
+func (m *Menu) countServed() {
 	served := map[string]int{}
 	for _, t := range m.Tools {
 		served[t.Server]++
@@ -203,13 +228,6 @@ func Resolve(spec *mcpv1alpha1.ToolCollectionSpec, servers []mcpv1alpha1.MCPServ
 	for i := range m.Servers {
 		m.Servers[i].ToolCount = served[m.Servers[i].Name]
 	}
-
-	for i, o := range overrides {
-		if !matched[i] {
-			m.UnmatchedOverrides = append(m.UnmatchedOverrides, o.Name)
-		}
-	}
-	return m
 }
 
 // pinned reports whether pinning approves the entry's definition, and the

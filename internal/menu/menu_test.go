@@ -37,7 +37,7 @@ func names(m Menu) []string {
 	return out
 }
 
-func TestResolve(t *testing.T) {
+func TestForCollection(t *testing.T) {
 	team := map[string]string{"team": "a"}
 	all := []mcpv1alpha1.MCPServer{
 		server("alpha", true, team, "mcp_alpha_read", "mcp_alpha_write"),
@@ -151,7 +151,7 @@ func TestResolve(t *testing.T) {
 			if servers == nil {
 				servers = all
 			}
-			m := Resolve(&tt.spec, servers)
+			m := ForCollection(&tt.spec, servers)
 			got := names(m)
 			want := append([]string{}, tt.want...)
 			sort.Strings(got)
@@ -179,7 +179,7 @@ func TestResolve(t *testing.T) {
 func TestDescriptionOverrideIsWhatTheAgentSees(t *testing.T) {
 	spec := mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Names: []string{"alpha"}},
 		Tools: &mcpv1alpha1.ToolSelection{Overrides: []mcpv1alpha1.ToolOverride{{Name: "mcp_alpha_write", Description: ptr.To("Writes.")}}}}
-	m := Resolve(&spec, []mcpv1alpha1.MCPServer{server("alpha", true, nil, "mcp_alpha_read", "mcp_alpha_write")})
+	m := ForCollection(&spec, []mcpv1alpha1.MCPServer{server("alpha", true, nil, "mcp_alpha_read", "mcp_alpha_write")})
 	if m.Tools[1].Description != "Writes." || m.Tools[0].Description != "about mcp_alpha_read" {
 		t.Errorf("descriptions: %q, %q", m.Tools[0].Description, m.Tools[1].Description)
 	}
@@ -188,22 +188,22 @@ func TestDescriptionOverrideIsWhatTheAgentSees(t *testing.T) {
 func TestHashChangesExactlyWithWhatAnAgentSees(t *testing.T) {
 	spec := mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Names: []string{"alpha"}}}
 	base := []mcpv1alpha1.MCPServer{server("alpha", true, nil, "mcp_alpha_read")}
-	h := Resolve(&spec, base).Hash()
-	if again := Resolve(&spec, base).Hash(); again != h {
+	h := ForCollection(&spec, base).Hash()
+	if again := ForCollection(&spec, base).Hash(); again != h {
 		t.Fatal("the same menu hashed differently")
 	}
 	relabelled := []mcpv1alpha1.MCPServer{server("alpha", true, map[string]string{"x": "y"}, "mcp_alpha_read")}
-	if Resolve(&spec, relabelled).Hash() != h {
+	if ForCollection(&spec, relabelled).Hash() != h {
 		t.Error("a label change, invisible to agents, changed the hash")
 	}
 	described := []mcpv1alpha1.MCPServer{server("alpha", true, nil, "mcp_alpha_read")}
 	described[0].Status.Tools[0].Description = "new words"
-	if Resolve(&spec, described).Hash() == h {
+	if ForCollection(&spec, described).Hash() == h {
 		t.Error("a description change kept the hash")
 	}
 	schema := []mcpv1alpha1.MCPServer{server("alpha", true, nil, "mcp_alpha_read")}
 	schema[0].Status.Tools[0].InputSchema.Raw = []byte(`{"type":"object","properties":{"a":{}}}`)
-	if Resolve(&spec, schema).Hash() == h {
+	if ForCollection(&spec, schema).Hash() == h {
 		t.Error("a schema change kept the hash")
 	}
 }
@@ -274,7 +274,7 @@ func TestPinning(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			spec := mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Names: []string{"gh"}},
 				Pinning: &mcpv1alpha1.ToolPinning{Mode: tt.mode, Approved: approved}}
-			m := Resolve(&spec, []mcpv1alpha1.MCPServer{srv})
+			m := ForCollection(&spec, []mcpv1alpha1.MCPServer{srv})
 			if got := names(m); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("tools: got %v, want %v", got, tt.want)
 			}

@@ -60,6 +60,7 @@ type Server struct {
 	addr        string
 	initializes atomic.Int64
 	lists       atomic.Int64
+	listeners   atomic.Int64
 	required    atomic.Pointer[[2]string]
 	seenMu      sync.Mutex
 	seen        map[string][]string
@@ -159,6 +160,10 @@ func (s *Server) makeCertificate() error {
 // Initializes counts the initialize requests served so far.
 func (s *Server) Initializes() int64 { return s.initializes.Load() }
 
+// Listeners counts the event streams (GET requests) open right now: a
+// client that holds one hears list_changed.
+func (s *Server) Listeners() int64 { return s.listeners.Load() }
+
 // ToolLists counts the tools/list requests (pages) served so far.
 func (s *Server) ToolLists() int64 { return s.lists.Load() }
 
@@ -246,6 +251,10 @@ func (s *Server) requireHeader(next http.Handler) http.Handler {
 		if req := s.required.Load(); req != nil && r.Method != http.MethodDelete && r.Header.Get(req[0]) != req[1] {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
+		}
+		if r.Method == http.MethodGet {
+			s.listeners.Add(1)
+			defer s.listeners.Add(-1)
 		}
 		next.ServeHTTP(w, r)
 	})

@@ -64,7 +64,7 @@ type Catalog struct {
 	menus   *menuCache
 	schemas *schemaCache
 	authz   *authorizer
-	mcp     *mcpEndpoints
+	mcp     *mcpHandlers
 	// version moves on every change to an MCPServer or ToolCollection;
 	// rendered menus are reused while it stands still.
 	version atomic.Uint64
@@ -88,7 +88,7 @@ func New(reader client.Reader, opts Options) *Catalog {
 	c.menus = newMenuCache(c)
 	c.authz = &authorizer{mode: opts.Auth, client: opts.Reviewer, ttl: opts.AuthCacheTTL,
 		tokens: map[[32]byte]cachedCaller{}, decisions: map[string]cachedDecision{}}
-	c.mcp = newMCPEndpoints(c)
+	c.mcp = newMCPHandlers(c)
 	return c
 }
 

@@ -75,7 +75,7 @@ func (m *menuCache) view(ctx context.Context, key viewKey) (*view, error) {
 	if ok {
 		return cached, nil
 	}
-	built, err := m.catalog.resolve(ctx, key)
+	built, err := m.catalog.buildView(ctx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -87,8 +87,8 @@ func (m *menuCache) view(ctx context.Context, key viewKey) (*view, error) {
 	return built, nil
 }
 
-// resolve builds a view from the cache.
-func (c *Catalog) resolve(ctx context.Context, key viewKey) (*view, error) {
+// buildView builds a view from the cache.
+func (c *Catalog) buildView(ctx context.Context, key viewKey) (*view, error) {
 	var m menu.Menu
 	switch key.kind {
 	case globalView:
@@ -110,7 +110,7 @@ func (c *Catalog) resolve(ctx context.Context, key viewKey) (*view, error) {
 			if err := c.reader.List(ctx, &servers, client.InNamespace(key.namespace)); err != nil {
 				return nil, fmt.Errorf("listing MCPServers: %w", err)
 			}
-			m = menu.Resolve(&tc.Spec, servers.Items)
+			m = menu.ForCollection(&tc.Spec, servers.Items)
 		}
 	case serverView:
 		var srv mcpv1alpha1.MCPServer

@@ -2,12 +2,17 @@ package toolcatalog
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 )
 
 // maxCachedSchemas bounds the compiled schemas kept; past it the cache
@@ -86,4 +91,24 @@ func validationMessages(err error) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// validate checks arguments against the tool's input schema, compiled once
+// per definition.
+func (c *Catalog) validate(tool *mcpv1alpha1.Tool, arguments json.RawMessage) error {
+	schema := c.schemas.validator(tool.Hash, tool.InputSchema.Raw)
+	if schema == nil {
+		return nil
+	}
+	instance, err := jsonschema.UnmarshalJSON(bytes.NewReader(arguments))
+	if err != nil {
+		return &requestError{code: http.StatusBadRequest, message: "arguments must be a JSON object"}
+	}
+	if err := schema.Validate(instance); err != nil {
+		details := validationMessages(err)
+		return &requestError{code: http.StatusUnprocessableEntity,
+			message: fmt.Sprintf("arguments do not match the input schema of %s: %s", tool.Name, strings.Join(details, "; ")),
+			details: details}
+	}
+	return nil
 }

@@ -44,7 +44,7 @@ func echoUpstream(b *testing.B) *testmcp.Server {
 }
 
 func session(b *testing.B, url string) *mcpclient.Session {
-	s, err := mcpclient.Connect(context.Background(), mcpclient.Endpoint{URL: url, Transport: mcpclient.TransportStreamableHTTP, Timeout: 30 * time.Second}, nil)
+	s, err := mcpclient.Connect(context.Background(), mcpclient.Target{URL: url, Transport: mcpclient.TransportStreamableHTTP, Timeout: 30 * time.Second}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

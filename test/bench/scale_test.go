@@ -47,7 +47,7 @@ func BenchmarkDiscovery(b *testing.B) {
 		}
 		menu := r.catalog.URL + "/v1/namespaces/" + ns + "/toolcollections/fleet/tools"
 		waitFor(b, func() bool { code, _ := get(b, menu); return code == 200 })
-		time.Sleep(500 * time.Millisecond) // the listening stream opens after initialize
+		waitFor(b, func() bool { return ups[0].Listeners() > 0 }) // the controller listens
 		ups[0].AddTools("added")
 		statusAt := time.Time{}
 		waitFor(b, func() bool {

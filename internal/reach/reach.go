@@ -1,8 +1,8 @@
-// Package endpoint turns an MCPServer's spec into what it takes to reach the
+// Package reach turns an MCPServer's spec into what it takes to reach the
 // server: the URL (or the Service's in-cluster address), header values read
 // from Secrets, and the TLS configuration. The MCPServer controller and the
 // catalog both connect through it, so they reach a server the same way.
-package endpoint
+package reach
 
 import (
 	"context"
@@ -41,17 +41,12 @@ type SpecError struct {
 
 func (e *SpecError) Error() string { return e.Message }
 
-// Resolved is an endpoint and a fingerprint of everything that shapes the
-// connection, secret values included; only their hash is kept.
-type Resolved struct {
-	Endpoint    mcpclient.Endpoint
-	Fingerprint string
-}
-
-// Resolve reads the URL, header values and CA bundle the spec names;
-// egress limits the addresses the endpoint may be dialed at.
-func Resolve(ctx context.Context, reader client.Reader, srv *mcpv1alpha1.MCPServer, egress *mcpclient.EgressPolicy) (Resolved, error) {
-	ep := mcpclient.Endpoint{
+// Read reads the URL, header values and CA bundle the spec names and
+// returns the target to dial, fingerprinted with everything that shapes the
+// connection (secret values only as a hash); egress limits the addresses
+// it may be dialed at.
+func Read(ctx context.Context, reader client.Reader, srv *mcpv1alpha1.MCPServer, egress *mcpclient.EgressPolicy) (mcpclient.Target, error) {
+	t := mcpclient.Target{
 		URL:       URL(srv),
 		Transport: mcpclient.Transport(srv.Spec.Transport),
 		Headers:   map[string]string{},
@@ -61,28 +56,28 @@ func Resolve(ctx context.Context, reader client.Reader, srv *mcpv1alpha1.MCPServ
 	for _, h := range srv.Spec.Headers {
 		switch {
 		case h.Value != nil:
-			ep.Headers[h.Name] = *h.Value
+			t.Headers[h.Name] = *h.Value
 		case h.ValueFrom != nil:
 			value, err := secretValue(ctx, reader, srv.Namespace, h.ValueFrom.SecretKeyRef, "spec.headers["+h.Name+"]")
 			if err != nil {
-				return Resolved{}, err
+				return mcpclient.Target{}, err
 			}
-			ep.Headers[h.Name] = string(value)
+			t.Headers[h.Name] = string(value)
 		}
 	}
 	caPEM, err := caBundle(ctx, reader, srv)
 	if err != nil {
-		return Resolved{}, err
+		return mcpclient.Target{}, err
 	}
 	if tlsSpec := srv.Spec.TLS; tlsSpec != nil {
-		ep.TLS = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: tlsSpec.InsecureSkipVerify} //nolint:gosec // the user asked for it, and an Event warns
+		t.TLS = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: tlsSpec.InsecureSkipVerify} //nolint:gosec // the user asked for it, and an Event warns
 		if len(caPEM) > 0 {
 			pool := x509.NewCertPool()
 			if !pool.AppendCertsFromPEM(caPEM) {
-				return Resolved{}, &SpecError{Reason: mcpv1alpha1.ReasonInvalidSpec, Terminal: true,
+				return mcpclient.Target{}, &SpecError{Reason: mcpv1alpha1.ReasonInvalidSpec, Terminal: true,
 					Message: "the CA bundle named by spec.tls contains no PEM certificate"}
 			}
-			ep.TLS.RootCAs = pool
+			t.TLS.RootCAs = pool
 		}
 	}
 	raw, _ := json.Marshal(struct {
@@ -92,9 +87,10 @@ func Resolve(ctx context.Context, reader client.Reader, srv *mcpv1alpha1.MCPServ
 		Timeout   time.Duration
 		Insecure  bool
 		CA        []byte
-	}{ep.URL, ep.Transport, ep.Headers, ep.Timeout, ep.TLS != nil && ep.TLS.InsecureSkipVerify, caPEM})
+	}{t.URL, t.Transport, t.Headers, t.Timeout, t.TLS != nil && t.TLS.InsecureSkipVerify, caPEM})
 	sum := sha256.Sum256(raw)
-	return Resolved{Endpoint: ep, Fingerprint: hex.EncodeToString(sum[:])}, nil
+	t.Fingerprint = hex.EncodeToString(sum[:])
+	return t, nil
 }
 
 // URL is spec.url, or the in-cluster address of spec.service.
@@ -159,8 +155,8 @@ func caBundle(ctx context.Context, reader client.Reader, srv *mcpv1alpha1.MCPSer
 	return nil, nil
 }
 
-// SecretsReferenced lists the Secrets an MCPServer reads.
-func SecretsReferenced(srv *mcpv1alpha1.MCPServer) []string {
+// SecretsNamed lists the Secrets an MCPServer reads.
+func SecretsNamed(srv *mcpv1alpha1.MCPServer) []string {
 	var names []string
 	for _, h := range srv.Spec.Headers {
 		if h.ValueFrom != nil {
@@ -173,8 +169,8 @@ func SecretsReferenced(srv *mcpv1alpha1.MCPServer) []string {
 	return names
 }
 
-// ConfigMapsReferenced lists the ConfigMaps an MCPServer reads.
-func ConfigMapsReferenced(srv *mcpv1alpha1.MCPServer) []string {
+// ConfigMapsNamed lists the ConfigMaps an MCPServer reads.
+func ConfigMapsNamed(srv *mcpv1alpha1.MCPServer) []string {
 	if srv.Spec.TLS != nil && srv.Spec.TLS.CAConfigMapRef != nil {
 		return []string{srv.Spec.TLS.CAConfigMapRef.Name}
 	}

@@ -19,18 +19,18 @@ import (
 // mcpPageSize is how many tools one tools/list page holds.
 const mcpPageSize = 200
 
-// mcpEndpoints serve menus as MCP servers (Streamable HTTP), built on
+// mcpHandlers serve menus as MCP servers (Streamable HTTP), built on
 // mcp-go's server side: /mcp for every tool the caller may see, and one per
 // collection. Each endpoint's tools follow its menu's revision; a change
 // reaches connected clients as notifications/tools/list_changed.
-type mcpEndpoints struct {
+type mcpHandlers struct {
 	catalog *Catalog
 	mu      sync.Mutex
-	byKey   map[viewKey]*mcpEndpoint
+	byKey   map[viewKey]*mcpHandler
 	kick    chan struct{}
 }
 
-type mcpEndpoint struct {
+type mcpHandler struct {
 	key      viewKey
 	server   *server.MCPServer
 	http     http.Handler
@@ -38,12 +38,12 @@ type mcpEndpoint struct {
 	revision string
 }
 
-func newMCPEndpoints(c *Catalog) *mcpEndpoints {
-	return &mcpEndpoints{catalog: c, byKey: map[viewKey]*mcpEndpoint{}, kick: make(chan struct{}, 1)}
+func newMCPHandlers(c *Catalog) *mcpHandlers {
+	return &mcpHandlers{catalog: c, byKey: map[viewKey]*mcpHandler{}, kick: make(chan struct{}, 1)}
 }
 
 // changed asks for the endpoints to follow a change in the cache.
-func (m *mcpEndpoints) changed() {
+func (m *mcpHandlers) changed() {
 	select {
 	case m.kick <- struct{}{}:
 	default:
@@ -52,7 +52,7 @@ func (m *mcpEndpoints) changed() {
 
 // syncOnChange brings every endpoint's tools up to date after changes,
 // so that listening clients hear of them without asking.
-func (m *mcpEndpoints) syncOnChange(ctx context.Context) {
+func (m *mcpHandlers) syncOnChange(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -63,7 +63,7 @@ func (m *mcpEndpoints) syncOnChange(ctx context.Context) {
 		// follow the burst once.
 		time.Sleep(50 * time.Millisecond)
 		m.mu.Lock()
-		endpoints := make([]*mcpEndpoint, 0, len(m.byKey))
+		endpoints := make([]*mcpHandler, 0, len(m.byKey))
 		for _, ep := range m.byKey {
 			endpoints = append(endpoints, ep)
 		}
@@ -75,13 +75,13 @@ func (m *mcpEndpoints) syncOnChange(ctx context.Context) {
 }
 
 // endpoint returns the endpoint of a menu, creating it on first use.
-func (m *mcpEndpoints) endpoint(key viewKey) *mcpEndpoint {
+func (m *mcpHandlers) endpoint(key viewKey) *mcpHandler {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if ep, ok := m.byKey[key]; ok {
 		return ep
 	}
-	ep := &mcpEndpoint{key: key}
+	ep := &mcpHandler{key: key}
 	opts := []server.ServerOption{
 		server.WithToolCapabilities(true),
 		server.WithPaginationLimit(mcpPageSize),
@@ -116,7 +116,7 @@ func (m *mcpEndpoints) endpoint(key viewKey) *mcpEndpoint {
 }
 
 // sync gives the endpoint the tools of its menu's current revision.
-func (m *mcpEndpoints) sync(ctx context.Context, ep *mcpEndpoint) error {
+func (m *mcpHandlers) sync(ctx context.Context, ep *mcpHandler) error {
 	vw, err := m.catalog.menus.view(ctx, ep.key)
 	if err != nil {
 		return err
@@ -169,7 +169,7 @@ func mcpToolOf(e *menu.Entry) mcp.Tool {
 
 // handler serves one endpoint: Origin and size checks, access to the
 // collection, its tools brought up to date, then mcp-go.
-func (m *mcpEndpoints) handler(key viewKey) http.Handler {
+func (m *mcpHandlers) handler(key viewKey) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if origin := r.Header.Get("Origin"); origin != "" && !slices.Contains(m.catalog.opts.AllowedOrigins, origin) {
 			writeError(w, http.StatusForbidden, "origin "+origin+" is not allowed")

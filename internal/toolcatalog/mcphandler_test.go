@@ -19,7 +19,7 @@ import (
 
 // connectMCP opens an MCP session to a catalog endpoint.
 func connectMCP(url string, headers map[string]string, onChange func()) *mcpclient.Session {
-	s, err := mcpclient.Connect(context.Background(), mcpclient.Endpoint{URL: url, Transport: mcpclient.TransportStreamableHTTP,
+	s, err := mcpclient.Connect(context.Background(), mcpclient.Target{URL: url, Transport: mcpclient.TransportStreamableHTTP,
 		Headers: headers, Timeout: 10 * time.Second}, onChange)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(s.Close)
@@ -127,10 +127,11 @@ var _ = Describe("The catalog as an MCP server", func() {
 		changed := make(chan struct{}, 10)
 		s := connectMCP(catalog.URL+"/v1/namespaces/"+ns+"/toolcollections/watched/mcp", nil, func() { changed <- struct{}{} })
 		Expect(s.Info().ListChanged).To(BeTrue())
-		time.Sleep(500 * time.Millisecond) // the listening stream opens after initialize
+		Eventually(s.Listening).Should(BeTrue(), "the client's listening stream is open")
+		Eventually(upstream.Listeners).Should(BeNumerically(">=", 1), "the controller listens to the upstream")
 
 		upstream.AddTools("second")
-		Eventually(changed, 5*time.Second).Should(Receive())
+		Eventually(changed).Should(Receive())
 		listed, err := s.ListTools(ctx, mcpclient.DefaultLimits)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(listed.Tools).To(HaveLen(2))

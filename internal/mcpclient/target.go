@@ -1,0 +1,70 @@
+package mcpclient
+
+import (
+	"crypto/tls"
+	"net/url"
+	"time"
+)
+
+// Transport names an MCP transport over HTTP.
+type Transport string
+
+const (
+	// TransportAuto tries Streamable HTTP and falls back to SSE.
+	TransportAuto Transport = "Auto"
+	// TransportSSE is the 2024-11-05 HTTP+SSE transport.
+	TransportSSE Transport = "SSE"
+	// TransportStreamableHTTP is the 2025-03-26 Streamable HTTP transport.
+	TransportStreamableHTTP Transport = "StreamableHTTP"
+)
+
+// Target is everything needed to dial one MCP server.
+type Target struct {
+	// URL of the MCP endpoint (the /sse stream for SSE servers).
+	URL string
+	// Transport to use; empty means TransportAuto.
+	Transport Transport
+	// Headers sent on every request. Their values are treated as secrets:
+	// they never appear in errors.
+	Headers map[string]string
+	// TLS configures certificate verification; nil uses the system roots.
+	TLS *tls.Config
+	// Timeout bounds connecting, each request and the wait for response
+	// headers.
+	Timeout time.Duration
+	// Egress, if set, limits the addresses dialed.
+	Egress *EgressPolicy
+	// MaxResponseBytes caps the body of each answer to a POST, JSON or
+	// event stream, and each event of a long-lived GET stream (default
+	// 16 MiB), so a broken or hostile server cannot exhaust memory.
+	MaxResponseBytes int64
+	// Fingerprint identifies everything that shapes the connection (secret
+	// values only as a hash). A Pool opens a new session when it changes.
+	Fingerprint string
+}
+
+// DefaultMaxResponseBytes is the cap on one answer's body.
+const DefaultMaxResponseBytes = 16 << 20
+
+// redactedURL is the target as errors may show it: no user info, no query.
+func (t Target) redactedURL() string {
+	u, err := url.Parse(t.URL)
+	if err != nil {
+		return "the configured URL"
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
+}
+
+func (t Target) timeout() time.Duration {
+	if t.Timeout <= 0 {
+		return 30 * time.Second
+	}
+	return t.Timeout
+}
+
+func (t Target) maxResponseBytes() int64 {
+	if t.MaxResponseBytes <= 0 {
+		return DefaultMaxResponseBytes
+	}
+	return t.MaxResponseBytes
+}

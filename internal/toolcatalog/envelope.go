@@ -1,0 +1,127 @@
+package toolcatalog
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/toolmesh/mcp-operator/internal/mcpclient"
+)
+
+// Envelope is the uniform result of every executed call.
+type Envelope struct {
+	Output            string            `json:"output"`
+	Error             string            `json:"error,omitempty"`
+	Base64Image       string            `json:"base64_image,omitempty"`
+	System            string            `json:"system,omitempty"`
+	IsError           bool              `json:"isError"`
+	Content           []json.RawMessage `json:"content"`
+	StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
+	Message           *ToolMessage      `json:"message,omitempty"`
+}
+
+// ToolMessage is the conversation message an OpenAI-style agent appends.
+type ToolMessage struct {
+	Role       string `json:"role"`
+	ToolCallID string `json:"tool_call_id"`
+	Content    string `json:"content"`
+}
+
+// envelopeOf turns a tools/call result into the uniform envelope.
+func envelopeOf(result mcpclient.CallResult) Envelope {
+	env := Envelope{IsError: result.IsError, Content: result.Content, StructuredContent: result.StructuredContent}
+	if env.Content == nil {
+		env.Content = []json.RawMessage{}
+	}
+	var texts []string
+	for _, item := range result.Content {
+		var part struct {
+			Type     string `json:"type"`
+			Text     string `json:"text"`
+			Data     string `json:"data"`
+			MimeType string `json:"mimeType"`
+		}
+		if json.Unmarshal(item, &part) != nil {
+			continue
+		}
+		switch part.Type {
+		case "text":
+			texts = append(texts, part.Text)
+		case "image":
+			if env.Base64Image == "" {
+				env.Base64Image = part.Data
+			}
+		}
+	}
+	env.Output = strings.Join(texts, "\n")
+	if env.IsError {
+		env.Error = env.Output
+		if env.Error == "" {
+			env.Error = "the tool reported an error without a message"
+		}
+	}
+	return env
+}
+
+// truncate cuts output past the result text limit, on a character
+// boundary, and says so in the system note. The text items of content are
+// cut to the same budget, so MCP clients and readers of content get no
+// more than readers of output; a structured result past the limit is left
+// out, since half of it would not parse.
+func (c *Catalog) truncate(env *Envelope) {
+	limit := c.opts.MaxResultText
+	var notes []string
+	if total := len(env.Output); total > limit {
+		cut := runeCut(env.Output, limit)
+		env.Output = env.Output[:cut]
+		if env.IsError {
+			env.Error = env.Output
+		}
+		env.Content = cutTextItems(env.Content, cut)
+		notes = append(notes, fmt.Sprintf("Output truncated: %d of %d bytes shown.", cut, total))
+	}
+	if size := len(env.StructuredContent); size > limit {
+		env.StructuredContent = nil
+		notes = append(notes, fmt.Sprintf("Structured content of %d bytes left out (limit %d).", size, limit))
+	}
+	env.System = strings.Join(notes, " ")
+}
+
+// runeCut is the largest length no more than limit that does not split a
+// character of s.
+func runeCut(s string, limit int) int {
+	if len(s) <= limit {
+		return len(s)
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return cut
+}
+
+// cutTextItems keeps budget bytes of text across the text items, in order
+// (counting the newline output puts between them); text items past it are
+// dropped, other items kept.
+func cutTextItems(items []json.RawMessage, budget int) []json.RawMessage {
+	kept := make([]json.RawMessage, 0, len(items))
+	for _, item := range items {
+		var fields map[string]json.RawMessage
+		var text string
+		if json.Unmarshal(item, &fields) != nil || string(fields["type"]) != `"text"` || json.Unmarshal(fields["text"], &text) != nil {
+			kept = append(kept, item)
+			continue
+		}
+		if budget <= 0 {
+			continue
+		}
+		if len(text) > budget {
+			fields["text"], _ = json.Marshal(text[:runeCut(text, budget)])
+			item, _ = json.Marshal(fields)
+		}
+		budget -= len(text) + 1
+		kept = append(kept, item)
+	}
+	return kept
+}
