@@ -23,7 +23,7 @@ type upstream struct {
 	gen      uint64      // counts children started
 	init     *serverInit // the current child's initialize result; nil while not ready
 	ready    chan struct{}
-	notReady string // why requests cannot be served now, for /readyz and errors
+	notReady string        // why requests cannot be served now, for /readyz and errors
 	stopping chan struct{} // closed when the bridge shuts down
 	calls    map[int64]*call
 	lastID   int64
