@@ -78,6 +78,8 @@ func run() error {
 func serveStdio(mcpServer *server.MCPServer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Whoever runs a stdio server timestamps its stderr lines.
+	log.SetFlags(0)
 	stdio := server.NewStdioServer(mcpServer)
 	stdio.SetErrorLogger(log.New(os.Stderr, "demo-mcp-server: ", 0))
 	log.Printf("demo-mcp-server: serving on stdin and stdout")

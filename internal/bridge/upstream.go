@@ -72,6 +72,7 @@ func (u *upstream) waitReady(ctx context.Context) (*serverInit, *reply) {
 		if init != nil {
 			return init, nil
 		}
+		u.log.Debug("Waiting for the MCP server to be ready", "reason", why)
 		select {
 		case <-ready:
 		case <-u.stopping:
