@@ -30,8 +30,10 @@
 //     (-32601) and a message saying why: there is no one client to send
 //     them to. ping is answered. The bridge declares no roots, sampling or
 //     elicitation capability, so well-behaved servers do not ask.
-//   - resources/subscribe and unsubscribe go to the child as they are, so
-//     subscriptions are the child's, shared by all clients.
+//   - resources/subscribe and unsubscribe go to the child as they are:
+//     subscriptions belong to the child's one session, so every session
+//     gets resources/updated, and one client's unsubscribe ends the
+//     subscription for all.
 //
 // The bridge works on raw JSON-RPC messages rather than on mcp-go's server or
 // client: it forwards methods it does not know, and must pass results byte

@@ -103,6 +103,16 @@ func (c *child) send(ctx context.Context, msg []byte) error {
 	}
 }
 
+// trySend queues one message if there is room, without waiting.
+func (c *child) trySend(msg []byte) bool {
+	select {
+	case c.queue <- msg:
+		return true
+	default:
+		return false
+	}
+}
+
 // writeStdin is the only writer of the child's stdin, so messages never
 // interleave. A child that stops reading its stdin cannot be served, so a
 // failed write stops it and the supervisor restarts it.

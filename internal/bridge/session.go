@@ -41,6 +41,10 @@ func newSession(id string, legacy bool, now time.Time) *session {
 		slots: make(chan struct{}, maxSessionCalls), ctx: ctx, end: end, logLevel: -1, lastSeen: now}
 }
 
+// logID is enough of the session's id to tell sessions apart in a log; the
+// whole id would let a reader of the log use the session.
+func (s *session) logID() string { return s.id[:min(6, len(s.id))] }
+
 func (s *session) touch() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

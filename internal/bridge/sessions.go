@@ -81,10 +81,10 @@ func (t *sessions) broadcast(msg []byte, level int) {
 			continue
 		}
 		if s.legacy {
-			t.log.Warn("Ending an SSE session whose client does not read its stream", "session", s.id)
+			t.log.Warn("Ending an SSE session whose client does not read its stream", "session", s.logID())
 			t.end(s)
 		} else {
-			t.log.Debug("Dropped a notification for a session whose stream is full", "session", s.id)
+			t.log.Debug("Dropped a notification for a session whose stream is full", "session", s.logID())
 		}
 	}
 }
@@ -100,7 +100,7 @@ func (t *sessions) expire(ctx context.Context) {
 		case now := <-ticker.C:
 			for _, s := range t.snapshot() {
 				if s.idle(now, t.idle) {
-					t.log.Debug("Ending an idle session", "session", s.id)
+					t.log.Debug("Ending an idle session", "session", s.logID())
 					t.end(s)
 				}
 			}

@@ -104,7 +104,7 @@ func (b *Bridge) legacyRequest(s *session, m message) {
 		}
 	}
 	if !s.pushWait(encodeReply(m.ID, rep)) && s.ctx.Err() == nil {
-		b.log.Warn("Ending an SSE session whose client does not read its stream", "session", s.id)
+		b.log.Warn("Ending an SSE session whose client does not read its stream", "session", s.logID())
 		b.sessions.end(s)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 )
 
 // upstream is the bridge's one MCP session with the child process, shared by
@@ -150,28 +149,24 @@ func (u *upstream) health() health {
 	if u.proc != nil && u.proc.running() {
 		h.running, h.pid = true, u.proc.pid
 	}
+	select {
+	case <-u.stopping:
+		h.ready, h.notReady = false, "the bridge is shutting down"
+	default:
+	}
 	return h
 }
 
-// current is the child of generation gen, nil if it is gone.
-func (u *upstream) current(gen uint64) *child {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if gen != u.gen {
-		return nil
-	}
-	return u.proc
-}
-
-// sendBestEffort writes a message that no one waits on, such as an answer to
-// the child or a cancellation, without holding anyone up for long.
+// sendBestEffort queues a message no one waits on (a cancellation, an
+// answer to the child's ping) without waiting: it may be sent from the
+// goroutine reading the child's stdout, which must never block on the
+// child's stdin. A full queue means the child is not reading; such a
+// message is dropped.
 func (u *upstream) sendBestEffort(proc *child, msg []byte) {
 	if proc == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	if err := proc.send(ctx, msg); err != nil {
-		u.log.Debug("Dropped a message to the MCP server", "error", err)
+	if !proc.trySend(msg) {
+		u.log.Debug("Dropped a message to the MCP server, which is not reading its stdin")
 	}
 }
