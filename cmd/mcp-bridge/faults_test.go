@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -208,5 +209,33 @@ func readAll(t *testing.T, resp *http.Response) string {
 		if err != nil {
 			return b.String()
 		}
+	}
+}
+
+// On SIGTERM the bridge stops accepting connections at once, but lives as
+// long as its server does.
+func TestShutdownStopsAcceptingAndWaitsForTheServer(t *testing.T) {
+	b := startBridge(t, nil, []string{"--grace", "10m"}, script("stubborn.sh"))
+	b.waitLog(`line="stubborn server starting"`)
+	pid := b.childPID()
+	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	b.waitLog(`msg="Stopping the MCP server" pid=\d+ signal=SIGTERM`)
+	if conn, err := net.Dial("tcp", b.addr); err == nil {
+		conn.Close()
+		t.Error("the bridge accepts connections after SIGTERM")
+	}
+	select {
+	case <-b.exited:
+		t.Fatal("the bridge exited while its server still ran")
+	default:
+	}
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-b.exited
+	if code := b.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("the bridge exited with %d", code)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -116,8 +117,9 @@ func serve(b *bridge.Bridge, ln net.Listener, grace time.Duration, log *slog.Log
 		// No ReadTimeout or WriteTimeout: they would end the event streams.
 		// The bridge bounds each body read and each write itself.
 	}
+	closing := &closeSignalling{Listener: ln, closed: make(chan struct{})}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(closing) }()
 	ran := make(chan struct{})
 	bridgeCtx, stopBridge := context.WithCancel(context.Background())
 	defer stopBridge()
@@ -136,6 +138,7 @@ func serve(b *bridge.Bridge, ln net.Listener, grace time.Duration, log *slog.Log
 	defer cancel()
 	shutdown := make(chan error, 1)
 	go func() { shutdown <- srv.Shutdown(shutdownCtx) }()
+	<-closing.closed // no new connections from here on
 	stopBridge()
 	<-ran
 	if err := <-shutdown; err != nil {
@@ -146,6 +149,19 @@ func serve(b *bridge.Bridge, ln net.Listener, grace time.Duration, log *slog.Log
 		return serveErr
 	}
 	return nil
+}
+
+// closeSignalling tells when the listener is closed.
+type closeSignalling struct {
+	net.Listener
+	closed  chan struct{}
+	closeOn sync.Once
+}
+
+func (l *closeSignalling) Close() error {
+	err := l.Listener.Close()
+	l.closeOn.Do(func() { close(l.closed) })
+	return err
 }
 
 // writeAtomically writes content to path so that a reader never sees it

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -130,4 +131,40 @@ func TestTheServerSeesOneSession(t *testing.T) {
 			t.Errorf("the server was not told to cancel request %s; it was told %v", call.ID, cancelled)
 		}
 	}
+}
+
+// Requests from the server to "the client" have no one client to go to:
+// ping is answered by the bridge, the others refused with a message that
+// says why.
+func TestRequestsFromTheServerAreAnsweredByTheBridge(t *testing.T) {
+	asker := filepath.Join(t.TempDir(), "asker")
+	if err := goBuild(asker, "./testdata/asker", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	b := startBridge(t, nil, nil, asker)
+	c, _ := connect(t, b, streamable, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+	text, err := callText(timeout(t), c, "ask", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answers map[string]struct {
+		Result json.RawMessage
+		Error  *struct {
+			Code    int
+			Message string
+		}
+	}
+	if err := json.Unmarshal([]byte(text), &answers); err != nil {
+		t.Fatalf("the server's answer %q: %v", text, err)
+	}
+	if ping := answers["ping"]; string(ping.Result) != "{}" || ping.Error != nil {
+		t.Errorf("ping was answered %+v", ping)
+	}
+	for _, method := range []string{"roots/list", "sampling/createMessage"} {
+		e := answers[method].Error
+		if e == nil || e.Code != -32601 || !strings.Contains(e.Message, "requests from the server to a client ("+method+") have no single client to go to") {
+			t.Errorf("%s was answered %+v", method, answers[method])
+		}
+	}
+	b.waitLog(`msg="Refused a request from the MCP server" method=roots/list`)
 }
