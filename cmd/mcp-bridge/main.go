@@ -99,7 +99,7 @@ func run() error {
 			return fmt.Errorf("writing the address file: %w", err)
 		}
 	}
-	log.Info("Listening", "address", ln.Addr().String(), "command", c.opts.Command)
+	log.Info("Listening", "address", ln.Addr().String())
 	return serve(b, ln, c.opts.Grace, log)
 }
 

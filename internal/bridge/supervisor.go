@@ -50,11 +50,13 @@ func (u *upstream) run(ctx context.Context) {
 func (u *upstream) runOnce(ctx context.Context) string {
 	proc, err := startChild(u.opts.Command, u.opts.MaxMessage, u.log, lineHandlers{line: u.route, oversized: u.oversized})
 	if err != nil {
-		u.log.Error("Could not start the MCP server", "command", u.opts.Command, "error", err)
+		u.log.Error("Could not start the MCP server", "program", u.opts.Command[0], "error", err)
 		return fmt.Sprintf("could not start the MCP server: %v", err)
 	}
 	gen := u.setStarting(proc)
-	u.log.Info("Started the MCP server", "pid", proc.pid, "command", u.opts.Command)
+	// The program only: arguments can hold secrets (Kubernetes expands
+	// $(VAR) in them).
+	u.log.Info("Started the MCP server", "pid", proc.pid, "program", u.opts.Command[0], "arguments", len(u.opts.Command)-1)
 	stopOnShutdown := context.AfterFunc(ctx, func() { proc.stop(u.opts.Grace) })
 	defer stopOnShutdown()
 
