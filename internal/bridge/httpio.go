@@ -21,9 +21,9 @@ const (
 	// writeTimeout bounds each write to a client, so one that stops
 	// reading cannot hold a stream (and its session) forever.
 	writeTimeout = 30 * time.Second
-	// keepAlive is how often an idle stream gets a comment, which keeps
+	// keepAliveEvery is how often an idle stream gets a comment, which keeps
 	// proxies from closing it and shows when the client is gone.
-	keepAlive = 25 * time.Second
+	keepAliveEvery = 25 * time.Second
 )
 
 // readBody reads a request body of at most limit bytes. On failure it has

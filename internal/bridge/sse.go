@@ -98,7 +98,7 @@ func (b *Bridge) legacyRequest(s *session, m message) {
 			rep = *r
 		} else {
 			var ok bool
-			if rep, ok = b.relay(ctx, c, func(note []byte) bool { return s.pushWait(note) }); !ok {
+			if rep, ok = b.relay(ctx, c, func(note []byte) bool { return s.pushWait(note) }, nil); !ok {
 				return
 			}
 		}

@@ -143,7 +143,7 @@ func (b *Bridge) streamCall(ctx context.Context, w http.ResponseWriter, c *call,
 		b.up.abandon(c, "the client's stream broke")
 		return
 	}
-	rep, ok := b.relay(ctx, c, func(note []byte) bool { return stream.send("message", note) == nil })
+	rep, ok := b.relay(ctx, c, func(note []byte) bool { return stream.send("message", note) == nil }, stream.keepAlive)
 	if ok {
 		_ = stream.send("message", encodeReply(id, rep))
 	}
@@ -151,10 +151,19 @@ func (b *Bridge) streamCall(ctx context.Context, w http.ResponseWriter, c *call,
 
 // relay hands a call's progress notifications to deliver until its reply
 // comes, which it returns; false when there is nothing to answer (the client
-// went away, or a notification could not be delivered).
-func (b *Bridge) relay(ctx context.Context, c *call, deliver func([]byte) bool) (reply, bool) {
+// went away, or a notification could not be delivered). keepAlive, if not
+// nil, is called while the call is quiet, so that proxies keep a stream
+// that carries only this call open.
+func (b *Bridge) relay(ctx context.Context, c *call, deliver func([]byte) bool, keepAlive func() error) (reply, bool) {
+	ticker := time.NewTicker(keepAliveEvery)
+	defer ticker.Stop()
 	for {
 		select {
+		case <-ticker.C:
+			if keepAlive != nil && keepAlive() != nil {
+				b.up.abandon(c, "the client's stream broke")
+				return reply{}, false
+			}
 		case note := <-c.progress:
 			if !deliver(note) {
 				b.up.abandon(c, "the client's stream broke")
@@ -204,7 +213,7 @@ func (b *Bridge) streamableListen(w http.ResponseWriter, r *http.Request) {
 // pump writes a session's queued messages to its stream until the session
 // or the connection ends, or a write fails.
 func pump(ctx context.Context, s *session, stream *eventStream) {
-	ticker := time.NewTicker(keepAlive)
+	ticker := time.NewTicker(keepAliveEvery)
 	defer ticker.Stop()
 	for {
 		select {
