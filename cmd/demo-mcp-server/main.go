@@ -17,8 +17,7 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
-	// Time zones without the host's zoneinfo: the image has none.
-	_ "time/tzdata"
+	_ "time/tzdata" // time zones without the host's zoneinfo: the image has none
 
 	"github.com/mark3labs/mcp-go/server"
 )

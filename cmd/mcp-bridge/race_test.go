@@ -2,6 +2,6 @@
 
 package main
 
-// raceEnabled builds the bridge under test with the race detector when the
+// raceFlags build the bridge under test with the race detector when the
 // tests run with it, so races in the bridge process are caught too.
-const raceEnabled = true
+var raceFlags = []string{"-race"}

@@ -89,7 +89,7 @@ func TestProgressReachesOnlyItsCaller(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range callers {
-		c.notes.waitFor(t, string(mcp.MethodNotificationMessage), 1)
+		c.notes.waitFor(t, string(mcp.MethodNotificationMessage))
 		got := c.notes.of(string(mcp.MethodNotificationProgress))
 		if len(got) != c.steps {
 			t.Errorf("the caller with %d steps got %d progress notifications: %v", c.steps, len(got), got)
@@ -130,8 +130,8 @@ func TestListChangedReachesEverySession(t *testing.T) {
 	if got, err := callText(ctx, streamer, "pin_timezone", map[string]any{"timezone": "Europe/Paris"}); err != nil || got != "added time_in_europe_paris" {
 		t.Fatalf("pin_timezone: %q %v", got, err)
 	}
-	streamerNotes.waitFor(t, mcp.MethodNotificationToolsListChanged, 1)
-	sseNotes.waitFor(t, mcp.MethodNotificationToolsListChanged, 1)
+	streamerNotes.waitFor(t, mcp.MethodNotificationToolsListChanged)
+	sseNotes.waitFor(t, mcp.MethodNotificationToolsListChanged)
 	select {
 	case <-operatorHeard:
 	case <-ctx.Done():

@@ -10,7 +10,7 @@ import (
 // (distroless, Alpine's musl, scratch), so it must need no C library.
 func TestTheBinaryIsStatic(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "mcp-bridge")
-	if err := goBuild(out, ".", false, []string{"CGO_ENABLED=0"}); err != nil {
+	if err := goBuild(out, ".", []string{"CGO_ENABLED=0"}); err != nil {
 		t.Fatalf("CGO_ENABLED=0 go build: %v", err)
 	}
 	f, err := elf.Open(out)

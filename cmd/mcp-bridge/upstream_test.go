@@ -107,7 +107,7 @@ func TestTheServerSeesOneSession(t *testing.T) {
 	}
 
 	// a gives up (its HTTP request ends); c cancels explicitly.
-	aNotes.waitFor(t, string(mcp.MethodNotificationProgress), 1)
+	aNotes.waitFor(t, string(mcp.MethodNotificationProgress))
 	cancelA()
 	if err := <-aDone; err == nil {
 		t.Error("a's cancelled call succeeded")
@@ -138,7 +138,7 @@ func TestTheServerSeesOneSession(t *testing.T) {
 // says why.
 func TestRequestsFromTheServerAreAnsweredByTheBridge(t *testing.T) {
 	asker := filepath.Join(t.TempDir(), "asker")
-	if err := goBuild(asker, "./testdata/asker", false, nil); err != nil {
+	if err := goBuild(asker, "./testdata/asker", nil); err != nil {
 		t.Fatal(err)
 	}
 	b := startBridge(t, nil, nil, asker)

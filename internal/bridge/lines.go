@@ -56,7 +56,8 @@ func (l *lineReader) next() ([]byte, *oversized, error) {
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
-		if err != nil && !(errors.Is(err, io.EOF) && (big != nil || len(line) > 0)) {
+		// At the end of the stream a last line without newline still counts.
+		if err != nil && (!errors.Is(err, io.EOF) || (big == nil && len(line) == 0)) {
 			return nil, nil, err
 		}
 		return finish(line, big, l.max)
