@@ -58,7 +58,7 @@ func goBuild(out, pkg string, env []string, flags ...string) error {
 
 // The stdio servers the bridge is tested in front of.
 
-func peers(t *testing.T) string {
+func peers(t testing.TB) string {
 	t.Helper()
 	dir := os.Getenv(testmcp.PeersEnv)
 	if dir == "" {
@@ -84,7 +84,7 @@ func script(name string) string {
 
 // bridgeProc is a running mcp-bridge process.
 type bridgeProc struct {
-	t       *testing.T
+	t       testing.TB
 	cmd     *exec.Cmd
 	log     *logBuffer
 	addr    string
@@ -94,7 +94,7 @@ type bridgeProc struct {
 
 // startBridge runs mcp-bridge on a free loopback port in front of command
 // and waits until it listens. It is stopped (SIGTERM) when the test ends.
-func startBridge(t *testing.T, env, flags []string, command ...string) *bridgeProc {
+func startBridge(t testing.TB, env, flags []string, command ...string) *bridgeProc {
 	t.Helper()
 	addrFile := filepath.Join(t.TempDir(), "addr")
 	args := append([]string{"--listen", "127.0.0.1:0", "--addr-file", addrFile}, flags...)
@@ -198,7 +198,7 @@ func (l *logBuffer) String() string {
 }
 
 // eventually polls cond until it holds, failing the test after timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
@@ -246,7 +246,7 @@ func (n *notes) of(method string) []mcp.JSONRPCNotification {
 }
 
 // waitFor waits until a notification with method has arrived.
-func (n *notes) waitFor(t *testing.T, method string) {
+func (n *notes) waitFor(t testing.TB, method string) {
 	t.Helper()
 	timeout := time.After(60 * time.Second)
 	for len(n.of(method)) == 0 {
@@ -268,7 +268,7 @@ const (
 // connect opens an initialized mcp-go client session through the bridge.
 // A Streamable HTTP client listens on the GET stream. revision "" lets
 // mcp-go negotiate as it does by default (it probes server/discover first).
-func connect(t *testing.T, b *bridgeProc, kind clientKind, revision string) (*client.Client, *notes) {
+func connect(t testing.TB, b *bridgeProc, kind clientKind, revision string) (*client.Client, *notes) {
 	t.Helper()
 	var (
 		c   *client.Client
@@ -325,7 +325,7 @@ func callText(ctx context.Context, c *client.Client, tool string, args map[strin
 	return text.Text, nil
 }
 
-func timeout(t *testing.T) context.Context {
+func timeout(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
