@@ -145,15 +145,3 @@ func (b *Bridge) notification(s *session, m message) {
 		b.up.notify(m)
 	}
 }
-
-// notify passes a client's notification to the child if one is ready; a
-// notification has no answer to fail with.
-func (u *upstream) notify(m message) {
-	u.mu.Lock()
-	proc := u.proc
-	ready := u.init != nil
-	u.mu.Unlock()
-	if ready {
-		u.sendBestEffort(proc, encodeNotification(m.Method, m.Params))
-	}
-}

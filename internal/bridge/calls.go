@@ -182,6 +182,18 @@ func (u *upstream) cancel(s *session, params json.RawMessage) {
 	found.reply <- errorReply(codeCancelled, "the request was cancelled by the client")
 }
 
+// notify passes a client's notification to the child if one is ready; a
+// notification has no answer to fail with.
+func (u *upstream) notify(m message) {
+	u.mu.Lock()
+	proc := u.proc
+	ready := u.init != nil
+	u.mu.Unlock()
+	if ready {
+		u.sendBestEffort(proc, encodeNotification(m.Method, m.Params))
+	}
+}
+
 // endSession cancels the calls of a session that ended.
 func (u *upstream) endSession(s *session) {
 	u.mu.Lock()

@@ -48,7 +48,7 @@ func (u *upstream) run(ctx context.Context) {
 // runOnce starts a child, initializes it and serves through it until it
 // exits, then fails what was in flight. It returns why the child is gone.
 func (u *upstream) runOnce(ctx context.Context) string {
-	proc, err := startChild(u.opts.Command, u.opts.MaxMessage, u.log, lineHandlers{line: u.route, oversized: u.oversized})
+	proc, err := startChild(u.opts.Command, u.opts.MaxMessage, u.log, lineHandlers{line: u.dispatch, oversized: u.oversized})
 	if err != nil {
 		u.log.Error("Could not start the MCP server", "program", u.opts.Command[0], "error", err)
 		return fmt.Sprintf("could not start the MCP server: %v", err)

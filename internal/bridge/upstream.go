@@ -10,8 +10,8 @@ import (
 
 // upstream is the bridge's one MCP session with the child process, shared by
 // every client: it runs the child (supervisor.go), sends it the clients'
-// requests under ids of its own (calls.go) and routes what it writes back
-// (route.go). This file holds its state and readiness.
+// requests under ids of its own (calls.go) and dispatches what it writes
+// back (dispatch.go). This file holds its state and readiness.
 type upstream struct {
 	opts     Options
 	log      *slog.Logger

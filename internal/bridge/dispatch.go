@@ -6,10 +6,10 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// route handles one line the child wrote to stdout: answers go to the call
-// they answer, notifications to the sessions that should see them, and
+// dispatch handles one line the child wrote to stdout: answers go to the
+// call they answer, notifications to the sessions that should see them, and
 // requests from the child are answered by the bridge.
-func (u *upstream) route(proc *child, line []byte) {
+func (u *upstream) dispatch(proc *child, line []byte) {
 	m, err := parseMessage(line)
 	switch {
 	case err != nil:
