@@ -35,6 +35,24 @@
 //     gets resources/updated, and one client's unsubscribe ends the
 //     subscription for all.
 //
+// # Transports
+//
+// Streamable HTTP follows the 2025-11-25 specification: initialize (which
+// waits up to ReadyWait for the child, and answers 503 if it is not ready)
+// issues an Mcp-Session-Id; any other POST without one is 400, with an
+// unknown one 404 (initialize again); DELETE ends the session; GET opens the
+// session's one listening stream (a second is 409); an MCP-Protocol-Version
+// header must name a revision the bridge speaks (400 otherwise); a browser
+// Origin other than the bridge's own is 403. Requests are answered with JSON,
+// or with an event stream when they asked for progress. The stateless
+// 2026-07-28 clients' server/discover, sent without a session, gets the 400
+// and they fall back to initialize, as mcp-go's client does.
+//
+// HTTP+SSE (2024-11-05): GET /sse opens a session whose stream first names
+// a relative endpoint (message?sessionId=…), so it resolves through any
+// proxy or path prefix; answers travel on the stream. A request other than
+// initialize or ping before initialize is refused.
+//
 // The bridge works on raw JSON-RPC messages rather than on mcp-go's server or
 // client: it forwards methods it does not know, and must pass results byte
 // for byte (mcp-go's mcp.Tool drops schema keywords it does not model); mcp-go
