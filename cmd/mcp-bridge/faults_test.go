@@ -52,6 +52,7 @@ func TestAServerKilledMidCallIsRestarted(t *testing.T) {
 		t.Errorf("/readyz while the server is down: %d %s", status, body)
 	}
 
+	mark := b.logMark()
 	next := make(chan error, 1)
 	go func() {
 		got, err := callText(ctx, c, "echo", map[string]any{"message": "after the restart"})
@@ -60,7 +61,7 @@ func TestAServerKilledMidCallIsRestarted(t *testing.T) {
 		}
 		next <- err
 	}()
-	b.waitLog(`Waiting for the MCP server to be ready`) // the request waits
+	b.waitLogAfter(mark, `Waiting for the MCP server to be ready`) // the request waits
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}

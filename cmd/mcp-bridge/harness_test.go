@@ -147,10 +147,16 @@ func (b *bridgeProc) stop() {
 }
 
 // waitLog waits until the bridge's log has a line matching pattern.
-func (b *bridgeProc) waitLog(pattern string) {
+func (b *bridgeProc) waitLog(pattern string) { b.waitLogAfter(0, pattern) }
+
+// logMark is how much the bridge has logged so far.
+func (b *bridgeProc) logMark() int { return len(b.log.String()) }
+
+// waitLogAfter waits for a line matching pattern logged after mark.
+func (b *bridgeProc) waitLogAfter(mark int, pattern string) {
 	b.t.Helper()
 	re := regexp.MustCompile(pattern)
-	eventually(b.t, 60*time.Second, "the log to match "+pattern, func() bool { return re.MatchString(b.log.String()) })
+	eventually(b.t, 60*time.Second, "the log to match "+pattern, func() bool { return re.MatchString(b.log.String()[mark:]) })
 }
 
 // probe GETs /healthz or /readyz.
