@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -221,10 +220,26 @@ func mustRequest(t *testing.T, method, url, body string) *http.Request {
 	return req
 }
 
-// Sessions are bounded: at most --max-sessions, and an idle one ends. One
-// with an open stream is not idle.
-func TestSessionsAreBounded(t *testing.T) {
-	b := startBridge(t, nil, []string{"--max-sessions", "2", "--session-idle", "300ms"}, demoCommand()...)
+// Sessions are bounded: at most --max-sessions at once.
+func TestSessionsAreBoundedInNumber(t *testing.T) {
+	b := startBridge(t, nil, []string{"--max-sessions", "2"}, demoCommand()...)
+	first := rawSession(t, b)
+	rawSession(t, b)
+	if resp, body := rawPost(t, b, initializeBody("2025-11-25"), nil); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "2 sessions") {
+		t.Errorf("a third session: %d %s", resp.StatusCode, body)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, b.url("/mcp"), nil)
+	req.Header.Set("Mcp-Session-Id", first)
+	if resp, _ := do(t, req); resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE: %d", resp.StatusCode)
+	}
+	rawSession(t, b) // room again
+}
+
+// A session idle for --session-idle ends; one with an open stream is not
+// idle.
+func TestIdleSessionsEnd(t *testing.T) {
+	b := startBridge(t, nil, []string{"--debug", "--session-idle", "300ms"}, demoCommand()...)
 	listening := rawSession(t, b)
 	ctx, cancel := context.WithCancel(timeout(t))
 	defer cancel()
@@ -238,14 +253,7 @@ func TestSessionsAreBounded(t *testing.T) {
 	defer stream.Body.Close()
 
 	idle := rawSession(t, b)
-	if resp, body := rawPost(t, b, initializeBody("2025-11-25"), nil); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "2 sessions") {
-		t.Errorf("a third session: %d %s", resp.StatusCode, body)
-	}
-	// Any request would keep the idle session alive: wait for room.
-	eventually(t, time.Minute, "room for a new session", func() bool {
-		resp, _ := rawPost(t, b, initializeBody("2025-11-25"), nil)
-		return resp.StatusCode == http.StatusOK
-	})
+	b.waitLog(`msg="Ending an idle session" session=` + idle[:6])
 	if resp, body := rawPost(t, b, listBody, map[string]string{"Mcp-Session-Id": idle}); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("the idle session: %d %s", resp.StatusCode, body)
 	}
