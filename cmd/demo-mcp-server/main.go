@@ -1,7 +1,9 @@
 // Command demo-mcp-server is a small, genuinely useful MCP server for `make
 // demo` and the samples: date and time arithmetic, unit conversion and text
 // statistics. It serves Streamable HTTP at /mcp and HTTP+SSE at /sse, and
-// the same tools behind a bearer token at /private/mcp.
+// the same tools behind a bearer token at /private/mcp; with --stdio it
+// serves them over stdin and stdout instead, as most MCP servers do, for
+// mcp-bridge to put on HTTP.
 package main
 
 import (
@@ -15,6 +17,7 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+	_ "time/tzdata" // time zones without the host's zoneinfo: the image has none
 
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -29,10 +32,14 @@ func main() {
 func run() error {
 	listen := flag.String("listen", "127.0.0.1:8765", "address to serve on")
 	token := flag.String("token", "demo-token", "bearer token /private/mcp requires")
+	stdio := flag.Bool("stdio", false, "serve over stdin and stdout instead of HTTP")
 	flag.Parse()
 
 	mcpServer := server.NewMCPServer("demo-tools", "1.0.0", server.WithToolCapabilities(true))
 	addTools(mcpServer)
+	if *stdio {
+		return serveStdio(mcpServer)
+	}
 
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", server.NewStreamableHTTPServer(mcpServer, server.WithEndpointPath("/mcp")))
@@ -63,4 +70,22 @@ func run() error {
 		return err
 	}
 	return nil
+}
+
+// serveStdio serves until stdin closes or a signal comes. Stdout carries the
+// protocol, so everything else goes to stderr.
+func serveStdio(mcpServer *server.MCPServer) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// Whoever runs a stdio server timestamps its stderr lines.
+	log.SetFlags(0)
+	stdio := server.NewStdioServer(mcpServer)
+	stdio.SetErrorLogger(log.New(os.Stderr, "demo-mcp-server: ", 0))
+	log.Printf("demo-mcp-server: serving on stdin and stdout")
+	err := stdio.Listen(ctx, os.Stdin, os.Stdout)
+	if ctx.Err() != nil {
+		log.Printf("demo-mcp-server: stopping: %v", context.Cause(ctx))
+		return nil
+	}
+	return err
 }

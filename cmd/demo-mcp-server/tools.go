@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -41,6 +42,60 @@ func addTools(s *server.MCPServer) {
 		mcp.WithString("text", mcp.Required()),
 		mcp.WithReadOnlyHintAnnotation(true),
 	), textStats)
+	pins := &pinnedZones{server: s}
+	s.AddTool(mcp.NewTool("pin_timezone",
+		mcp.WithDescription(fmt.Sprintf("Adds a tool time_in_<zone> that tells the current time in an IANA time zone without arguments; at most %d.", maxPinned)),
+		mcp.WithString("timezone", mcp.Required(), mcp.Description("IANA zone such as Europe/Paris")),
+		mcp.WithIdempotentHintAnnotation(true),
+	), pins.pin)
+}
+
+// maxPinned bounds the tools pin_timezone adds.
+const maxPinned = 16
+
+// pinnedZones adds a tool per pinned time zone. Adding one changes the tool
+// list, which the server announces with notifications/tools/list_changed.
+type pinnedZones struct {
+	server *server.MCPServer
+	mu     sync.Mutex
+	count  int
+}
+
+func (p *pinnedZones) pin(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	zone := req.GetString("timezone", "")
+	loc, err := time.LoadLocation(zone)
+	if err != nil || zone == "" || zone == "Local" {
+		return mcp.NewToolResultError(fmt.Sprintf("unknown time zone %q", zone)), nil
+	}
+	name := pinnedToolName(zone)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.server.GetTool(name) != nil {
+		return mcp.NewToolResultText(fmt.Sprintf("%s is pinned already", name)), nil
+	}
+	if p.count >= maxPinned {
+		return mcp.NewToolResultError(fmt.Sprintf("%d zones are pinned, the most there can be", maxPinned)), nil
+	}
+	p.count++
+	p.server.AddTool(mcp.NewTool(name,
+		mcp.WithDescription("The current date and time in "+zone+"."),
+		mcp.WithReadOnlyHintAnnotation(true),
+	), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText(time.Now().In(loc).Format(time.RFC3339)), nil
+	})
+	return mcp.NewToolResultText("added " + name), nil
+}
+
+// pinnedToolName is time_in_ and the zone in lower case, other characters
+// than letters and digits made underscores: Europe/Paris gives
+// time_in_europe_paris.
+func pinnedToolName(zone string) string {
+	return "time_in_" + strings.Map(func(r rune) rune {
+		if r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			return unicode.ToLower(r)
+		}
+		return '_'
+	}, zone)
 }
 
 func timeNow(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -46,3 +46,48 @@ func TestTools(t *testing.T) {
 		})
 	}
 }
+
+func TestPinnedToolName(t *testing.T) {
+	tests := []struct{ zone, want string }{
+		{"Europe/Paris", "time_in_europe_paris"},
+		{"America/Argentina/Buenos_Aires", "time_in_america_argentina_buenos_aires"},
+		{"Etc/GMT+5", "time_in_etc_gmt_5"},
+		{"UTC", "time_in_utc"},
+	}
+	for _, tt := range tests {
+		if got := pinnedToolName(tt.zone); got != tt.want {
+			t.Errorf("pinnedToolName(%q) = %q, want %q", tt.zone, got, tt.want)
+		}
+	}
+}
+
+func TestPinTimezoneAddsATool(t *testing.T) {
+	s := server.NewMCPServer("test", "1", server.WithToolCapabilities(true))
+	pins := &pinnedZones{server: s}
+	pin := func(zone string) (string, bool) {
+		return call(t, pins.pin, map[string]any{"timezone": zone})
+	}
+	if got, isError := pin("Europe/Paris"); got != "added time_in_europe_paris" || isError {
+		t.Fatalf("first pin: %q (error %v)", got, isError)
+	}
+	if s.GetTool("time_in_europe_paris") == nil {
+		t.Fatal("pinning did not add the tool")
+	}
+	if got, isError := pin("Europe/Paris"); got != "time_in_europe_paris is pinned already" || isError {
+		t.Errorf("second pin: %q (error %v)", got, isError)
+	}
+	if got, isError := pin("Mars/Olympus"); got != `unknown time zone "Mars/Olympus"` || !isError {
+		t.Errorf("unknown zone: %q (error %v)", got, isError)
+	}
+	zones := []string{"Asia/Tokyo", "Asia/Kolkata", "Africa/Cairo", "America/New_York", "America/Chicago",
+		"America/Denver", "America/Los_Angeles", "Australia/Sydney", "Europe/London", "Europe/Berlin",
+		"Europe/Madrid", "Europe/Rome", "Pacific/Auckland", "Asia/Singapore", "Asia/Dubai"}
+	for _, zone := range zones {
+		if _, isError := pin(zone); isError {
+			t.Fatalf("pinning %s failed", zone)
+		}
+	}
+	if got, isError := pin("UTC"); got != "16 zones are pinned, the most there can be" || !isError {
+		t.Errorf("pin over the bound: %q (error %v)", got, isError)
+	}
+}

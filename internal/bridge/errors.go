@@ -1,0 +1,33 @@
+package bridge
+
+// JSON-RPC error codes of the bridge's own answers. They are in the range
+// JSON-RPC leaves to implementations (-32000 to -32099), away from the codes
+// MCP and its SDKs use (-32002 resource not found, -32022 unsupported
+// protocol version, -32042 URL elicitation required). Every message starts
+// with "mcp-bridge:" and says what happened.
+const (
+	// codeServerExited: the server process exited (or could not be written
+	// to) before answering; the message names its exit status.
+	codeServerExited = -32010
+	// codeNotReady: the server was not ready (starting, restarting, or
+	// never answering initialize) within --ready-wait, or the bridge is
+	// shutting down.
+	codeNotReady = -32011
+	// codeOverloaded: too many requests in flight.
+	codeOverloaded = -32012
+	// codeTimeout: no answer within --request-timeout; the request was
+	// cancelled towards the server.
+	codeTimeout = -32013
+	// codeTooLarge: the server's answer was over --max-message.
+	codeTooLarge = -32014
+	// codeCancelled: the client cancelled the request or ended its session
+	// (the client ignores this answer, as the specification says).
+	codeCancelled = -32015
+
+	// Standard JSON-RPC codes. Invalid request also answers a request
+	// without a session (HTTP 400), for an unknown one (HTTP 404), and one
+	// sent before initialize on a legacy SSE session.
+	codeParseError     = -32700
+	codeInvalidRequest = -32600
+	codeInvalidParams  = -32602
+)

@@ -1,0 +1,69 @@
+package bridge
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+)
+
+func TestSessionLogLevel(t *testing.T) {
+	tests := []struct {
+		name    string
+		set     string // "" leaves the level unset
+		message string
+		want    bool
+	}{
+		{"unset passes everything", "", "debug", true},
+		{"a level passes itself", "warning", "warning", true},
+		{"and what is more severe", "warning", "error", true},
+		{"but not what is less", "warning", "info", false},
+		{"notifications that are no log messages always pass", "emergency", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSession("s", false, time.Now())
+			if tt.set != "" {
+				s.setLogLevel(tt.set)
+			}
+			if got := s.wants(levelRank(tt.message)); got != tt.want {
+				t.Errorf("wants(%q) = %v, want %v", tt.message, got, tt.want)
+			}
+		})
+	}
+}
+
+// The child is asked for the most verbose level any session wants, so that
+// each session can filter down to its own.
+func TestSetLevelAsksTheChildForTheMostVerbose(t *testing.T) {
+	u := newUpstream(DefaultOptions(), slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	a, b := newSession("a", false, time.Now()), newSession("b", false, time.Now())
+	steps := []struct {
+		session *session
+		level   string
+		sent    string
+	}{
+		{a, "error", "error"},
+		{b, "info", "info"},
+		{a, "critical", "info"},
+		{b, "debug", "debug"},
+	}
+	for _, step := range steps {
+		params, err := u.paramsFor(step.session, message{Method: "logging/setLevel", Params: json.RawMessage(`{"level":"` + step.level + `"}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p struct{ Level string }
+		_ = json.Unmarshal(params, &p)
+		if p.Level != step.sent {
+			t.Errorf("after %s asked for %s the child was asked for %s, want %s", step.session.id, step.level, p.Level, step.sent)
+		}
+	}
+	if a.wants(levelRank("error")) || !a.wants(levelRank("alert")) {
+		t.Error("session a does not filter at critical")
+	}
+	if _, err := u.paramsFor(a, message{Method: "logging/setLevel", Params: json.RawMessage(`{"level":"loud"}`)}); err == nil {
+		t.Error("an unknown level was accepted")
+	}
+}
