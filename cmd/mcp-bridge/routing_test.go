@@ -113,7 +113,7 @@ func TestListChangedReachesEverySession(t *testing.T) {
 	_, sseNotes := connect(t, b, sse, "2024-11-05")
 	operatorHeard := make(chan struct{}, 1)
 	ctx := timeout(t)
-	operator, err := mcpclient.Connect(ctx, mcpclient.Endpoint{URL: b.url("/mcp")}, func() {
+	operator, err := mcpclient.Connect(ctx, mcpclient.Target{URL: b.url("/mcp")}, func() {
 		select {
 		case operatorHeard <- struct{}{}:
 		default:
