@@ -19,6 +19,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/cachepolicy"
 	"github.com/toolmesh/mcp-operator/internal/controller"
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/toolcatalog"
@@ -108,7 +109,7 @@ func main() {
 	utilruntime.Must(mcpv1alpha1.AddToScheme(scheme))
 
 	// --kubeconfig is registered by controller-runtime's config package.
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	mgrOpts := ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:  probeAddr,
@@ -120,7 +121,9 @@ func main() {
 		RetryPeriod:             &retryPeriod,
 		// The new leader starts at once instead of waiting out the lease.
 		LeaderElectionReleaseOnCancel: true,
-	})
+	}
+	cachepolicy.Apply(&mgrOpts)
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), mgrOpts)
 	if err != nil {
 		log.Error(err, "Creating the manager")
 		os.Exit(1)
@@ -142,7 +145,7 @@ func main() {
 	catalogOpts.Reviewer = mgr.GetClient()
 	catalogOpts.Egress = egress
 	if err := mgr.Add(&toolcatalog.Runnable{
-		Catalog:   toolcatalog.New(mgr.GetCache(), catalogOpts),
+		Catalog:   toolcatalog.New(mgr.GetClient(), catalogOpts),
 		Informers: mgr.GetCache(),
 	}); err != nil {
 		log.Error(err, "Adding the catalog")

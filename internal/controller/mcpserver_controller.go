@@ -60,9 +60,13 @@ type MCPServerReconciler struct {
 	Egress *mcpclient.EgressPolicy
 	// MaxDescriptionBytes cuts longer tool descriptions (0: no limit).
 	MaxDescriptionBytes int
+	// ListChangedInterval is the least time between two re-lists a
+	// server's notifications trigger (default DefaultListChangedInterval).
+	ListChangedInterval time.Duration
 
-	sessions *mcpclient.Pool
-	changes  chan event.TypedGenericEvent[*mcpv1alpha1.MCPServer]
+	sessions    *mcpclient.Pool
+	listChanged *debouncer
+	changes     chan event.TypedGenericEvent[*mcpv1alpha1.MCPServer]
 }
 
 // +kubebuilder:rbac:groups=mcp.toolmesh.io,resources=mcpservers,verbs=get;list;watch
@@ -75,46 +79,52 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	var srv mcpv1alpha1.MCPServer
 	if err := r.Get(ctx, req.NamespacedName, &srv); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.sessions.Drop(req.String())
+			r.forget(req.String())
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
 	if srv.Spec.Suspend {
-		r.sessions.Drop(req.String())
+		r.forget(req.String())
 		return ctrl.Result{}, nil
 	}
 
 	before := srv.DeepCopy()
-	if srv.Status.ObservedGeneration != srv.Generation && !reconcilingGeneration(&srv) {
-		// Once per generation: a retry after a failure keeps its Ready=False
-		// reason instead of flapping through Unknown.
-		r.warnIfInsecure(&srv)
+	if startsGeneration(&srv) {
+		// Once per generation, before the slow part: kstatus and kubectl
+		// wait see the new generation in progress while discovery runs.
 		markReconciling(&srv)
-		if err := r.patchStatus(ctx, before, &srv); err != nil {
+		if err := r.commit(ctx, before, &srv); err != nil {
 			return afterFailedStatusWrite(ctx, ctrl.Result{}, nil, err)
 		}
 		before = srv.DeepCopy()
 	}
 	defer func() {
-		if err := r.patchStatus(ctx, before, &srv); err != nil {
+		if err := r.commit(ctx, before, &srv); err != nil {
 			result, retErr = afterFailedStatusWrite(ctx, result, retErr, err)
 		}
 	}()
 
 	if err := validateToolFilter(srv.Spec.ToolFilter); err != nil {
-		return r.failed(&srv, before, err)
+		return r.failed(&srv, err)
 	}
 	target, err := reach.Read(ctx, r.Client, &srv, r.Egress)
 	if err != nil {
-		return r.failed(&srv, before, err)
+		return r.failed(&srv, err)
 	}
 	discovered, info, err := r.discover(ctx, req.NamespacedName, target)
 	if err != nil {
-		return r.failed(&srv, before, err)
+		return r.failed(&srv, err)
 	}
 	r.publish(&srv, before, discovered, info)
 	return ctrl.Result{RequeueAfter: wait.Jitter(reach.DurationOr(srv.Spec.RefreshInterval, time.Minute), 0.1)}, nil
+}
+
+// forget closes what the controller holds for a server it no longer
+// reconciles (deleted or suspended).
+func (r *MCPServerReconciler) forget(key string) {
+	r.sessions.Drop(key)
+	r.listChanged.forget(key)
 }
 
 // discover lists the server's tools over a held session, or a short-lived
@@ -167,22 +177,12 @@ func (r *MCPServerReconciler) publish(srv, before *mcpv1alpha1.MCPServer, list m
 	markWarnings(srv)
 	markReady(srv, fmt.Sprintf("Discovered %d tools", len(tools)))
 
-	now := metav1.Now()
-	changes := diffTools(before.Status.Tools, tools)
-	if !changes.empty() || before.Status.LastChangeTime == nil {
+	if !diffTools(before.Status.Tools, tools).empty() || before.Status.LastChangeTime == nil {
+		now := metav1.Now()
 		srv.Status.LastChangeTime = &now
-		if before.Status.LastChangeTime == nil {
-			r.Recorder.Eventf(srv, nil, corev1.EventTypeNormal, "ToolsDiscovered", "Discover", "Discovered %d tools", len(tools))
-		} else {
-			r.Recorder.Eventf(srv, nil, corev1.EventTypeNormal, "ToolsChanged", "Discover", "Tools changed: %s", changes)
-		}
-	}
-	if truncated := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionToolsTruncated); truncated != nil {
-		if old := meta.FindStatusCondition(before.Status.Conditions, mcpv1alpha1.ConditionToolsTruncated); old == nil || old.Message != truncated.Message {
-			r.Recorder.Eventf(srv, nil, corev1.EventTypeWarning, truncated.Reason, "Discover", truncated.Message)
-		}
 	}
 	if !statusEquality.DeepEqual(before.Status, srv.Status) {
+		now := metav1.Now()
 		srv.Status.LastSyncTime = &now
 	}
 }
@@ -191,28 +191,22 @@ func (r *MCPServerReconciler) publish(srv, before *mcpv1alpha1.MCPServer, list m
 // spec that cannot work waits for a new spec; a missing Secret for the
 // Secret (it is watched); a server that failed backs off up to its refresh
 // interval; anything else (the API server) backs off as an error.
-func (r *MCPServerReconciler) failed(srv, before *mcpv1alpha1.MCPServer, err error) (ctrl.Result, error) {
+func (r *MCPServerReconciler) failed(srv *mcpv1alpha1.MCPServer, err error) (ctrl.Result, error) {
 	var spec *reach.SpecError
-	var reason, message string
 	switch {
 	case errors.As(err, &spec) && spec.Terminal:
 		markStalled(srv, spec.Reason, spec.Message)
-		r.warnOnTransition(srv, before, spec.Reason, spec.Message)
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	case errors.As(err, &spec):
-		reason, message = spec.Reason, spec.Message
+		markFailed(srv, spec.Reason, spec.Message)
+		return ctrl.Result{}, nil
 	case mcpclient.KindOf(err) != "":
-		reason, message = string(mcpclient.KindOf(err)), err.Error()
+		markFailed(srv, string(mcpclient.KindOf(err)), err.Error())
+		return ctrl.Result{RequeueAfter: retryDelay(srv)}, nil
 	default:
 		// Not the server's fault (for example the API server); retry.
 		return ctrl.Result{}, err
 	}
-	markFailed(srv, reason, message)
-	r.warnOnTransition(srv, before, reason, message)
-	if spec != nil {
-		return ctrl.Result{}, nil
-	}
-	return ctrl.Result{RequeueAfter: retryDelay(srv)}, nil
 }
 
 // retryDelay backs off while a server stays down: as long as it has been
@@ -227,31 +221,17 @@ func retryDelay(srv *mcpv1alpha1.MCPServer) time.Duration {
 	return min(delay, reach.DurationOr(srv.Spec.RefreshInterval, time.Minute))
 }
 
-// warnOnTransition emits one Warning when Ready turns False for a new
-// reason, not on every retry.
-func (r *MCPServerReconciler) warnOnTransition(srv, before *mcpv1alpha1.MCPServer, reason, message string) {
-	old := meta.FindStatusCondition(before.Status.Conditions, mcpv1alpha1.ConditionReady)
-	if old == nil || old.Status != metav1.ConditionFalse || old.Reason != reason {
-		r.Recorder.Eventf(srv, nil, corev1.EventTypeWarning, reason, "Discover", message)
-	}
-}
-
-func (r *MCPServerReconciler) warnIfInsecure(srv *mcpv1alpha1.MCPServer) {
-	if srv.Spec.TLS != nil && srv.Spec.TLS.InsecureSkipVerify {
-		r.Recorder.Eventf(srv, nil, corev1.EventTypeWarning, "InsecureSkipVerify", "Configure",
-			"spec.tls.insecureSkipVerify is set: the server's certificate is not verified, so anyone on the path can read and change the traffic")
-	}
-}
-
-// patchStatus is the one place status is written; it writes nothing when
+// commit is the one place status is written, and the Events it calls for
+// are emitted once it is: nothing is written, and nothing said, when
 // nothing changed, so an unchanged server costs no API writes.
-func (r *MCPServerReconciler) patchStatus(ctx context.Context, before, srv *mcpv1alpha1.MCPServer) error {
+func (r *MCPServerReconciler) commit(ctx context.Context, before, srv *mcpv1alpha1.MCPServer) error {
 	if statusEquality.DeepEqual(before.Status, srv.Status) {
 		return nil
 	}
 	if err := writeStatus(ctx, r.Client, before, srv); err != nil {
 		return fmt.Errorf("writing status of MCPServer %s: %w", srv.Name, err)
 	}
+	emit(r.Recorder, srv, serverEvents(before, srv))
 	return nil
 }
 
@@ -263,19 +243,23 @@ func (r *MCPServerReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	if r.Limits == (mcpclient.Limits{}) {
 		r.Limits = mcpclient.DefaultLimits
 	}
+	if r.ListChangedInterval == 0 {
+		r.ListChangedInterval = DefaultListChangedInterval
+	}
 	r.changes = make(chan event.TypedGenericEvent[*mcpv1alpha1.MCPServer])
+	r.listChanged = newDebouncer(r.ListChangedInterval, func(key string) {
+		namespace, name, _ := strings.Cut(key, "/")
+		obj := &mcpv1alpha1.MCPServer{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+		select {
+		case r.changes <- event.TypedGenericEvent[*mcpv1alpha1.MCPServer]{Object: obj}:
+		case <-ctx.Done():
+		}
+	})
 	// Held sessions are those of servers that announce list changes: their
-	// notifications, and their loss, trigger a reconcile.
+	// notifications, and their loss, trigger a reconcile, debounced.
 	r.sessions = &mcpclient.Pool{
-		Hold: func(info mcpclient.ServerInfo) bool { return info.ListChanged },
-		OnEvent: func(key string) {
-			namespace, name, _ := strings.Cut(key, "/")
-			obj := &mcpv1alpha1.MCPServer{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-			select {
-			case r.changes <- event.TypedGenericEvent[*mcpv1alpha1.MCPServer]{Object: obj}:
-			case <-ctx.Done():
-			}
-		},
+		Hold:    func(info mcpclient.ServerInfo) bool { return info.ListChanged },
+		OnEvent: r.listChanged.notify,
 	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
@@ -303,8 +287,10 @@ func (r *MCPServerReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&mcpv1alpha1.MCPServer{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.serversReferencing(secretIndex))).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.serversReferencing(configMapIndex))).
+		// Metadata only: the manager never caches Secret or ConfigMap data;
+		// reach.Read reads the few it needs from the API server.
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.serversReferencing(secretIndex)), builder.OnlyMetadata).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.serversReferencing(configMapIndex)), builder.OnlyMetadata).
 		WatchesRawSource(source.Channel(r.changes, &handler.TypedEnqueueRequestForObject[*mcpv1alpha1.MCPServer]{})).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: concurrency,

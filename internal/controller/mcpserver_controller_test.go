@@ -1,18 +1,25 @@
 package controller
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
@@ -400,5 +407,44 @@ var _ = Describe("MCPServer discovery", func() {
 		Eventually(func() []string { return toolNames(srv) }).Should(Equal([]string{"mcp_other_t"}))
 		Eventually(readyOf(srv)).Should(Equal("True/ToolsDiscovered"))
 		Expect(fetch(srv).Status.ObservedGeneration).To(BeEquivalentTo(2))
+	})
+
+	It("emits a transition's Events only once its status is written", func() {
+		ns := newNamespace()
+		// Suspended, so the manager's own reconciler leaves it alone.
+		srv := createServer(ns, "quiet", "http://127.0.0.1:1/mcp", func(s *mcpv1alpha1.MCPServer) { s.Spec.Suspend = true })
+		base, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+		Expect(err).NotTo(HaveOccurred())
+		var refuse atomic.Bool
+		refuse.Store(true)
+		recorder := events.NewFakeRecorder(10)
+		r := &MCPServerReconciler{Recorder: recorder, Client: interceptor.NewClient(base, interceptor.Funcs{
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				if refuse.Load() {
+					return apierrors.NewConflict(schema.GroupResource{Group: "mcp.toolmesh.io", Resource: "mcpservers"}, obj.GetName(), errors.New("injected"))
+				}
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			},
+		})}
+		down := func() (before, after *mcpv1alpha1.MCPServer) {
+			before = fetch(srv)
+			after = before.DeepCopy()
+			markFailed(after, mcpv1alpha1.ReasonUnreachable, "100% down %s")
+			return before, after
+		}
+
+		before, after := down()
+		Expect(r.commit(ctx, before, after)).To(MatchError(ContainSubstring("injected")))
+		Expect(recorder.Events).NotTo(Receive(), "no Event for a status that was not written")
+
+		refuse.Store(false)
+		before, after = down()
+		Expect(r.commit(ctx, before, after)).To(Succeed())
+		Expect(recorder.Events).To(Receive(Equal("Warning Unreachable 100% down %s")))
+		Expect(readyOf(srv)()).To(Equal("False/Unreachable"))
+
+		// The same status again: no write, no Event.
+		Expect(r.commit(ctx, fetch(srv), fetch(srv))).To(Succeed())
+		Expect(recorder.Events).NotTo(Receive())
 	})
 })

@@ -221,11 +221,16 @@ func markReconciling(srv *mcpv1alpha1.MCPServer) {
 		"Discovery in progress")
 }
 
-// reconcilingGeneration reports whether Reconciling already says the
-// current generation is being worked on.
-func reconcilingGeneration(srv *mcpv1alpha1.MCPServer) bool {
+// startsGeneration reports whether the object's generation is not taken
+// up yet: not observed, and Reconciling does not speak for it. A retry
+// after a failure keeps its Ready=False reason instead of flapping
+// through Unknown.
+func startsGeneration(srv *mcpv1alpha1.MCPServer) bool {
+	if srv.Status.ObservedGeneration == srv.Generation {
+		return false
+	}
 	c := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReconciling)
-	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == srv.Generation
+	return c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != srv.Generation
 }
 
 // markReady records a finished generation.

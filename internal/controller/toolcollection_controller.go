@@ -41,16 +41,13 @@ func (r *ToolCollectionReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	}
 	before := tc.DeepCopy()
 	defer func() {
-		if err := r.patchStatus(ctx, before, &tc); err != nil {
+		if err := r.commit(ctx, before, &tc); err != nil {
 			result, retErr = afterFailedStatusWrite(ctx, result, retErr, err)
 		}
 	}()
 
 	if err := menu.Validate(&tc.Spec); err != nil {
 		collectionStalled(&tc, err.Error()+"; fix the spec to resume")
-		if !sameCondition(before.Status.Conditions, tc.Status.Conditions, mcpv1alpha1.ConditionStalled) {
-			r.Recorder.Eventf(&tc, nil, corev1.EventTypeWarning, mcpv1alpha1.ReasonInvalidSpec, "Resolve", err.Error())
-		}
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 	var servers mcpv1alpha1.MCPServerList
@@ -58,34 +55,41 @@ func (r *ToolCollectionReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{}, fmt.Errorf("listing MCPServers in %s: %w", tc.Namespace, err)
 	}
 	collectionStatus(&tc, menu.ForCollection(&tc.Spec, servers.Items))
-
-	if c := meta.FindStatusCondition(tc.Status.Conditions, mcpv1alpha1.ConditionConflicts); c != nil &&
-		!reflect.DeepEqual(before.Status.Conflicts, tc.Status.Conflicts) {
-		r.Recorder.Eventf(&tc, nil, corev1.EventTypeWarning, mcpv1alpha1.ReasonNameConflicts, "Resolve", c.Message)
-	}
-	if c := meta.FindStatusCondition(tc.Status.Conditions, mcpv1alpha1.ConditionUnapprovedTools); c != nil &&
-		!reflect.DeepEqual(before.Status.UnapprovedTools, tc.Status.UnapprovedTools) {
-		r.Recorder.Eventf(&tc, nil, corev1.EventTypeWarning, c.Reason, "Resolve", c.Message)
-	}
 	return ctrl.Result{}, nil
 }
 
-// sameCondition reports whether a condition type reads the same in both.
-func sameCondition(a, b []metav1.Condition, condType string) bool {
-	ca, cb := meta.FindStatusCondition(a, condType), meta.FindStatusCondition(b, condType)
-	if ca == nil || cb == nil {
-		return ca == cb
+// collectionEvents are the Events a collection's status transition calls
+// for: a spec that turned invalid, and conflicts or unapproved tools that
+// changed.
+func collectionEvents(before, after *mcpv1alpha1.ToolCollection) []statusEvent {
+	var list []statusEvent
+	warn := func(c *metav1.Condition) {
+		list = append(list, statusEvent{eventType: corev1.EventTypeWarning, reason: c.Reason, action: "Resolve", message: c.Message})
 	}
-	return ca.Status == cb.Status && ca.Reason == cb.Reason && ca.Message == cb.Message
+	if c := conditionChanged(before.Status.Conditions, after.Status.Conditions, mcpv1alpha1.ConditionStalled); c != nil {
+		warn(c)
+	}
+	if c := meta.FindStatusCondition(after.Status.Conditions, mcpv1alpha1.ConditionConflicts); c != nil &&
+		!reflect.DeepEqual(before.Status.Conflicts, after.Status.Conflicts) {
+		warn(c)
+	}
+	if c := meta.FindStatusCondition(after.Status.Conditions, mcpv1alpha1.ConditionUnapprovedTools); c != nil &&
+		!reflect.DeepEqual(before.Status.UnapprovedTools, after.Status.UnapprovedTools) {
+		warn(c)
+	}
+	return list
 }
 
-func (r *ToolCollectionReconciler) patchStatus(ctx context.Context, before, tc *mcpv1alpha1.ToolCollection) error {
+// commit writes status when it changed, then emits the Events the change
+// calls for.
+func (r *ToolCollectionReconciler) commit(ctx context.Context, before, tc *mcpv1alpha1.ToolCollection) error {
 	if equality.Semantic.DeepEqual(before.Status, tc.Status) {
 		return nil
 	}
 	if err := writeStatus(ctx, r.Client, before, tc); err != nil {
 		return fmt.Errorf("writing status of ToolCollection %s: %w", tc.Name, err)
 	}
+	emit(r.Recorder, tc, collectionEvents(before, tc))
 	return nil
 }
 

@@ -19,6 +19,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/cachepolicy"
 )
 
 // Env is a running control plane and a client that talks to it directly
@@ -61,13 +62,15 @@ func Start(ctx context.Context) (*Env, error) {
 func (e *Env) Stop() error { return e.envtest.Stop() }
 
 // NewManager makes a manager on the control plane with no metrics or
-// probe listeners.
+// probe listeners, caching as the manager binary does.
 func (e *Env) NewManager() (ctrl.Manager, error) {
-	return ctrl.NewManager(e.Config, ctrl.Options{
+	opts := ctrl.Options{
 		Scheme:                 e.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-	})
+	}
+	cachepolicy.Apply(&opts)
+	return ctrl.NewManager(e.Config, opts)
 }
 
 // Kubeconfig writes an admin kubeconfig for the real kubectl to path.

@@ -70,7 +70,9 @@ type Catalog struct {
 	version atomic.Uint64
 }
 
-// New builds a catalog reading from reader (the manager's cache).
+// New builds a catalog reading through reader: the manager's client, which
+// serves MCPServers and ToolCollections from its cache and reads Secrets
+// and ConfigMaps from the API server (see internal/cachepolicy).
 func New(reader client.Reader, opts Options) *Catalog {
 	if opts.MaxRequestBytes <= 0 {
 		opts.MaxRequestBytes = defaultMaxRequestBytes

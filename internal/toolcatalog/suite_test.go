@@ -60,7 +60,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	Expect(controller.SetupWithManager(ctx, mgr, controller.Options{})).To(Succeed())
 
-	c := New(mgr.GetCache(), Options{
+	c := New(mgr.GetClient(), Options{
 		MaxRequestBytes: suiteMaxRequestBytes,
 		MaxResultText:   suiteMaxResultText,
 		Log:             ctrl.Log.WithName("catalog"),
@@ -70,7 +70,7 @@ var _ = BeforeSuite(func() {
 	catalogUnderTest = c
 	catalogUnderTest = c
 
-	guarded := New(mgr.GetCache(), Options{
+	guarded := New(mgr.GetClient(), Options{
 		Auth:         AuthKubernetes,
 		AuthCacheTTL: suiteAuthCacheTTL,
 		Reviewer:     mgr.GetClient(),

@@ -73,7 +73,7 @@ func setup(b *testing.B) *rig {
 		if rigErr = controller.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 32}); rigErr != nil {
 			return
 		}
-		cat := toolcatalog.New(mgr.GetCache(), toolcatalog.Options{Log: ctrl.Log.WithName("catalog")})
+		cat := toolcatalog.New(mgr.GetClient(), toolcatalog.Options{Log: ctrl.Log.WithName("catalog")})
 		if rigErr = cat.WatchChanges(ctx, mgr.GetCache()); rigErr != nil {
 			return
 		}

@@ -69,7 +69,7 @@ var _ = BeforeSuite(func() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(controller.SetupWithManager(ctx, mgr, controller.Options{})).To(Succeed())
-	c := toolcatalog.New(mgr.GetCache(), toolcatalog.Options{Log: ctrl.Log.WithName("catalog")})
+	c := toolcatalog.New(mgr.GetClient(), toolcatalog.Options{Log: ctrl.Log.WithName("catalog")})
 	Expect(c.WatchChanges(ctx, mgr.GetCache())).To(Succeed())
 	catalog = httptest.NewServer(c.Handler())
 	managerDone = make(chan struct{})

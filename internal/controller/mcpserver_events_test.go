@@ -1,0 +1,102 @@
+package controller
+
+import (
+	"reflect"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+)
+
+// server builds an MCPServer status for the event tables.
+func eventServer(gen int64, conditions []metav1.Condition, changed bool, tools ...string) *mcpv1alpha1.MCPServer {
+	srv := &mcpv1alpha1.MCPServer{ObjectMeta: metav1.ObjectMeta{Name: "s", Generation: gen}}
+	srv.Status.Conditions = conditions
+	if changed {
+		srv.Status.LastChangeTime = &metav1.Time{}
+	}
+	for _, t := range tools {
+		srv.Status.Tools = append(srv.Status.Tools, mcpv1alpha1.Tool{Name: t, Hash: "h-" + t})
+	}
+	return srv
+}
+
+func cond(t, status, reason, message string, gen int64) metav1.Condition {
+	return metav1.Condition{Type: t, Status: metav1.ConditionStatus(status), Reason: reason, Message: message, ObservedGeneration: gen}
+}
+
+func TestServerEvents(t *testing.T) {
+	readyTrue := cond("Ready", "True", "ToolsDiscovered", "Discovered 1 tools", 1)
+	down := cond("Ready", "False", "Unreachable", "connecting: x refused the connection", 1)
+	timeout := cond("Ready", "False", "Timeout", "connecting: x did not answer within 1s", 1)
+	reconciling := cond("Reconciling", "True", "Progressing", "Discovering", 2)
+	insecure := func(s *mcpv1alpha1.MCPServer) *mcpv1alpha1.MCPServer {
+		s.Spec.TLS = &mcpv1alpha1.TLSSpec{InsecureSkipVerify: true}
+		return s
+	}
+	tests := []struct {
+		name          string
+		before, after *mcpv1alpha1.MCPServer
+		want          []string
+	}{
+		{"first discovery says how many tools", eventServer(1, nil, false), eventServer(1, []metav1.Condition{readyTrue}, true, "a"),
+			[]string{"Normal ToolsDiscovered Discovered 1 tools"}},
+		{"nothing changed says nothing", eventServer(1, []metav1.Condition{readyTrue}, true, "a"), eventServer(1, []metav1.Condition{readyTrue}, true, "a"), nil},
+		{"a changed list names what changed", eventServer(1, []metav1.Condition{readyTrue}, true, "a", "b"), eventServer(1, []metav1.Condition{readyTrue}, true, "a", "c"),
+			[]string{"Normal ToolsChanged Tools changed: added c; removed b"}},
+		{"turning unreachable warns once", eventServer(1, []metav1.Condition{readyTrue}, true, "a"), eventServer(1, []metav1.Condition{down}, true, "a"),
+			[]string{"Warning Unreachable connecting: x refused the connection"}},
+		{"staying unreachable does not warn again", eventServer(1, []metav1.Condition{down}, true, "a"), eventServer(1, []metav1.Condition{down}, true, "a"), nil},
+		{"another reason warns again", eventServer(1, []metav1.Condition{down}, true, "a"), eventServer(1, []metav1.Condition{timeout}, true, "a"),
+			[]string{"Warning Timeout connecting: x did not answer within 1s"}},
+		{"a stalled spec warns once, not twice through Ready",
+			eventServer(1, nil, false), eventServer(1, []metav1.Condition{cond("Stalled", "True", "InvalidSpec", "bad glob", 1), cond("Ready", "False", "InvalidSpec", "bad glob", 1)}, false),
+			[]string{"Warning InvalidSpec bad glob"}},
+		{"insecureSkipVerify warns when a generation starts", insecure(eventServer(2, []metav1.Condition{readyTrue}, true, "a")), insecure(eventServer(2, []metav1.Condition{readyTrue, reconciling}, true, "a")),
+			[]string{"Warning InsecureSkipVerify spec.tls.insecureSkipVerify is set: the server's certificate is not verified, so anyone on the path can read and change the traffic"}},
+		{"insecureSkipVerify does not warn on every refresh", insecure(eventServer(2, []metav1.Condition{readyTrue}, true, "a")), insecure(eventServer(2, []metav1.Condition{readyTrue}, true, "a")), nil},
+		{"a server's own text with % is kept as it is", eventServer(1, nil, false), eventServer(1, []metav1.Condition{cond("Ready", "False", "HTTPError", "answered HTTP 500: 100% broken %s %d", 1)}, false),
+			[]string{"Warning HTTPError answered HTTP 500: 100% broken %s %d"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, e := range serverEvents(tt.before, tt.after) {
+				got = append(got, e.eventType+" "+e.reason+" "+e.message)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCollectionEvents(t *testing.T) {
+	conflicts := cond("Conflicts", "True", "NameConflicts", "Names offered more than once: a", 1)
+	tc := func(conditions []metav1.Condition, conflicted ...string) *mcpv1alpha1.ToolCollection {
+		c := &mcpv1alpha1.ToolCollection{}
+		c.Status.Conditions = conditions
+		for _, name := range conflicted {
+			c.Status.Conflicts = append(c.Status.Conflicts, mcpv1alpha1.ToolConflict{Name: name, Servers: []string{"x", "y"}})
+		}
+		return c
+	}
+	tests := []struct {
+		name          string
+		before, after *mcpv1alpha1.ToolCollection
+		want          int
+	}{
+		{"a new conflict warns", tc(nil), tc([]metav1.Condition{conflicts}, "a"), 1},
+		{"the same conflict does not warn again", tc([]metav1.Condition{conflicts}, "a"), tc([]metav1.Condition{conflicts}, "a"), 0},
+		{"an invalid spec warns", tc(nil), tc([]metav1.Condition{cond("Stalled", "True", "InvalidSpec", "bad", 1)}), 1},
+		{"a resolved conflict says nothing", tc([]metav1.Condition{conflicts}, "a"), tc(nil), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := collectionEvents(tt.before, tt.after); len(got) != tt.want {
+				t.Errorf("got %d events %v, want %d", len(got), got, tt.want)
+			}
+		})
+	}
+}
