@@ -55,12 +55,14 @@ type MCPServerSpec struct {
 	ToolPrefix string `json:"toolPrefix,omitempty"`
 
 	// refreshInterval is how often the tool list is read again, as a
-	// duration such as 60s or 5m; at least 10s, default 60s. Up to 10%
+	// duration such as 90s or 5m; at least 10s, default 1m. Up to 10%
 	// jitter is added so that many servers do not refresh in lockstep.
 	// Servers that announce tools.listChanged are also refreshed as soon
-	// as they say their tools changed.
+	// as they say their tools changed. The default is written as Go writes
+	// durations (1m0s), so that a client that reads and writes the object
+	// back does not change its spec.
 	// +optional
-	// +kubebuilder:default="60s"
+	// +kubebuilder:default="1m0s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="refreshInterval must be at least 10s"
@@ -75,6 +77,18 @@ type MCPServerSpec struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('10m')",message="timeout must be between 1s and 10m"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// maxConcurrentCalls bounds the tool calls in flight to this server
+	// from each catalog replica; 1 to 10000, default 32. Past it, as many
+	// calls again wait (up to the catalog's --catalog-queue-timeout) for a
+	// turn, and the rest are answered 429 with Retry-After (REST) or a
+	// JSON-RPC error (MCP), so one busy server cannot take the catalog's
+	// capacity from the others.
+	// +optional
+	// +kubebuilder:default=32
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	MaxConcurrentCalls *int32 `json:"maxConcurrentCalls,omitempty"`
 
 	// headers are sent on every request to the server: auth tokens, tenant
 	// ids. Values from Secrets are re-read when the Secret changes. At most

@@ -188,6 +188,11 @@ func (in *MCPServerSpec) DeepCopyInto(out *MCPServerSpec) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.MaxConcurrentCalls != nil {
+		in, out := &in.MaxConcurrentCalls, &out.MaxConcurrentCalls
+		*out = new(int32)
+		**out = **in
+	}
 	if in.Headers != nil {
 		in, out := &in.Headers, &out.Headers
 		*out = make([]HeaderSpec, len(*in))

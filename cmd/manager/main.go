@@ -3,8 +3,11 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"os"
 	"strings"
@@ -29,144 +32,199 @@ import (
 // the Makefile and Dockerfile); "dev" marks a build that was not stamped.
 var version = "dev"
 
+// config is everything the flags say.
+type config struct {
+	metricsAddr, probeAddr string
+	leaderElect            bool
+	leaderElectionNS       string
+	leaseDuration          time.Duration
+	renewDeadline          time.Duration
+	retryPeriod            time.Duration
+	shutdownTimeout        time.Duration
+	controllers            controller.Options
+	catalog                toolcatalog.Options
+	catalogAuth            string
+	showVersion            bool
+	zap                    zap.Options
+}
+
 func main() {
-	var (
-		metricsAddr     string
-		probeAddr       string
-		leaderElect     bool
-		concurrency     int
-		statusBudget    int
-		maxToolPages    int
-		maxTools        int
-		leaderElectNSID string
-		catalogOpts     toolcatalog.Options
-	)
-	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; 0 disables it.")
-	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address /healthz and /readyz bind to.")
-	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader so that only one replica runs the controllers.")
-	flag.StringVar(&leaderElectNSID, "leader-election-namespace", "", "Namespace of the leader election Lease; defaults to the manager's own.")
-	var leaseDuration, renewDeadline, retryPeriod time.Duration
-	flag.DurationVar(&leaseDuration, "leader-election-lease-duration", 15*time.Second, "How long followers wait after the leader's last renewal before taking over.")
-	flag.DurationVar(&renewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before it stops leading (and exits); less than the lease duration.")
-	flag.DurationVar(&retryPeriod, "leader-election-retry-period", 2*time.Second, "How often candidates try to acquire or renew the lease.")
-	flag.IntVar(&concurrency, "mcpserver-concurrency", 16, "How many MCPServers are discovered in parallel.")
-	flag.IntVar(&statusBudget, "status-tools-budget", controller.DefaultStatusBudget, "Most bytes of serialized tool definitions kept in one MCPServer's status.")
-	flag.IntVar(&maxToolPages, "max-tool-pages", mcpclient.DefaultLimits.MaxPages, "Most tools/list pages read from one server.")
-	flag.IntVar(&maxTools, "max-tools", mcpclient.DefaultLimits.MaxTools, "Most tools read from one server.")
-	flag.StringVar(&catalogOpts.BindAddress, "catalog-bind-address", ":8090", "Address the catalog (menus and tool execution) listens on.")
-	flag.Int64Var(&catalogOpts.MaxRequestBytes, "catalog-max-request-bytes", 4<<20, "Largest execute request body the catalog accepts.")
-	flag.IntVar(&catalogOpts.MaxResultText, "catalog-max-result-bytes", 1<<20, "Longest result text returned; longer output is cut with a note.")
-	var maxDescription int
-	flag.IntVar(&maxDescription, "max-description-bytes", controller.DefaultMaxDescriptionBytes, "Tool descriptions longer than this are cut, with a warning in status; 0 keeps them whole.")
-	var catalogAuth string
-	flag.StringVar(&catalogAuth, "catalog-auth", string(toolcatalog.AuthNone), "How the catalog authorizes callers: none (local runs) or kubernetes (bearer tokens, TokenReview and SubjectAccessReview).")
-	flag.DurationVar(&catalogOpts.AuthCacheTTL, "catalog-auth-cache-ttl", 10*time.Second, "How long the catalog reuses a token or permission answer.")
-	flag.Func("catalog-allowed-origins", "Comma-separated browser origins the MCP endpoints accept; requests with another Origin get 403.", func(v string) error {
-		for _, origin := range strings.Split(v, ",") {
-			if origin = strings.TrimSpace(origin); origin != "" {
-				catalogOpts.AllowedOrigins = append(catalogOpts.AllowedOrigins, origin)
-			}
-		}
-		return nil
-	})
-	egress := &mcpclient.EgressPolicy{Deny: mcpclient.DefaultEgressDeny}
-	flag.Func("egress-deny-cidrs", "Comma-separated CIDRs discovery and tool calls never dial (default: link-local and cloud metadata addresses; an empty value denies nothing).", func(v string) error {
-		prefixes, err := parseCIDRs(v)
-		egress.Deny = prefixes
-		return err
-	})
-	flag.Func("egress-allow-cidrs", "Comma-separated CIDRs that are the only ones dialed (default: any not denied).", func(v string) error {
-		prefixes, err := parseCIDRs(v)
-		egress.Allow = prefixes
-		return err
-	})
-	showVersion := flag.Bool("version", false, "Print the version and exit.")
-	opts := zap.Options{Development: false}
-	opts.BindFlags(flag.CommandLine)
-	flag.Parse()
-	if *showVersion {
+	cfg, err := parseFlags(flag.CommandLine, os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if cfg.showVersion {
 		fmt.Println("mcp-operator", version)
 		return
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&cfg.zap)))
 	log := ctrl.Log.WithName("setup")
-	switch toolcatalog.AuthMode(catalogAuth) {
-	case toolcatalog.AuthNone, toolcatalog.AuthKubernetes:
-		catalogOpts.Auth = toolcatalog.AuthMode(catalogAuth)
-	default:
-		log.Error(nil, "--catalog-auth must be none or kubernetes", "value", catalogAuth)
-		os.Exit(2)
-	}
 
-	if leaderElect && (renewDeadline >= leaseDuration || retryPeriod >= renewDeadline) {
-		log.Error(nil, "Leader election needs retry period < renew deadline < lease duration",
-			"leaseDuration", leaseDuration, "renewDeadline", renewDeadline, "retryPeriod", retryPeriod)
-		os.Exit(2)
-	}
-
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(mcpv1alpha1.AddToScheme(scheme))
-
-	// --kubeconfig is registered by controller-runtime's config package.
-	mgrOpts := ctrl.Options{
-		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
-		HealthProbeBindAddress:  probeAddr,
-		LeaderElection:          leaderElect,
-		LeaderElectionID:        "mcp-operator.mcp.toolmesh.io",
-		LeaderElectionNamespace: leaderElectNSID,
-		LeaseDuration:           &leaseDuration,
-		RenewDeadline:           &renewDeadline,
-		RetryPeriod:             &retryPeriod,
-		// The new leader starts at once instead of waiting out the lease.
-		LeaderElectionReleaseOnCancel: true,
-	}
-	cachepolicy.Apply(&mgrOpts)
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), mgrOpts)
+	mgr, err := newManager(cfg)
 	if err != nil {
 		log.Error(err, "Creating the manager")
 		os.Exit(1)
 	}
-
 	ctx := ctrl.SetupSignalHandler()
-	if err := controller.SetupWithManager(ctx, mgr, controller.Options{
-		StatusBudget:            statusBudget,
-		Limits:                  mcpclient.Limits{MaxPages: maxToolPages, MaxTools: maxTools},
-		MaxConcurrentReconciles: concurrency,
-		Egress:                  egress,
-		MaxDescriptionBytes:     maxDescription,
-	}); err != nil {
-		log.Error(err, "Setting up the controllers")
+	if err := setUp(ctx, mgr, cfg); err != nil {
+		log.Error(err, "Setting up the manager")
 		os.Exit(1)
 	}
-
-	catalogOpts.Log = ctrl.Log.WithName("catalog")
-	catalogOpts.Reviewer = mgr.GetClient()
-	catalogOpts.Egress = egress
-	if err := mgr.Add(&toolcatalog.Runnable{
-		Catalog:   toolcatalog.New(mgr.GetClient(), catalogOpts),
-		Informers: mgr.GetCache(),
-	}); err != nil {
-		log.Error(err, "Adding the catalog")
-		os.Exit(1)
-	}
-
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		log.Error(err, "Adding the health check")
-		os.Exit(1)
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		log.Error(err, "Adding the readiness check")
-		os.Exit(1)
-	}
-
 	log.Info("Starting the manager", "version", version)
-	// SIGTERM cancels ctx: controllers drain, sessions close, the lease is
-	// released, then Start returns.
+	// SIGTERM cancels ctx: the catalog drains, controllers stop, sessions
+	// close, the lease is released, then Start returns.
 	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "Running the manager")
 		os.Exit(1)
+	}
+}
+
+// parseFlags reads the command line into a config and checks it.
+func parseFlags(fs *flag.FlagSet, args []string) (*config, error) {
+	cfg := &config{}
+	fs.StringVar(&cfg.metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; 0 disables it.")
+	fs.StringVar(&cfg.probeAddr, "health-probe-bind-address", ":8081", "Address /healthz and /readyz bind to.")
+	fs.BoolVar(&cfg.leaderElect, "leader-elect", false, "Elect a leader so that only one replica runs the controllers.")
+	fs.StringVar(&cfg.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease; defaults to the manager's own.")
+	fs.DurationVar(&cfg.leaseDuration, "leader-election-lease-duration", 15*time.Second, "How long followers wait after the leader's last renewal before taking over.")
+	fs.DurationVar(&cfg.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before it stops leading (and exits); less than the lease duration.")
+	fs.DurationVar(&cfg.retryPeriod, "leader-election-retry-period", 2*time.Second, "How often candidates try to acquire or renew the lease.")
+	fs.DurationVar(&cfg.shutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long the manager waits for everything to stop after SIGTERM; more than --catalog-drain-timeout, less than the pod's terminationGracePeriodSeconds.")
+	bindControllerFlags(fs, &cfg.controllers)
+	bindCatalogFlags(fs, cfg)
+	fs.BoolVar(&cfg.showVersion, "version", false, "Print the version and exit.")
+	cfg.zap.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	return cfg, cfg.check()
+}
+
+func bindControllerFlags(fs *flag.FlagSet, opts *controller.Options) {
+	fs.IntVar(&opts.MaxConcurrentReconciles, "mcpserver-concurrency", 16, "How many MCPServers are discovered in parallel.")
+	fs.IntVar(&opts.StatusBudget, "status-tools-budget", controller.DefaultStatusBudget, "Most bytes of serialized tool definitions kept in one MCPServer's status.")
+	fs.IntVar(&opts.Limits.MaxPages, "max-tool-pages", mcpclient.DefaultLimits.MaxPages, "Most tools/list pages read from one server.")
+	fs.IntVar(&opts.Limits.MaxTools, "max-tools", mcpclient.DefaultLimits.MaxTools, "Most tools read from one server.")
+	fs.IntVar(&opts.MaxDescriptionBytes, "max-description-bytes", controller.DefaultMaxDescriptionBytes, "Tool descriptions longer than this are cut, with a warning in status; 0 keeps them whole.")
+	fs.DurationVar(&opts.ListChangedInterval, "list-changed-interval", controller.DefaultListChangedInterval, "Least time between two re-lists of one server that its list_changed notifications trigger.")
+	egress := &mcpclient.EgressPolicy{Deny: mcpclient.DefaultEgressDeny}
+	opts.Egress = egress
+	fs.Func("egress-deny-cidrs", "Comma-separated CIDRs discovery and tool calls never dial (default: link-local and cloud metadata addresses; an empty value denies nothing).", func(v string) error {
+		prefixes, err := parseCIDRs(v)
+		egress.Deny = prefixes
+		return err
+	})
+	fs.Func("egress-allow-cidrs", "Comma-separated CIDRs that are the only ones dialed (default: any not denied).", func(v string) error {
+		prefixes, err := parseCIDRs(v)
+		egress.Allow = prefixes
+		return err
+	})
+}
+
+func bindCatalogFlags(fs *flag.FlagSet, cfg *config) {
+	opts := &cfg.catalog
+	fs.StringVar(&opts.BindAddress, "catalog-bind-address", ":8090", "Address the catalog (menus and tool execution) listens on.")
+	fs.Int64Var(&opts.MaxRequestBytes, "catalog-max-request-bytes", 4<<20, "Largest execute request body the catalog accepts.")
+	fs.IntVar(&opts.MaxResultText, "catalog-max-result-bytes", 1<<20, "Longest result text returned; longer output is cut with a note.")
+	fs.StringVar(&cfg.catalogAuth, "catalog-auth", string(toolcatalog.AuthNone), "How the catalog authorizes callers: none (local runs) or kubernetes (bearer tokens, TokenReview and SubjectAccessReview).")
+	fs.DurationVar(&opts.AuthCacheTTL, "catalog-auth-cache-ttl", 10*time.Second, "How long the catalog reuses a token or permission answer.")
+	fs.Func("catalog-allowed-origins", "Comma-separated browser origins the MCP endpoints accept; requests with another Origin get 403.", func(v string) error {
+		for _, origin := range strings.Split(v, ",") {
+			if origin = strings.TrimSpace(origin); origin != "" {
+				opts.AllowedOrigins = append(opts.AllowedOrigins, origin)
+			}
+		}
+		return nil
+	})
+	fs.DurationVar(&opts.QueueTimeout, "catalog-queue-timeout", 2*time.Second, "Longest a tool call waits for a turn when its server has spec.maxConcurrentCalls calls in flight; then it is answered 429.")
+	fs.Float64Var(&opts.CallerRate, "catalog-caller-rate", 0, "Tool calls per second one authenticated caller may make (--catalog-auth=kubernetes); past it, 429. 0 turns the limit off.")
+	fs.IntVar(&opts.CallerBurst, "catalog-caller-burst", 0, "Tool calls one caller may make at once above --catalog-caller-rate (default: the rate, rounded up).")
+	fs.DurationVar(&opts.DrainTimeout, "catalog-drain-timeout", 20*time.Second, "How long tool calls in flight may finish after SIGTERM before they are cut.")
+}
+
+// check refuses flag combinations that cannot work.
+func (cfg *config) check() error {
+	switch toolcatalog.AuthMode(cfg.catalogAuth) {
+	case toolcatalog.AuthNone, toolcatalog.AuthKubernetes:
+		cfg.catalog.Auth = toolcatalog.AuthMode(cfg.catalogAuth)
+	default:
+		return fmt.Errorf("--catalog-auth must be none or kubernetes, not %q", cfg.catalogAuth)
+	}
+	if cfg.leaderElect && (cfg.renewDeadline >= cfg.leaseDuration || cfg.retryPeriod >= cfg.renewDeadline) {
+		return fmt.Errorf("leader election needs retry period (%s) < renew deadline (%s) < lease duration (%s)",
+			cfg.retryPeriod, cfg.renewDeadline, cfg.leaseDuration)
+	}
+	if cfg.shutdownTimeout <= cfg.catalog.DrainTimeout {
+		return fmt.Errorf("--graceful-shutdown-timeout (%s) must be longer than --catalog-drain-timeout (%s)", cfg.shutdownTimeout, cfg.catalog.DrainTimeout)
+	}
+	if cfg.catalog.CallerRate < 0 {
+		return errors.New("--catalog-caller-rate must not be negative")
+	}
+	return nil
+}
+
+// newManager makes the manager: caching as internal/cachepolicy says,
+// leader election as the flags say.
+func newManager(cfg *config) (ctrl.Manager, error) {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(mcpv1alpha1.AddToScheme(scheme))
+	opts := ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: cfg.metricsAddr},
+		HealthProbeBindAddress:  cfg.probeAddr,
+		LeaderElection:          cfg.leaderElect,
+		LeaderElectionID:        "mcp-operator.mcp.toolmesh.io",
+		LeaderElectionNamespace: cfg.leaderElectionNS,
+		LeaseDuration:           &cfg.leaseDuration,
+		RenewDeadline:           &cfg.renewDeadline,
+		RetryPeriod:             &cfg.retryPeriod,
+		GracefulShutdownTimeout: &cfg.shutdownTimeout,
+		// The new leader starts at once instead of waiting out the lease.
+		LeaderElectionReleaseOnCancel: true,
+	}
+	cachepolicy.Apply(&opts)
+	// --kubeconfig is registered by controller-runtime's config package.
+	return ctrl.NewManager(ctrl.GetConfigOrDie(), opts)
+}
+
+// setUp adds the controllers, the catalog and the probes to the manager.
+func setUp(ctx context.Context, mgr ctrl.Manager, cfg *config) error {
+	if err := controller.SetupWithManager(ctx, mgr, cfg.controllers); err != nil {
+		return fmt.Errorf("setting up the controllers: %w", err)
+	}
+	cfg.catalog.Log = ctrl.Log.WithName("catalog")
+	cfg.catalog.Reviewer = mgr.GetClient()
+	cfg.catalog.Egress = cfg.controllers.Egress
+	catalog := &toolcatalog.Runnable{Catalog: toolcatalog.New(mgr.GetClient(), cfg.catalog), Cache: mgr.GetCache()}
+	if err := mgr.Add(catalog); err != nil {
+		return fmt.Errorf("adding the catalog: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the health check: %w", err)
+	}
+	// Ready means: the cache has synced (menus are whole) and the catalog
+	// accepts requests; false again as soon as shutdown begins.
+	if err := mgr.AddReadyzCheck("cache", cacheSynced(mgr)); err != nil {
+		return fmt.Errorf("adding the readiness check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("catalog", catalog.Ready); err != nil {
+		return fmt.Errorf("adding the readiness check: %w", err)
+	}
+	return nil
+}
+
+// cacheSynced is a readiness check that passes once the manager's cache
+// has synced every informer it started.
+func cacheSynced(mgr ctrl.Manager) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), 100*time.Millisecond)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("the cache has not synced yet")
+		}
+		return nil
 	}
 }
 

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -20,6 +21,9 @@ type Options struct {
 	Egress *mcpclient.EgressPolicy
 	// MaxDescriptionBytes cuts longer tool descriptions (0: no limit).
 	MaxDescriptionBytes int
+	// ListChangedInterval is the least time between two re-lists a
+	// server's notifications trigger.
+	ListChangedInterval time.Duration
 }
 
 // SetupWithManager registers both controllers, as the manager runs them.
@@ -32,6 +36,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 		Egress:                  opts.Egress,
 		MaxDescriptionBytes:     opts.MaxDescriptionBytes,
+		ListChangedInterval:     opts.ListChangedInterval,
 	}).SetupWithManager(ctx, mgr); err != nil {
 		return err
 	}

@@ -170,10 +170,15 @@ var _ = Describe("ToolCollection", func() {
 		Expect(k8sClient.Delete(ctx, first)).To(Succeed())
 		Eventually(menuOf(tc)).Should(Equal([]string{"second/mcp_second_y"}))
 
-		// Relabelling a server out of the selection removes it too.
+		// Relabelling a server out of the selection removes it too. The
+		// client reads the whole object and writes it back, as Go clients
+		// do: with the defaults in canonical form that is no spec change,
+		// so the server keeps its generation and stays Ready.
 		got := fetch(second)
+		generation := got.Generation
 		got.Labels = map[string]string{"team": "other"}
 		Expect(k8sClient.Update(ctx, got)).To(Succeed())
+		Expect(fetch(second).Generation).To(Equal(generation), "a relabel is not a new generation")
 		Eventually(menuOf(tc)).Should(BeEmpty())
 
 		Expect(k8sClient.Delete(ctx, tc)).To(Succeed())

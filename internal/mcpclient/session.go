@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -137,10 +138,15 @@ func (s *Session) request(ctx context.Context, method string, params any, doing 
 		return nil, classify(fmt.Errorf("%w: %w", errNotSent, context.Cause(s.lost)), s.target, doing, nil)
 	default:
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.target.timeout())
-	defer cancel()
+	// The deadline is a timer of ours rather than a context deadline: the
+	// library would race its own untyped timeout against a deadline it can
+	// see, and a timeout must always read as one.
+	parent := ctx
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer time.AfterFunc(s.target.timeout(), func() { cancel(context.DeadlineExceeded) }).Stop()
 	if s.answersOnStream {
-		defer context.AfterFunc(s.lost, cancel)()
+		defer context.AfterFunc(s.lost, func() { cancel(errStreamLost) })()
 	}
 	ex := &exchange{}
 	resp, err := s.client.GetTransport().SendRequest(withExchange(ctx, ex), transport.JSONRPCRequest{
@@ -151,9 +157,14 @@ func (s *Session) request(ctx context.Context, method string, params any, doing 
 		Params: params,
 	})
 	if err != nil {
-		if cause := context.Cause(s.lost); s.answersOnStream && cause != nil {
+		switch cause := context.Cause(s.lost); {
+		case s.answersOnStream && cause != nil:
 			// The stream that would carry the answer broke: say why.
 			err = fmt.Errorf("%w: %w", errStreamLost, cause)
+		case context.Cause(ctx) == context.DeadlineExceeded:
+			err = errors.Join(context.DeadlineExceeded, err)
+		case parent.Err() != nil:
+			err = errors.Join(parent.Err(), err)
 		}
 		if errors.Is(err, transport.ErrSessionTerminated) {
 			// The server forgot the session: it is over for every caller.
@@ -162,6 +173,9 @@ func (s *Session) request(ctx context.Context, method string, params any, doing 
 		return nil, classify(err, s.target, doing, ex)
 	}
 	if resp.Error != nil {
+		if resp.Error.Code == codeAnswerTooLarge && resp.Error.Message == messageAnswerTooLarge {
+			return nil, classify(errResponseTooLarge, s.target, doing, ex)
+		}
 		return nil, rpcError(resp.Error, s.target, doing)
 	}
 	return resp.Result, nil

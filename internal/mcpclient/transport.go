@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -181,38 +183,166 @@ func (c *cappedBody) Read(p []byte) (int, error) {
 
 func (c *cappedBody) Close() error { return c.body.Close() }
 
-// eventCappedBody fails a read once one server-sent event (the bytes
-// between blank lines) grows past max.
+// Answers to requests that arrive on a long-lived event stream (the
+// legacy SSE transport) and grow past the cap are replaced by this
+// JSON-RPC error, which request turns back into errResponseTooLarge.
+const (
+	codeAnswerTooLarge    = -32099
+	messageAnswerTooLarge = "mcp-operator: the answer passed the size cap and was dropped"
+)
+
+// opID finds the id the operator gave a request ("op-N", see request) in
+// a piece of a JSON-RPC answer.
+var opID = regexp.MustCompile(`"id"\s*:\s*"(op-[0-9]+)"`)
+
+// eventCappedBody keeps each server-sent event (the bytes up to a blank
+// line) of a long-lived stream within max. An event is handed on only
+// once it ends (the library buffers it whole anyway); one that grows past
+// max is dropped unread, and when it answered one of the operator's
+// requests it is replaced by an error for that request alone, so that an
+// oversized answer fails its own call and not the stream, with every
+// other call on it.
 type eventCappedBody struct {
 	body io.ReadCloser
 	max  int64
 	ex   *exchange
-	// inEvent counts the bytes of the event being read; lineStart is true
-	// after a newline, so a second one in a row ends the event.
-	inEvent   int64
+
+	ready     []byte // what Read hands on next
+	event     []byte // the event being read, held back
+	over      bool   // the event passed max and is being skipped
+	head      []byte // the first bytes of a skipped event
+	tail      []byte // its last bytes
+	skipped   int64  // bytes of it skipped so far
 	lineStart bool
+	chunk     []byte
+	err       error
 }
 
+// keepEnds is how much of each end of a skipped event is kept to find
+// its id: servers write the id before the result (mcp-go) or after it
+// (the TypeScript SDK).
+const keepEnds = 512
+
+// skipLimit is how many times the cap an event may run on, skipped,
+// before the stream is given up.
+const skipLimit = 4
+
 func (c *eventCappedBody) Read(p []byte) (int, error) {
-	n, err := c.body.Read(p)
-	for _, b := range p[:n] {
-		switch {
-		case b == '\n' && c.lineStart:
-			c.inEvent = 0
-		case b == '\n':
-			c.lineStart = true
-		case b != '\r':
-			c.lineStart = false
-			c.inEvent++
+	for len(c.ready) == 0 {
+		if c.err != nil {
+			return 0, c.err
+		}
+		if c.chunk == nil {
+			c.chunk = make([]byte, 32<<10)
+		}
+		n, err := c.body.Read(c.chunk)
+		c.take(c.chunk[:n])
+		if c.err != nil {
+			return 0, c.err
+		}
+		if err != nil {
+			// What is held of an unfinished event goes on, as the stream
+			// itself would have; the reader sees the error after it.
+			if !c.over {
+				c.ready = append(c.ready, c.event...)
+			}
+			c.event, c.err = nil, err
 		}
 	}
-	if c.inEvent > c.max {
+	n := copy(p, c.ready)
+	c.ready = c.ready[n:]
+	return n, nil
+}
+
+// take sorts incoming bytes into events.
+func (c *eventCappedBody) take(b []byte) {
+	for len(b) > 0 && c.err == nil {
+		end := c.eventEnd(b)
+		part := b
+		if end >= 0 {
+			part = b[:end+1]
+		}
+		c.hold(part)
+		b = b[len(part):]
+		if end >= 0 {
+			c.finish()
+		}
+	}
+}
+
+// eventEnd is the index in b of the newline that ends the current event
+// (the second of two in a row, carriage returns aside), or -1.
+func (c *eventCappedBody) eventEnd(b []byte) int {
+	for i, ch := range b {
+		switch {
+		case ch == '\n' && c.lineStart:
+			c.lineStart = false
+			return i
+		case ch == '\n':
+			c.lineStart = true
+		case ch != '\r':
+			c.lineStart = false
+		}
+	}
+	return -1
+}
+
+func (c *eventCappedBody) hold(part []byte) {
+	if !c.over && int64(len(c.event)+len(part)) <= c.max {
+		c.event = append(c.event, part...)
+		return
+	}
+	if !c.over {
+		c.over = true
+		c.head = append([]byte(nil), c.event[:min(len(c.event), keepEnds)]...)
+		c.tail = append(c.tail[:0], c.event[max(0, len(c.event)-keepEnds):]...)
+		c.event = nil
 		if c.ex != nil {
 			c.ex.tooLarge.Store(true)
 		}
-		return 0, errResponseTooLarge
 	}
-	return n, err
+	c.skipped += int64(len(part))
+	if c.skipped > skipLimit*c.max {
+		// An event this long is a stream stuck in one event, not an answer:
+		// every later answer would vanish into it. End the stream.
+		c.err = errResponseTooLarge
+		return
+	}
+	c.tail = append(c.tail, part...)
+	if len(c.tail) > keepEnds {
+		c.tail = append(c.tail[:0], c.tail[len(c.tail)-keepEnds:]...)
+	}
+}
+
+// finish hands on the event that just ended, or the error that stands in
+// for a skipped answer.
+func (c *eventCappedBody) finish() {
+	if !c.over {
+		c.ready = append(c.ready, c.event...)
+		c.event = c.event[:0]
+		return
+	}
+	if id := answeredID(c.head, c.tail); id != "" {
+		c.ready = append(c.ready, fmt.Sprintf("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%q,\"error\":{\"code\":%d,\"message\":%q}}\n\n",
+			id, codeAnswerTooLarge, messageAnswerTooLarge)...)
+	}
+	c.over, c.head, c.tail, c.skipped = false, nil, c.tail[:0], 0
+}
+
+// answeredID is the operator's request id a skipped event answered: the
+// first in its head when it comes before the result, else the last in its
+// tail; "" when neither end names one (a notification).
+func answeredID(head, tail []byte) string {
+	if m := opID.FindSubmatchIndex(head); m != nil {
+		result := bytes.Index(head, []byte(`"result"`))
+		if result < 0 || m[0] < result {
+			return string(head[m[2]:m[3]])
+		}
+	}
+	if all := opID.FindAllSubmatch(tail, -1); len(all) > 0 {
+		return string(all[len(all)-1][1])
+	}
+	return ""
 }
 
 func (c *eventCappedBody) Close() error { return c.body.Close() }

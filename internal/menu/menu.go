@@ -66,6 +66,9 @@ type Menu struct {
 	// as the menu would name them: not offered, but known, so a call gets
 	// "server not ready" rather than "no such tool".
 	Withheld []Entry
+	// Refused are the tools of Tools that MCP clients cannot be offered
+	// (see Refusal): served over REST, left out of MCP endpoints.
+	Refused []Entry
 }
 
 // Unapproved is a tool whose definition hash is not the approved one.
@@ -140,6 +143,7 @@ func ForCollection(spec *mcpv1alpha1.ToolCollectionSpec, servers []mcpv1alpha1.M
 		m.Tools = m.Tools[:*spec.MaxTools]
 	}
 	m.countServed()
+	m.Refused = refused(m.Tools)
 	for i, o := range overrides {
 		if !matched[i] {
 			m.UnmatchedOverrides = append(m.UnmatchedOverrides, o.Name)
@@ -291,6 +295,7 @@ func Global(servers []mcpv1alpha1.MCPServer) Menu {
 	}
 	sort.Slice(m.Conflicts, func(i, j int) bool { return m.Conflicts[i].Name < m.Conflicts[j].Name })
 	sort.Slice(m.Tools, func(i, j int) bool { return m.Tools[i].Name < m.Tools[j].Name })
+	m.Refused = refused(m.Tools)
 	return m
 }
 

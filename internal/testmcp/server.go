@@ -212,7 +212,9 @@ func echoHandler(name string) server.ToolHandlerFunc {
 func (s *Server) serve(ln net.Listener) {
 	mux := http.NewServeMux()
 	if s.opts.Transport == SSE {
-		sse := server.NewSSEServer(s.MCP, server.WithBaseURL(s.base()), server.WithKeepAlive(false))
+		// A relative message endpoint, so that a client reaching the server
+		// through a proxy posts through the proxy too.
+		sse := server.NewSSEServer(s.MCP, server.WithUseFullURLForMessageEndpoint(false), server.WithKeepAlive(false))
 		mux.Handle("/sse", sse.SSEHandler())
 		mux.Handle("/message", sse.MessageHandler())
 		s.sse = sse

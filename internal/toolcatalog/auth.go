@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
@@ -36,7 +36,9 @@ const (
 	mcpServersResource      = "mcpservers"
 )
 
-// maxCachedDecisions bounds each cache; past it the cache starts over.
+// maxCachedDecisions bounds each cache; past it the least recently used
+// entry goes, one at a time, so a client sending junk tokens cannot flush
+// everyone else's answers.
 const maxCachedDecisions = 10000
 
 // caller is who a request comes from.
@@ -65,9 +67,16 @@ type authorizer struct {
 	client client.Client
 	ttl    time.Duration
 
-	mu        sync.Mutex
-	tokens    map[[32]byte]cachedCaller
-	decisions map[string]cachedDecision
+	// tokens maps a token's SHA-256 to a cachedCaller; decisions maps a
+	// caller and a resource attribute set to a cachedDecision. Both are
+	// LRUs, safe for concurrent use.
+	tokens    *lru.Cache
+	decisions *lru.Cache
+}
+
+func newAuthorizer(mode AuthMode, reviewer client.Client, ttl time.Duration) *authorizer {
+	return &authorizer{mode: mode, client: reviewer, ttl: ttl,
+		tokens: lru.New(maxCachedDecisions), decisions: lru.New(maxCachedDecisions)}
 }
 
 type cachedCaller struct {
@@ -101,10 +110,8 @@ func (a *authorizer) authenticate(ctx context.Context, r *http.Request) (*caller
 	}
 	key := sha256.Sum256([]byte(token))
 	now := time.Now()
-	a.mu.Lock()
-	cached, hit := a.tokens[key]
-	a.mu.Unlock()
-	if hit && now.Before(cached.expires) {
+	if value, hit := a.tokens.Get(key); hit && now.Before(value.(cachedCaller).expires) {
+		cached := value.(cachedCaller)
 		if cached.caller == nil {
 			return nil, &authError{code: http.StatusUnauthorized, message: "the bearer token is not valid"}
 		}
@@ -122,12 +129,7 @@ func (a *authorizer) authenticate(ctx context.Context, r *http.Request) (*caller
 			who.extra[k] = authorizationv1.ExtraValue(v)
 		}
 	}
-	a.mu.Lock()
-	if len(a.tokens) >= maxCachedDecisions {
-		a.tokens = map[[32]byte]cachedCaller{}
-	}
-	a.tokens[key] = cachedCaller{caller: who, expires: now.Add(a.ttl)}
-	a.mu.Unlock()
+	a.tokens.Add(key, cachedCaller{caller: who, expires: now.Add(a.ttl)})
 	if who == nil {
 		return nil, &authError{code: http.StatusUnauthorized, message: "the bearer token is not valid"}
 	}
@@ -144,11 +146,8 @@ func (a *authorizer) allowed(ctx context.Context, who *caller, verb, resource, n
 	}
 	key := strings.Join([]string{who.username, who.uid, strings.Join(who.groups, ","), verb, resource, namespace, name}, "\x00")
 	now := time.Now()
-	a.mu.Lock()
-	cached, hit := a.decisions[key]
-	a.mu.Unlock()
-	if hit && now.Before(cached.expires) {
-		return cached.allowed, nil
+	if value, hit := a.decisions.Get(key); hit && now.Before(value.(cachedDecision).expires) {
+		return value.(cachedDecision).allowed, nil
 	}
 	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User: who.username, UID: who.uid, Groups: who.groups, Extra: who.extra,
@@ -159,12 +158,7 @@ func (a *authorizer) allowed(ctx context.Context, who *caller, verb, resource, n
 	if err := a.client.Create(ctx, review); err != nil {
 		return false, fmt.Errorf("checking permissions with the API server: %w", err)
 	}
-	a.mu.Lock()
-	if len(a.decisions) >= maxCachedDecisions {
-		a.decisions = map[string]cachedDecision{}
-	}
-	a.decisions[key] = cachedDecision{allowed: review.Status.Allowed, expires: now.Add(a.ttl)}
-	a.mu.Unlock()
+	a.decisions.Add(key, cachedDecision{allowed: review.Status.Allowed, expires: now.Add(a.ttl)})
 	return review.Status.Allowed, nil
 }
 

@@ -7,16 +7,15 @@ package toolcatalog
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
@@ -47,27 +46,49 @@ type Options struct {
 	AllowedOrigins []string
 	// Egress limits the addresses tool calls may dial.
 	Egress *mcpclient.EgressPolicy
+	// QueueTimeout is the longest a call waits for a turn when its server
+	// has spec.maxConcurrentCalls calls in flight (default 2s).
+	QueueTimeout time.Duration
+	// CallerRate, when above zero, is how many tool calls per second one
+	// authenticated caller may make (with AuthKubernetes), in bursts of
+	// CallerBurst; past it calls are answered 429.
+	CallerRate  float64
+	CallerBurst int
+	// DrainTimeout bounds how long calls in flight may finish once the
+	// catalog stops (default 20s).
+	DrainTimeout time.Duration
 }
 
 const (
 	defaultMaxRequestBytes = 4 << 20
 	defaultMaxResultText   = 1 << 20
 	defaultAuthCacheTTL    = 10 * time.Second
+	defaultQueueTimeout    = 2 * time.Second
+	defaultDrainTimeout    = 20 * time.Second
 )
 
 // Catalog serves menus and executes tool calls.
 type Catalog struct {
-	reader  client.Reader
-	opts    Options
-	log     logr.Logger
-	pool    *mcpclient.Pool
-	menus   *menuCache
-	schemas *schemaCache
-	authz   *authorizer
-	mcp     *mcpHandlers
+	// reader serves MCPServers and ToolCollections from the cache and
+	// Secrets and ConfigMaps from the API server.
+	reader client.Reader
+	// metadata reads cached metadata (of Secrets and ConfigMaps).
+	metadata  client.Reader
+	opts      Options
+	log       logr.Logger
+	pool      *mcpclient.Pool
+	upstreams *upstreams
+	menus     *menuCache
+	schemas   *schemaCache
+	authz     *authorizer
+	callers   *callerLimits
+	mcp       *mcpHandlers
 	// version moves on every change to an MCPServer or ToolCollection;
 	// rendered menus are reused while it stands still.
 	version atomic.Uint64
+	// streams ends the MCP listening streams when the catalog stops.
+	streams    context.Context
+	endStreams context.CancelFunc
 }
 
 // New builds a catalog reading through reader: the manager's client, which
@@ -86,97 +107,96 @@ func New(reader client.Reader, opts Options) *Catalog {
 	if opts.AuthCacheTTL <= 0 {
 		opts.AuthCacheTTL = defaultAuthCacheTTL
 	}
-	c := &Catalog{reader: reader, opts: opts, log: opts.Log, pool: &mcpclient.Pool{}, schemas: newSchemaCache()}
+	if opts.QueueTimeout <= 0 {
+		opts.QueueTimeout = defaultQueueTimeout
+	}
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = defaultDrainTimeout
+	}
+	c := &Catalog{reader: reader, opts: opts, log: opts.Log, pool: &mcpclient.Pool{}, schemas: newSchemaCache(),
+		upstreams: newUpstreams(), callers: newCallerLimits(opts.CallerRate, opts.CallerBurst)}
+	c.streams, c.endStreams = context.WithCancel(context.Background())
 	c.menus = newMenuCache(c)
-	c.authz = &authorizer{mode: opts.Auth, client: opts.Reviewer, ttl: opts.AuthCacheTTL,
-		tokens: map[[32]byte]cachedCaller{}, decisions: map[string]cachedDecision{}}
+	c.authz = newAuthorizer(opts.Auth, opts.Reviewer, opts.AuthCacheTTL)
 	c.mcp = newMCPHandlers(c)
 	return c
 }
 
 // WatchChanges makes every change to an MCPServer or ToolCollection in the
 // cache invalidate the rendered menus, so a change in status shows in the
-// menus at once.
-func (c *Catalog) WatchChanges(ctx context.Context, informers cache.Informers) error {
-	changed := func() {
-		c.version.Add(1)
-		c.mcp.changed()
+// menus at once, and keeps the call path's view of each server current.
+func (c *Catalog) WatchChanges(ctx context.Context, cache ctrlcache.Cache) error {
+	c.metadata = cache
+	changed := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.changed() },
+		UpdateFunc: func(any, any) { c.changed() },
+		DeleteFunc: func(any) { c.changed() },
 	}
-	bump := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { changed() },
-		UpdateFunc: func(any, any) { changed() },
-		DeleteFunc: func(any) { changed() },
+	servers := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.observeServer(obj, false) },
+		UpdateFunc: func(_, obj any) { c.observeServer(obj, false) },
+		DeleteFunc: func(obj any) { c.observeServer(obj, true) },
 	}
-	go c.mcp.syncOnChange(ctx)
-	// A deleted server's pooled session goes with it.
-	dropSession := toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-		if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-			obj = tombstone.Obj
-		}
-		if srv, ok := obj.(*mcpv1alpha1.MCPServer); ok {
-			c.pool.Drop(srv.Namespace + "/" + srv.Name)
+	collections := toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		if tc, ok := unwrapTombstone(obj).(*mcpv1alpha1.ToolCollection); ok {
+			c.mcp.forget(viewKey{kind: collectionView, namespace: tc.Namespace, name: tc.Name})
 		}
 	}}
-	informer, err := informers.GetInformer(ctx, &mcpv1alpha1.MCPServer{})
-	if err != nil {
-		return fmt.Errorf("watching MCPServers for the catalog: %w", err)
-	}
-	if _, err := informer.AddEventHandler(dropSession); err != nil {
-		return fmt.Errorf("watching MCPServers for the catalog: %w", err)
-	}
-	for _, obj := range []client.Object{&mcpv1alpha1.MCPServer{}, &mcpv1alpha1.ToolCollection{}} {
-		informer, err := informers.GetInformer(ctx, obj)
+	for _, watch := range []struct {
+		obj      client.Object
+		handlers []toolscache.ResourceEventHandler
+	}{
+		{&mcpv1alpha1.MCPServer{}, []toolscache.ResourceEventHandler{servers, changed}},
+		{&mcpv1alpha1.ToolCollection{}, []toolscache.ResourceEventHandler{collections, changed}},
+		// Metadata only: the call path checks the versions of the Secrets
+		// and ConfigMaps a server names without holding their data.
+		{metadataOf("Secret"), nil},
+		{metadataOf("ConfigMap"), nil},
+	} {
+		informer, err := cache.GetInformer(ctx, watch.obj)
 		if err != nil {
-			return fmt.Errorf("watching %T for the catalog: %w", obj, err)
+			return fmt.Errorf("watching %T for the catalog: %w", watch.obj, err)
 		}
-		if _, err := informer.AddEventHandler(bump); err != nil {
-			return fmt.Errorf("watching %T for the catalog: %w", obj, err)
+		for _, h := range watch.handlers {
+			if _, err := informer.AddEventHandler(h); err != nil {
+				return fmt.Errorf("watching %T for the catalog: %w", watch.obj, err)
+			}
 		}
 	}
+	go c.mcp.syncOnChange(ctx)
 	return nil
 }
 
-// Runnable serves the catalog inside the manager.
-type Runnable struct {
-	Catalog   *Catalog
-	Informers cache.Informers
+func (c *Catalog) changed() {
+	c.version.Add(1)
+	c.mcp.changed()
 }
 
-// NeedLeaderElection is false: every replica serves the catalog.
-func (r *Runnable) NeedLeaderElection() bool { return false }
+// observeServer keeps the call path's view of a server current; a deleted
+// server's pooled session and state go with it.
+func (c *Catalog) observeServer(obj any, deleted bool) {
+	srv, ok := unwrapTombstone(obj).(*mcpv1alpha1.MCPServer)
+	if !ok {
+		return
+	}
+	if !deleted {
+		c.upstreams.observe(srv)
+		return
+	}
+	key := srv.Namespace + "/" + srv.Name
+	c.upstreams.forget(key)
+	c.pool.Drop(key)
+}
 
-// Start serves until ctx ends, then drains in-flight calls.
-func (r *Runnable) Start(ctx context.Context) error {
-	if err := r.Catalog.WatchChanges(ctx, r.Informers); err != nil {
-		return err
+func unwrapTombstone(obj any) any {
+	if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		return tombstone.Obj
 	}
-	ln, err := net.Listen("tcp", r.Catalog.opts.BindAddress)
-	if err != nil {
-		return fmt.Errorf("listening for the catalog on %s: %w", r.Catalog.opts.BindAddress, err)
-	}
-	srv := &http.Server{
-		Handler:           r.Catalog.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       time.Minute,
-		// Longer than the longest tool call (spec.timeout is at most 10m).
-		WriteTimeout:   11 * time.Minute,
-		IdleTimeout:    2 * time.Minute,
-		MaxHeaderBytes: 64 << 10,
-	}
-	r.Catalog.log.Info("Serving the catalog", "address", ln.Addr().String())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err = srv.Shutdown(shutdownCtx)
-	r.Catalog.pool.CloseAll()
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
-	}
-	return err
+	return obj
+}
+
+func metadataOf(kind string) *metav1.PartialObjectMetadata {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
+	return obj
 }

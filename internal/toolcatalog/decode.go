@@ -35,6 +35,8 @@ type requestError struct {
 	code    int
 	message string
 	details []string
+	// retryAfter, in seconds, is sent as Retry-After when set.
+	retryAfter int
 }
 
 func (e *requestError) Error() string { return e.message }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/toolmesh/mcp-operator/internal/menu"
@@ -31,32 +32,57 @@ func (c *Catalog) answerError(w http.ResponseWriter, key viewKey, tool string, e
 	var reqErr *requestError
 	var upErr *upstreamError
 	var authErr *authError
+	c.record(key, tool, entry, started, outcomeOf(err))
 	switch {
 	case errors.As(err, &authErr):
-		c.record(key, tool, entry, started, "forbidden")
 		writeAuthError(w, authErr)
 	case errors.As(err, &reqErr):
-		outcome := "invalid_request"
-		switch reqErr.code {
-		case http.StatusNotFound:
-			outcome = "unknown_tool"
-		case http.StatusUnprocessableEntity:
-			outcome = "invalid_arguments"
-		}
-		c.record(key, tool, entry, started, outcome)
+		retryAfter(w, reqErr.retryAfter)
 		writeError(w, reqErr.code, reqErr.message, reqErr.details...)
 	case errors.As(err, &upErr):
-		outcome := "upstream_unreachable"
-		if upErr.code == http.StatusGatewayTimeout {
-			outcome = "upstream_timeout"
-		}
 		if entry != nil {
 			upstreamErrors.WithLabelValues(entry.Namespace+"/"+entry.Server, upErr.kind).Inc()
 		}
-		c.record(key, tool, entry, started, outcome)
+		retryAfter(w, upErr.retryAfter)
 		writeError(w, upErr.code, upErr.Error())
 	default:
-		c.record(key, tool, entry, started, "internal_error")
 		writeError(w, http.StatusInternalServerError, "internal error")
 	}
+}
+
+func retryAfter(w http.ResponseWriter, seconds int) {
+	if seconds > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(seconds))
+	}
+}
+
+// outcomeOf names how a failed call ended, for metrics and logs; the REST
+// and MCP paths name it alike.
+func outcomeOf(err error) string {
+	var reqErr *requestError
+	var upErr *upstreamError
+	var authErr *authError
+	switch {
+	case errors.As(err, &authErr):
+		return "forbidden"
+	case errors.As(err, &reqErr):
+		switch reqErr.code {
+		case http.StatusNotFound:
+			return "unknown_tool"
+		case http.StatusUnprocessableEntity:
+			return "invalid_arguments"
+		case http.StatusTooManyRequests:
+			return "rate_limited"
+		}
+		return "invalid_request"
+	case errors.As(err, &upErr):
+		switch upErr.code {
+		case http.StatusGatewayTimeout:
+			return "upstream_timeout"
+		case http.StatusTooManyRequests:
+			return "busy"
+		}
+		return "upstream_unreachable"
+	}
+	return "internal_error"
 }

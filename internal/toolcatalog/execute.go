@@ -51,7 +51,7 @@ func (c *Catalog) execute(w http.ResponseWriter, req *http.Request, key viewKey)
 		// Only a caller who may call the tool learns about its server.
 		err := c.authorizeCall(req.Context(), key, down)
 		if err == nil {
-			err = c.notReady(req.Context(), down)
+			err = c.notReady(down)
 		}
 		c.answerError(w, key, cl.name, down, started, err)
 		return
@@ -89,9 +89,12 @@ func (c *Catalog) authorizeCall(ctx context.Context, key viewKey, entry *menu.En
 	return c.authz.require(ctx, verbExecute, mcpServersResource, entry.Namespace, entry.Server)
 }
 
-// invoke is the one execution path, for REST and MCP alike: validate the
-// arguments, call the server, cut long output.
+// invoke is the one execution path, for REST and MCP alike: the caller's
+// rate, the arguments against the schema, the call, long output cut.
 func (c *Catalog) invoke(ctx context.Context, entry *menu.Entry, arguments json.RawMessage) (Envelope, error) {
+	if err := c.callers.allow(ctx); err != nil {
+		return Envelope{}, err
+	}
 	if err := c.validate(entry.Tool, arguments); err != nil {
 		return Envelope{}, err
 	}

@@ -21,8 +21,10 @@ const mcpPageSize = 200
 
 // mcpHandlers serve menus as MCP servers (Streamable HTTP), built on
 // mcp-go's server side: /mcp for every tool the caller may see, and one per
-// collection. Each endpoint's tools follow its menu's revision; a change
-// reaches connected clients as notifications/tools/list_changed.
+// collection. Each handler's tools follow its menu's revision; a change
+// reaches connected clients as notifications/tools/list_changed. A handler
+// exists only for a menu that exists (the global one, or a collection a
+// caller was allowed to read) and goes when its collection is deleted.
 type mcpHandlers struct {
 	catalog *Catalog
 	mu      sync.Mutex
@@ -42,7 +44,7 @@ func newMCPHandlers(c *Catalog) *mcpHandlers {
 	return &mcpHandlers{catalog: c, byKey: map[viewKey]*mcpHandler{}, kick: make(chan struct{}, 1)}
 }
 
-// changed asks for the endpoints to follow a change in the cache.
+// changed asks for the handlers to follow a change in the cache.
 func (m *mcpHandlers) changed() {
 	select {
 	case m.kick <- struct{}{}:
@@ -50,8 +52,23 @@ func (m *mcpHandlers) changed() {
 	}
 }
 
-// syncOnChange brings every endpoint's tools up to date after changes,
-// so that listening clients hear of them without asking.
+// forget drops the handler of a deleted collection; its clients' next
+// request finds no session and no collection.
+func (m *mcpHandlers) forget(key viewKey) {
+	m.mu.Lock()
+	delete(m.byKey, key)
+	m.mu.Unlock()
+	refusedTools.DeleteLabelValues(menuLabel(key))
+}
+
+func (m *mcpHandlers) size() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.byKey)
+}
+
+// syncOnChange brings every handler's tools up to date after changes, so
+// that listening clients hear of them without asking.
 func (m *mcpHandlers) syncOnChange(ctx context.Context) {
 	for {
 		select {
@@ -63,25 +80,28 @@ func (m *mcpHandlers) syncOnChange(ctx context.Context) {
 		// follow the burst once.
 		time.Sleep(50 * time.Millisecond)
 		m.mu.Lock()
-		endpoints := make([]*mcpHandler, 0, len(m.byKey))
-		for _, ep := range m.byKey {
-			endpoints = append(endpoints, ep)
+		handlers := make([]*mcpHandler, 0, len(m.byKey))
+		for _, h := range m.byKey {
+			handlers = append(handlers, h)
 		}
 		m.mu.Unlock()
-		for _, ep := range endpoints {
-			_ = m.sync(ctx, ep)
+		for _, h := range handlers {
+			if err := m.sync(ctx, h); err != nil {
+				mcpSyncFailures.Inc()
+				m.catalog.log.Error(err, "An MCP endpoint could not take up a new menu revision", "menu", menuLabel(h.key))
+			}
 		}
 	}
 }
 
-// endpoint returns the endpoint of a menu, creating it on first use.
-func (m *mcpHandlers) endpoint(key viewKey) *mcpHandler {
+// handlerFor returns the handler of a menu, creating it on first use.
+func (m *mcpHandlers) handlerFor(key viewKey) *mcpHandler {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if ep, ok := m.byKey[key]; ok {
-		return ep
+	if h, ok := m.byKey[key]; ok {
+		return h
 	}
-	ep := &mcpHandler{key: key}
+	h := &mcpHandler{key: key}
 	opts := []server.ServerOption{
 		server.WithToolCapabilities(true),
 		server.WithPaginationLimit(mcpPageSize),
@@ -93,15 +113,13 @@ func (m *mcpHandlers) endpoint(key viewKey) *mcpHandler {
 		opts = append(opts, server.WithToolFilter(m.catalog.visibleTools))
 	}
 	name := "mcp-operator"
-	if key.kind == collectionView {
-		name = "mcp-operator/" + key.namespace + "/" + key.name
-	}
-	ep.server = server.NewMCPServer(name, "v1alpha1", opts...)
 	path := "/mcp"
 	if key.kind == collectionView {
+		name = "mcp-operator/" + key.namespace + "/" + key.name
 		path = "/v1/namespaces/" + key.namespace + "/toolcollections/" + key.name + "/mcp"
 	}
-	ep.http = server.NewStreamableHTTPServer(ep.server,
+	h.server = server.NewMCPServer(name, "v1alpha1", opts...)
+	h.http = server.NewStreamableHTTPServer(h.server,
 		server.WithEndpointPath(path),
 		// The catalog checks Origin itself, against its own allow-list.
 		server.WithDisableLocalhostProtection(true),
@@ -111,43 +129,72 @@ func (m *mcpHandlers) endpoint(key viewKey) *mcpHandler {
 			}
 			return ctx
 		}))
-	m.byKey[key] = ep
-	return ep
+	m.byKey[key] = h
+	return h
 }
 
-// sync gives the endpoint the tools of its menu's current revision.
-func (m *mcpHandlers) sync(ctx context.Context, ep *mcpHandler) error {
-	vw, err := m.catalog.menus.view(ctx, ep.key)
+// sync gives the handler the tools of its menu's current revision. A tool
+// MCP clients cannot be offered (menu.Refusal) is left out of this
+// endpoint only, counted and reported; every other tool is served.
+func (m *mcpHandlers) sync(ctx context.Context, h *mcpHandler) error {
+	vw, err := m.catalog.menus.view(ctx, h.key)
 	if err != nil {
 		return err
 	}
-	ep.mu.Lock()
-	defer ep.mu.Unlock()
-	if vw.revision == ep.revision {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if vw.revision == h.revision {
 		return nil
+	}
+	skip := make(map[string]bool, len(vw.menu.Refused))
+	for _, e := range vw.menu.Refused {
+		skip[e.Name] = true
 	}
 	tools := make([]server.ServerTool, 0, len(vw.menu.Tools))
 	for i := range vw.menu.Tools {
-		tools = append(tools, server.ServerTool{Tool: mcpToolOf(&vw.menu.Tools[i]), Handler: m.catalog.mcpCall(ep.key)})
+		if e := &vw.menu.Tools[i]; !skip[e.Name] {
+			tools = append(tools, server.ServerTool{Tool: mcpToolOf(e), Handler: m.catalog.mcpCall(h.key)})
+		}
 	}
-	if err := setTools(ep.server, tools); err != nil {
-		return err
+	refusedHere := setTools(h.server, tools)
+	if refusedHere > 0 {
+		m.catalog.log.Info("The MCP library refused tool definitions the menu check let through; they are left out", "menu", menuLabel(h.key), "count", refusedHere)
 	}
-	ep.revision = vw.revision
+	refusedTools.WithLabelValues(menuLabel(h.key)).Set(float64(len(skip) + refusedHere))
+	h.revision = vw.revision
 	return nil
 }
 
-// setTools guards against mcp-go refusing a definition by panicking (it
-// does so for malformed x-mcp-header annotations): one bad upstream tool
-// must not take the catalog down.
-func setTools(s *server.MCPServer, tools []server.ServerTool) (err error) {
+// setTools gives the server its tools. mcp-go refuses a definition by
+// panicking; menu.Refusal screens the known cases first, and should a new
+// one slip through, each tool is tried on its own and the ones refused are
+// left out, so that one bad upstream tool never takes the endpoint down.
+func setTools(s *server.MCPServer, tools []server.ServerTool) (refused int) {
+	if tryTools(s, tools) {
+		return 0
+	}
+	var kept []server.ServerTool
+	scratch := server.NewMCPServer("probe", "v0")
+	for _, t := range tools {
+		if tryTools(scratch, []server.ServerTool{t}) {
+			kept = append(kept, t)
+		}
+	}
+	if !tryTools(s, kept) {
+		kept = nil
+		tryTools(s, nil)
+	}
+	return len(tools) - len(kept)
+}
+
+func tryTools(s *server.MCPServer, tools []server.ServerTool) (ok bool) {
 	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("a tool definition was refused: %v", r)
+		if recover() != nil {
+			ok = false
 		}
 	}()
 	s.SetTools(tools...)
-	return nil
+	return true
 }
 
 func mcpToolOf(e *menu.Entry) mcp.Tool {
@@ -180,19 +227,37 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 				writeAuthError(w, err)
 				return
 			}
-			vw, err := m.catalog.menus.view(r.Context(), key)
-			if err == nil && vw.missing != "" {
-				writeError(w, http.StatusNotFound, vw.missing)
-				return
-			}
+		}
+		// A handler is made only for a menu that exists, so a caller cannot
+		// grow the catalog's memory with made-up collection names.
+		vw, err := m.catalog.menus.view(r.Context(), key)
+		switch {
+		case err != nil:
+			mcpSyncFailures.Inc()
+			m.catalog.log.Error(err, "An MCP endpoint could not read its menu", "menu", menuLabel(key))
+			writeError(w, http.StatusServiceUnavailable, "the catalog cannot read its cache yet; retry")
+			return
+		case vw.missing != "":
+			writeError(w, http.StatusNotFound, vw.missing)
+			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, m.catalog.opts.MaxRequestBytes)
-		ep := m.endpoint(key)
-		if err := m.sync(r.Context(), ep); err != nil {
+		h := m.handlerFor(key)
+		if err := m.sync(r.Context(), h); err != nil {
+			mcpSyncFailures.Inc()
+			m.catalog.log.Error(err, "An MCP endpoint could not take up a new menu revision", "menu", menuLabel(key))
 			writeError(w, http.StatusServiceUnavailable, "the catalog cannot read its cache yet; retry")
 			return
 		}
-		ep.http.ServeHTTP(w, r)
+		if r.Method == http.MethodGet {
+			// A listening stream ends when the catalog stops, so that its
+			// client reconnects to another replica.
+			ctx, cancel := context.WithCancel(r.Context())
+			defer context.AfterFunc(m.catalog.streams, cancel)()
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
+		h.http.ServeHTTP(w, r)
 	})
 }
 
@@ -242,24 +307,8 @@ func (c *Catalog) mcpCall(key viewKey) server.ToolHandlerFunc {
 			arguments = []byte("{}")
 		}
 		envelope, err := c.invoke(ctx, entry, arguments)
-		var reqErr *requestError
-		var upErr *upstreamError
-		switch {
-		case errors.As(err, &reqErr):
-			c.record(key, req.Params.Name, entry, started, "invalid_arguments")
-			// SEP-1303 (MCP 2025-11-25): argument errors are tool errors, so
-			// that the model can correct itself.
-			return mcp.NewToolResultError(reqErr.message), nil
-		case errors.As(err, &upErr):
-			outcome := "upstream_unreachable"
-			if upErr.code == http.StatusGatewayTimeout {
-				outcome = "upstream_timeout"
-			}
-			upstreamErrors.WithLabelValues(entry.Namespace+"/"+entry.Server, upErr.kind).Inc()
-			c.record(key, req.Params.Name, entry, started, outcome)
-			return mcp.NewToolResultError(upErr.Error()), nil
-		case err != nil:
-			return nil, err
+		if err != nil {
+			return c.mcpFailure(key, req.Params.Name, entry, started, err)
 		}
 		outcome := "success"
 		if envelope.IsError {
@@ -268,6 +317,30 @@ func (c *Catalog) mcpCall(key viewKey) server.ToolHandlerFunc {
 		c.record(key, req.Params.Name, entry, started, outcome)
 		return callResultOf(envelope), nil
 	}
+}
+
+// mcpFailure answers a failed tools/call. What the model can act on (bad
+// arguments: SEP-1303 in MCP 2025-11-25; a server down) is a tool result
+// with isError; being told to slow down (the caller's rate, a busy server)
+// is a JSON-RPC error the client's code handles, as 429 is over REST.
+func (c *Catalog) mcpFailure(key viewKey, name string, entry *menu.Entry, started time.Time, err error) (*mcp.CallToolResult, error) {
+	outcome := outcomeOf(err)
+	c.record(key, name, entry, started, outcome)
+	var reqErr *requestError
+	var upErr *upstreamError
+	switch {
+	case outcome == "rate_limited" || outcome == "busy":
+		if errors.As(err, &upErr) {
+			upstreamErrors.WithLabelValues(entry.Namespace+"/"+entry.Server, upErr.kind).Inc()
+		}
+		return nil, err
+	case errors.As(err, &reqErr):
+		return mcp.NewToolResultError(reqErr.message), nil
+	case errors.As(err, &upErr):
+		upstreamErrors.WithLabelValues(entry.Namespace+"/"+entry.Server, upErr.kind).Inc()
+		return mcp.NewToolResultError(upErr.Error()), nil
+	}
+	return nil, err
 }
 
 // callResultOf turns the envelope back into an MCP result, content items

@@ -79,12 +79,35 @@ func (m *menuCache) view(ctx context.Context, key viewKey) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !worthKeeping(key, built) {
+		return built, nil
+	}
 	m.mu.Lock()
 	if m.version == v {
 		m.views[key] = built
 	}
 	m.mu.Unlock()
 	return built, nil
+}
+
+// worthKeeping keeps views only of menus that exist: a caller can name any
+// collection or namespace, and those that name nothing must not grow the
+// cache.
+func worthKeeping(key viewKey, vw *view) bool {
+	if vw.missing != "" {
+		return false
+	}
+	if key.kind == globalView && key.namespace != "" {
+		return len(vw.menu.Tools)+len(vw.menu.Withheld) > 0
+	}
+	return true
+}
+
+// size is how many views and renderings are kept, for tests.
+func (m *menuCache) size() (views, renders int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.views), len(m.renders)
 }
 
 // buildView builds a view from the cache.

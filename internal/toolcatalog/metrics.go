@@ -33,6 +33,21 @@ var (
 		Help: "Tools in the last rendered menu, by menu (global, collection ns/name, server ns/name).",
 	}, []string{"menu"})
 
+	busyCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_catalog_busy_total",
+		Help: "Tool calls turned away (429) because their server had spec.maxConcurrentCalls calls in flight and as many waiting, by server.",
+	}, []string{"server"})
+
+	refusedTools = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mcp_catalog_tools_refused",
+		Help: "Tools left out of an MCP endpoint because the MCP library refuses their definition, by menu (global or collection ns/name).",
+	}, []string{"menu"})
+
+	mcpSyncFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mcp_catalog_mcp_sync_failures_total",
+		Help: "Times an MCP endpoint could not take up a new menu revision (the catalog's cache could not be read).",
+	})
+
 	menuRevisions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcp_catalog_menu_renders_total",
 		Help: "Menus rendered because their content or the cache changed, by menu.",
@@ -40,7 +55,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(toolCalls, toolCallDuration, upstreamErrors, toolsServed, menuRevisions)
+	metrics.Registry.MustRegister(toolCalls, toolCallDuration, upstreamErrors, toolsServed, menuRevisions, busyCalls, refusedTools, mcpSyncFailures)
 }
 
 // menuLabel names a view for metrics.
@@ -51,9 +66,8 @@ func menuLabel(key viewKey) string {
 	case serverView:
 		return "server " + key.namespace + "/" + key.name
 	}
-	if key.namespace != "" {
-		return "global " + key.namespace
-	}
+	// The namespace a caller filters the global menu by is not a label:
+	// any caller could make up thousands of them.
 	return "global"
 }
 

@@ -130,9 +130,15 @@ func (m *menuCache) rendering(key viewKey, vw *view, format string) *rendered {
 		return r
 	}
 	r = render(vw, format)
-	label := menuLabel(key)
-	menuRevisions.WithLabelValues(label).Inc()
-	toolsServed.WithLabelValues(label).Set(float64(len(vw.menu.Tools)))
+	if key.kind != globalView || key.namespace == "" {
+		// A namespace's slice of the global menu is not a menu of its own.
+		label := menuLabel(key)
+		menuRevisions.WithLabelValues(label).Inc()
+		toolsServed.WithLabelValues(label).Set(float64(len(vw.menu.Tools)))
+	}
+	if !worthKeeping(key, vw) {
+		return r
+	}
 	m.mu.Lock()
 	if m.version == v {
 		m.renders[rk] = r

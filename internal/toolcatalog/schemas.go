@@ -8,44 +8,35 @@ import (
 	"net/http"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"k8s.io/utils/lru"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 )
 
-// maxCachedSchemas bounds the compiled schemas kept; past it the cache
-// starts over, which costs a compile per tool, never correctness.
+// maxCachedSchemas bounds the compiled schemas kept; past it the least
+// recently used goes, which costs a compile, never correctness.
 const maxCachedSchemas = 20000
 
 // schemaCache compiles each tool's input schema once per definition: the
 // key is the tool's definition hash, which changes with the schema.
 type schemaCache struct {
-	mu       sync.Mutex
-	compiled map[string]*jsonschema.Schema
+	compiled *lru.Cache
 }
 
 func newSchemaCache() *schemaCache {
-	return &schemaCache{compiled: map[string]*jsonschema.Schema{}}
+	return &schemaCache{compiled: lru.New(maxCachedSchemas)}
 }
 
 // validator returns the compiled schema, or nil when the server's schema
 // cannot be compiled: the server is then the judge of its arguments.
 func (s *schemaCache) validator(hash string, schema []byte) *jsonschema.Schema {
-	s.mu.Lock()
-	compiled, ok := s.compiled[hash]
-	s.mu.Unlock()
-	if ok {
-		return compiled
+	if compiled, ok := s.compiled.Get(hash); ok {
+		return compiled.(*jsonschema.Schema)
 	}
-	compiled = compile(schema)
-	s.mu.Lock()
-	if len(s.compiled) >= maxCachedSchemas {
-		s.compiled = map[string]*jsonschema.Schema{}
-	}
-	s.compiled[hash] = compiled
-	s.mu.Unlock()
+	compiled := compile(schema)
+	s.compiled.Add(hash, compiled)
 	return compiled
 }
 

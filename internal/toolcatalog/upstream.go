@@ -7,10 +7,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
-
-	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/menu"
 	"github.com/toolmesh/mcp-operator/internal/reach"
@@ -21,21 +17,29 @@ type upstreamError struct {
 	code int
 	kind string
 	err  error
+	// retryAfter, in seconds, is sent as Retry-After when set.
+	retryAfter int
 }
 
 func (e *upstreamError) Error() string { return e.err.Error() }
 
-// callUpstream calls the tool on its server over the pooled session. A
-// request that certainly never reached the server (refused, or a session
-// the server forgot) is sent once more on a fresh session; any other
-// failure is not retried, since the tool may have run.
+// callUpstream calls the tool on its server over the pooled session, once
+// the server's limiter gives it a turn. A request that certainly never
+// reached the server (refused, or a session that ended) is sent once more
+// on a fresh session; any other failure is not retried, since the tool may
+// have run.
 func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments json.RawMessage) (Envelope, error) {
-	var srv mcpv1alpha1.MCPServer
-	if err := c.reader.Get(ctx, types.NamespacedName{Namespace: entry.Namespace, Name: entry.Server}, &srv); err != nil {
+	up := c.upstreams.get(entry.Namespace + "/" + entry.Server)
+	if up == nil {
 		return Envelope{}, &upstreamError{code: http.StatusBadGateway, kind: "NotFound",
 			err: fmt.Errorf("MCPServer %s/%s is gone", entry.Namespace, entry.Server)}
 	}
-	target, err := reach.Read(ctx, c.reader, &srv, c.opts.Egress)
+	release, err := up.limit.acquire(ctx, c.opts.QueueTimeout)
+	if err != nil {
+		return Envelope{}, c.busy(up, err)
+	}
+	defer release()
+	target, err := c.targetOf(ctx, up)
 	if err != nil {
 		var spec *reach.SpecError
 		if errors.As(err, &spec) {
@@ -44,7 +48,7 @@ func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments
 		return Envelope{}, &upstreamError{code: http.StatusBadGateway, kind: "Internal", err: errors.New("reading the server's configuration failed")}
 	}
 	var result mcpclient.CallResult
-	err = c.pool.Do(ctx, entry.Namespace+"/"+entry.Server, target, func(s *mcpclient.Session) error {
+	err = c.pool.Do(ctx, up.key, target, func(s *mcpclient.Session) error {
 		var err error
 		result, err = s.CallTool(ctx, entry.Tool.OriginalName, arguments)
 		return err
@@ -64,15 +68,25 @@ func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments
 	return Envelope{}, &upstreamError{code: code, kind: string(mcpclient.KindOf(err)), err: err}
 }
 
+// busy is the answer when the server's limiter gave no turn.
+func (c *Catalog) busy(up *upstream, err error) error {
+	if !errors.Is(err, errBusy) {
+		return &upstreamError{code: http.StatusGatewayTimeout, kind: "Canceled", err: fmt.Errorf("the call to MCPServer %s ended while waiting for a turn: %w", up.key, err)}
+	}
+	busyCalls.WithLabelValues(up.key).Inc()
+	return &upstreamError{code: http.StatusTooManyRequests, kind: "Busy", retryAfter: retryAfterBusy,
+		err: fmt.Errorf("MCPServer %s has %d calls in flight and as many waiting (spec.maxConcurrentCalls); retry in %ds", up.key, up.limit.capacity(), retryAfterBusy)}
+}
+
+// retryAfterBusy is the Retry-After, in seconds, of a busy answer.
+const retryAfterBusy = 1
+
 // notReady is the answer for a tool whose server is not Ready: the tool
 // left the menu, and the agent learns why and that it will come back.
-func (c *Catalog) notReady(ctx context.Context, entry *menu.Entry) error {
+func (c *Catalog) notReady(entry *menu.Entry) error {
 	why := "its state is not known yet"
-	var srv mcpv1alpha1.MCPServer
-	if err := c.reader.Get(ctx, types.NamespacedName{Namespace: entry.Namespace, Name: entry.Server}, &srv); err == nil {
-		if ready := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReady); ready != nil {
-			why = ready.Reason + ": " + ready.Message
-		}
+	if up := c.upstreams.get(entry.Namespace + "/" + entry.Server); up != nil && up.ready != nil {
+		why = up.ready.Reason + ": " + up.ready.Message
 	}
 	return &upstreamError{code: http.StatusBadGateway, kind: "NotReady",
 		err: fmt.Errorf("MCPServer %s/%s is not Ready (%s); %s returns to the menu when it recovers", entry.Namespace, entry.Server, why, entry.Name)}

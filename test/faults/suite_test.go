@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/toolmesh/mcp-operator/internal/cachepolicy"
 	"github.com/toolmesh/mcp-operator/internal/controller"
 	"github.com/toolmesh/mcp-operator/internal/testenv"
 	"github.com/toolmesh/mcp-operator/internal/toolcatalog"
@@ -62,11 +63,13 @@ var _ = BeforeSuite(func() {
 	viaProxy := rest.CopyConfig(env.Config)
 	viaProxy.Host = "https://" + apiProxy.addr()
 
-	mgr, err := ctrl.NewManager(viaProxy, ctrl.Options{
+	opts := ctrl.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-	})
+	}
+	cachepolicy.Apply(&opts)
+	mgr, err := ctrl.NewManager(viaProxy, opts)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(controller.SetupWithManager(ctx, mgr, controller.Options{})).To(Succeed())
 	c := toolcatalog.New(mgr.GetClient(), toolcatalog.Options{Log: ctrl.Log.WithName("catalog")})

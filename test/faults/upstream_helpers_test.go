@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -37,14 +38,20 @@ const (
 	endlessStream fault = "endless-stream"
 	// endlessEvent answers with one server-sent event that never ends.
 	endlessEvent fault = "endless-event"
+	// unauthorized answers HTTP 401.
+	unauthorized fault = "unauthorized"
 )
+
+// padMarker in an answer on an event stream makes the faultyUpstream pad
+// that event past the catalog's 16 MiB answer cap.
+const padMarker = "PAD-ME"
 
 // faultyUpstream is a real MCP server behind a reverse proxy that injects
 // faults into the answers to chosen methods, and counts the connections
 // open to it.
 type faultyUpstream struct {
 	*httptest.Server
-	faults sync.Map // method -> fault
+	faults sync.Map // method, or tools/call:<tool name> -> fault
 	open   atomic.Int64
 	hung   atomic.Int64
 }
@@ -58,6 +65,12 @@ func newFaultyUpstream(target string) *faultyUpstream {
 	proxy := httputil.NewSingleHostReverseProxy(backend)
 	proxy.FlushInterval = -1
 	proxy.ErrorLog = log.New(GinkgoWriter, "faulty upstream: ", 0)
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			resp.Body = &padding{body: resp.Body, lines: bufio.NewReader(resp.Body)}
+		}
+		return nil
+	}
 	u.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			proxy.ServeHTTP(w, r)
@@ -68,11 +81,16 @@ func newFaultyUpstream(target string) *faultyUpstream {
 		var msg struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
 		}
 		_ = json.Unmarshal(body, &msg)
-		if f, ok := u.faults.Load(msg.Method); ok {
-			u.misbehave(w, r, f.(fault), msg.ID)
-			return
+		for _, key := range []string{msg.Method, msg.Method + ":" + msg.Params.Name} {
+			if f, ok := u.faults.Load(key); ok {
+				u.misbehave(w, r, f.(fault), msg.ID)
+				return
+			}
 		}
 		proxy.ServeHTTP(w, r)
 	}))
@@ -90,6 +108,35 @@ func newFaultyUpstream(target string) *faultyUpstream {
 
 // inject makes answers to method misbehave; clear puts them right.
 func (u *faultyUpstream) inject(method string, f fault) { u.faults.Store(method, f) }
+
+// injectTool makes answers to calls of one tool misbehave.
+func (u *faultyUpstream) injectTool(tool string, f fault) { u.faults.Store("tools/call:"+tool, f) }
+
+// padding passes an event stream through, line by line, padding each line
+// that holds padMarker with 17 MiB inside the marker's JSON string.
+type padding struct {
+	body    io.Closer
+	lines   *bufio.Reader
+	pending []byte
+}
+
+func (p *padding) Read(b []byte) (int, error) {
+	for len(p.pending) == 0 {
+		line, err := p.lines.ReadBytes('\n')
+		if bytes.Contains(line, []byte(padMarker)) {
+			line = bytes.Replace(line, []byte(padMarker), append([]byte(padMarker), bytes.Repeat([]byte("x"), 17<<20)...), 1)
+		}
+		p.pending = line
+		if err != nil && len(line) == 0 {
+			return 0, err
+		}
+	}
+	n := copy(b, p.pending)
+	p.pending = p.pending[n:]
+	return n, nil
+}
+
+func (p *padding) Close() error { return p.body.Close() }
 func (u *faultyUpstream) clear(method string)           { u.faults.Delete(method) }
 
 // openConnections counts the connections clients hold open to it.
@@ -100,6 +147,8 @@ var mib = []byte(strings.Repeat("x", 1<<20))
 func (u *faultyUpstream) misbehave(w http.ResponseWriter, r *http.Request, f fault, id json.RawMessage) {
 	start := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"`, id)
 	switch f {
+	case unauthorized:
+		http.Error(w, "who are you?", http.StatusUnauthorized)
 	case hang:
 		u.hung.Add(1)
 		defer u.hung.Add(-1)

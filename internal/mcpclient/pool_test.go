@@ -1,0 +1,248 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolmesh/mcp-operator/internal/testmcp"
+)
+
+// gatedServer is a real MCP server whose "wait" tool answers only once
+// the gate opens; inside counts the calls waiting.
+type gatedServer struct {
+	*testmcp.Server
+	gate   chan struct{}
+	inside atomic.Int64
+}
+
+func startGated(t *testing.T, transport testmcp.Transport) *gatedServer {
+	t.Helper()
+	g := &gatedServer{Server: startServer(t, testmcp.Options{Transport: transport}), gate: make(chan struct{})}
+	g.AddToolFunc("wait", "waits for the gate", `{"type":"object"}`, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		g.inside.Add(1)
+		defer g.inside.Add(-1)
+		select {
+		case <-g.gate:
+		case <-ctx.Done():
+		}
+		return mcp.NewToolResultText(fmt.Sprint("done ", req.GetArguments()["n"])), nil
+	})
+	g.AddTools("echo")
+	return g
+}
+
+func callN(t *testing.T, p *Pool, target Target, n int) (func() []string, *sync.WaitGroup) {
+	t.Helper()
+	var wg sync.WaitGroup
+	out := make([]string, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := p.Do(context.Background(), "ns/srv", target, func(s *Session) error {
+				r, err := s.CallTool(context.Background(), "wait", json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)))
+				if err == nil {
+					out[i] = string(r.Content[0])
+				}
+				return err
+			})
+			if err != nil {
+				out[i] = "error: " + err.Error()
+			}
+		}()
+	}
+	return func() []string { return out }, &wg
+}
+
+// TestConcurrentCallsShareOneSession: many calls at once on one pooled
+// session each get their own answer, over one initialize.
+func TestConcurrentCallsShareOneSession(t *testing.T) {
+	for _, transport := range []testmcp.Transport{testmcp.StreamableHTTP, testmcp.SSE} {
+		t.Run(string(transport), func(t *testing.T) {
+			g := startGated(t, transport)
+			p := &Pool{}
+			t.Cleanup(p.CloseAll)
+			target := Target{URL: g.URL(), Timeout: 20 * time.Second, Fingerprint: "v1"}
+			results, wg := callN(t, p, target, 40)
+			waitFor(t, "40 calls at the server", func() bool { return g.inside.Load() == 40 })
+			close(g.gate)
+			wg.Wait()
+			for i, r := range results() {
+				if !strings.Contains(r, fmt.Sprintf(`"done %d"`, i)) {
+					t.Errorf("call %d got %s", i, r)
+				}
+			}
+			if n := g.Initializes(); n != 1 {
+				t.Errorf("%d initialize requests for one pooled session", n)
+			}
+			if _, connecting := p.size(); connecting != 0 {
+				t.Errorf("%d connect locks left behind", connecting)
+			}
+		})
+	}
+}
+
+// TestAReplacedSessionFinishesItsCalls: a new fingerprint (a rotated
+// Secret) and a Drop (a deleted server) both retire the session: calls in
+// flight on it finish, new calls get a new session, and the old one closes
+// once idle.
+func TestAReplacedSessionFinishesItsCalls(t *testing.T) {
+	for _, how := range []string{"fingerprint change", "drop"} {
+		t.Run(how, func(t *testing.T) {
+			g := startGated(t, testmcp.StreamableHTTP)
+			p := &Pool{}
+			t.Cleanup(p.CloseAll)
+			v1 := Target{URL: g.URL(), Timeout: 20 * time.Second, Fingerprint: "v1"}
+			old, _, err := p.Get(context.Background(), "ns/srv", v1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			results, wg := callN(t, p, v1, 3)
+			waitFor(t, "3 calls at the server", func() bool { return g.inside.Load() == 3 })
+
+			v2 := v1
+			if how == "drop" {
+				p.Drop("ns/srv")
+			} else {
+				v2.Fingerprint = "v2"
+			}
+			fresh, _, err := p.Get(context.Background(), "ns/srv", v2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fresh == old {
+				t.Fatal("the retired session was handed out again")
+			}
+			select {
+			case <-old.Done():
+				t.Fatal("the retired session closed with calls in flight")
+			default:
+			}
+			close(g.gate)
+			wg.Wait()
+			for i, r := range results() {
+				if !strings.Contains(r, fmt.Sprintf(`"done %d"`, i)) {
+					t.Errorf("call %d in flight got %s", i, r)
+				}
+			}
+			waitFor(t, "the retired session to close once idle", func() bool {
+				select {
+				case <-old.Done():
+					return true
+				default:
+					return false
+				}
+			})
+			if _, err := fresh.CallTool(context.Background(), "echo", json.RawMessage(`{}`)); err != nil {
+				t.Errorf("the new session: %v", err)
+			}
+		})
+	}
+}
+
+// TestAFailedCallKeepsTheSession: failures of one call (a JSON-RPC error,
+// an unknown tool, a timeout) do not end the pooled session.
+func TestAFailedCallKeepsTheSession(t *testing.T) {
+	g := startGated(t, testmcp.StreamableHTTP)
+	p := &Pool{}
+	t.Cleanup(p.CloseAll)
+	target := Target{URL: g.URL(), Timeout: time.Second, Fingerprint: "v1"}
+	first, _, err := p.Get(context.Background(), "ns/srv", target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.CallTool(context.Background(), "missing", json.RawMessage(`{}`)); err == nil {
+		t.Fatal("calling a missing tool succeeded")
+	}
+	if _, err := first.CallTool(context.Background(), "wait", json.RawMessage(`{}`)); KindOf(err) != ErrTimeout {
+		t.Fatalf("the gated call: got %v, want a timeout", err)
+	}
+	again, _, err := p.Get(context.Background(), "ns/srv", target)
+	if err != nil || again != first {
+		t.Fatalf("after failed calls the pool gave another session (%v)", err)
+	}
+	if g.Initializes() != 1 {
+		t.Errorf("%d initialize requests", g.Initializes())
+	}
+}
+
+// forgetful fronts a real server and, once forget is called, answers 404
+// to every session it saw before, as a restarted server that tracks its
+// sessions does.
+func forgetful(t *testing.T, backend string) (url string, forget func()) {
+	t.Helper()
+	target, err := neturl.Parse(backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(&neturl.URL{Scheme: target.Scheme, Host: target.Host})
+	proxy.FlushInterval = -1
+	var mu sync.Mutex
+	seen, forgotten := map[string]bool{}, map[string]bool{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("Mcp-Session-Id")
+		mu.Lock()
+		gone := forgotten[id]
+		if id != "" {
+			seen[id] = true
+		}
+		mu.Unlock()
+		if gone {
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + target.Path, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for id := range seen {
+			forgotten[id] = true
+		}
+	}
+}
+
+// TestAForgottenSessionIsReplacedAndTheCallRetried: a server that
+// restarted no longer knows the session (404): the session ends itself,
+// and the call, which never reached the server, is sent once more on a
+// fresh one.
+func TestAForgottenSessionIsReplacedAndTheCallRetried(t *testing.T) {
+	g := startGated(t, testmcp.StreamableHTTP)
+	url, forget := forgetful(t, g.URL())
+	p := &Pool{}
+	t.Cleanup(p.CloseAll)
+	target := Target{URL: url, Timeout: 5 * time.Second, Fingerprint: "v1"}
+	old, _, err := p.Get(context.Background(), "ns/srv", target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forget()
+	err = p.Do(context.Background(), "ns/srv", target, func(s *Session) error {
+		_, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{}`))
+		return err
+	})
+	if err != nil {
+		t.Fatalf("the call after the server forgot the session: %v", err)
+	}
+	select {
+	case <-old.Done():
+	default:
+		t.Error("the forgotten session did not end")
+	}
+	if g.Initializes() != 2 {
+		t.Errorf("%d initialize requests, want 2", g.Initializes())
+	}
+}
