@@ -87,6 +87,12 @@ const (
 	// ConditionUnapprovedTools is True when spec.pinning does not approve
 	// the current definition of some tools. Absent otherwise.
 	ConditionUnapprovedTools = "UnapprovedTools"
+	// ConditionToolsRefused is True when some tools of the menu cannot be
+	// offered to MCP clients (their definition breaks a rule of the MCP
+	// library, see the MCPServer's status.tools[].warnings): they are
+	// served over REST and left out of the collection's MCP endpoint.
+	// Absent otherwise.
+	ConditionToolsRefused = "ToolsRefused"
 )
 
 // Reasons for ToolCollection conditions.
@@ -109,4 +115,6 @@ const (
 	ReasonToolsWithheld = "ToolsWithheld"
 	// ReasonToolsNotApproved: pinning mode Warn serves unapproved tools.
 	ReasonToolsNotApproved = "ToolsNotApproved"
+	// ReasonInvalidForMCP: tool definitions MCP clients cannot be offered.
+	ReasonInvalidForMCP = "InvalidForMCP"
 )

@@ -1,12 +1,18 @@
 package main
 
 import (
+	"flag"
 	"net/netip"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/yaml"
 )
 
 func TestParseCIDRs(t *testing.T) {
@@ -49,5 +55,60 @@ func TestVersionIsStamped(t *testing.T) {
 	}
 	if got := strings.TrimSpace(string(out)); got != "mcp-operator v0.0.0-test.1" {
 		t.Errorf("--version printed %q, want %q", got, "mcp-operator v0.0.0-test.1")
+	}
+}
+
+func TestConfigCheck(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"the defaults", nil, ""},
+		{"an unknown auth mode", []string{"--catalog-auth=ldap"}, `--catalog-auth must be none or kubernetes, not "ldap"`},
+		{"a renew deadline past the lease", []string{"--leader-elect", "--leader-election-renew-deadline=20s"}, "leader election needs retry period (2s) < renew deadline (20s) < lease duration (15s)"},
+		{"a drain longer than the shutdown", []string{"--catalog-drain-timeout=40s"}, "--graceful-shutdown-timeout (30s) must be longer than --catalog-drain-timeout (40s)"},
+		{"a negative caller rate", []string{"--catalog-caller-rate=-1"}, "--catalog-caller-rate must not be negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseFlags(flag.NewFlagSet("manager", flag.ContinueOnError), tt.args)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestDeployedArgsAreValid parses the manager's arguments in
+// config/manager as the binary would, and checks that the pod's grace
+// period outlasts the manager's shutdown, which outlasts the drain.
+func TestDeployedArgsAreValid(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "manager", "manager.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deployment appsv1.Deployment
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		if strings.Contains(doc, "kind: Deployment") {
+			if err := yaml.Unmarshal([]byte(doc), &deployment); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	pod := deployment.Spec.Template.Spec
+	if len(pod.Containers) == 0 || pod.TerminationGracePeriodSeconds == nil {
+		t.Fatal("config/manager has no manager container or no terminationGracePeriodSeconds")
+	}
+	cfg, err := parseFlags(flag.NewFlagSet("manager", flag.ContinueOnError), pod.Containers[0].Args)
+	if err != nil {
+		t.Fatalf("config/manager's arguments: %v", err)
+	}
+	if grace := time.Duration(*pod.TerminationGracePeriodSeconds) * time.Second; grace <= cfg.shutdownTimeout {
+		t.Errorf("terminationGracePeriodSeconds (%s) must outlast --graceful-shutdown-timeout (%s)", grace, cfg.shutdownTimeout)
 	}
 }

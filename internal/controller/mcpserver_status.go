@@ -20,6 +20,7 @@ import (
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
+	"github.com/toolmesh/mcp-operator/internal/menu"
 	"github.com/toolmesh/mcp-operator/internal/toolname"
 )
 
@@ -74,6 +75,9 @@ func publishedTools(prefix string, discovered []mcpclient.Tool, filter *mcpv1alp
 		tools[i].Description, tools[i].Warnings = reviewText(t.Name, t.Description, maxDescription)
 		if len(t.OutputSchema) > 0 {
 			tools[i].OutputSchema = &runtime.RawExtension{Raw: t.OutputSchema}
+		}
+		if refusal := menu.Refusal(&tools[i]); refusal != "" {
+			tools[i].Warnings = append(tools[i].Warnings, refusal)
 		}
 	}
 	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })

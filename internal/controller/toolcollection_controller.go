@@ -73,6 +73,9 @@ func collectionEvents(before, after *mcpv1alpha1.ToolCollection) []statusEvent {
 		!reflect.DeepEqual(before.Status.Conflicts, after.Status.Conflicts) {
 		warn(c)
 	}
+	if c := conditionChanged(before.Status.Conditions, after.Status.Conditions, mcpv1alpha1.ConditionToolsRefused); c != nil {
+		warn(c)
+	}
 	if c := meta.FindStatusCondition(after.Status.Conditions, mcpv1alpha1.ConditionUnapprovedTools); c != nil &&
 		!reflect.DeepEqual(before.Status.UnapprovedTools, after.Status.UnapprovedTools) {
 		warn(c)

@@ -65,6 +65,12 @@ func collectionStatus(tc *mcpv1alpha1.ToolCollection, m menu.Menu) {
 		set(mcpv1alpha1.ConditionUnapprovedTools, len(unapproved) > 0, mcpv1alpha1.ReasonToolsWithheld,
 			fmt.Sprintf("Withheld until their definition is approved in spec.pinning: %s; compare the hashes in status.unapprovedTools", abbreviate(unapproved, 20)))
 	}
+	var refused []string
+	for _, e := range m.Refused {
+		refused = append(refused, e.Name)
+	}
+	set(mcpv1alpha1.ConditionToolsRefused, len(refused) > 0, mcpv1alpha1.ReasonInvalidForMCP,
+		fmt.Sprintf("Served over REST but left out of the MCP endpoint, because MCP clients cannot be offered their definition: %s; see status.tools[].warnings of their MCPServer", abbreviate(refused, 20)))
 	switch {
 	case m.LeftOut > 0:
 		set(mcpv1alpha1.ConditionTooManyTools, true, mcpv1alpha1.ReasonMaxToolsExceeded,

@@ -3,7 +3,10 @@ package mcpclient
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -61,4 +64,48 @@ func (p *EgressPolicy) check(addr string) error {
 // control is a net.Dialer Control hook applying the policy.
 func (p *EgressPolicy) control(_, address string, _ syscall.RawConn) error {
 	return p.check(address)
+}
+
+// checkName refuses, before any lookup, a host name that is an IPv4
+// address written as only some resolvers read it: hex (0xA9FEA9FE), octal
+// (0251.0376.0251.0376), one to three parts (2852039166). Go looks such
+// names up in DNS; glibc's inet_aton, proxies and other clients read them
+// as the address, so the name means a different host to each. No MCP
+// server is named like that. Canonical addresses pass (the dial checks
+// them).
+func (p *EgressPolicy) checkName(addr string) error {
+	if p == nil {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	if _, err := netip.ParseAddr(host); err == nil || !numericIPv4(host) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is an IPv4 address in a form resolvers disagree on", errEgressDenied, host)
+}
+
+// numericIPv4 reports whether inet_aton would read s as an address: one
+// to four dot-separated numbers, each decimal, octal (leading 0) or hex
+// (0x).
+func numericIPv4(s string) bool {
+	parts := strings.Split(s, ".")
+	if len(parts) > 4 {
+		return false
+	}
+	for _, part := range parts {
+		digits, base := part, 10
+		switch {
+		case len(part) > 2 && (part[:2] == "0x" || part[:2] == "0X"):
+			digits, base = part[2:], 16
+		case len(part) > 1 && part[0] == '0':
+			digits, base = part[1:], 8
+		}
+		if _, err := strconv.ParseUint(digits, base, 32); err != nil {
+			return false
+		}
+	}
+	return true
 }

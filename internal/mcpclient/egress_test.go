@@ -42,6 +42,33 @@ func TestEgressPolicy(t *testing.T) {
 	}
 }
 
+func TestAmbiguousAddressSpellingsAreRefused(t *testing.T) {
+	policy := &EgressPolicy{Deny: DefaultEgressDeny}
+	tests := []struct {
+		name    string
+		addr    string
+		refused bool
+	}{
+		{"hex", "0xA9FEA9FE:80", true},
+		{"octal", "0251.0376.0251.0376:80", true},
+		{"one decimal number", "2852039166:80", true},
+		{"two parts", "169.16689662:80", true},
+		{"mixed bases", "0xa9.0376.169.254:80", true},
+		{"a canonical address is the dial's to check", "169.254.169.254:80", false},
+		{"a host name", "tools.example.com:443", false},
+		{"a name with a number in it", "mcp01.internal:80", false},
+		{"a name that ends in a number", "10.0.0.example:80", false},
+		{"IPv6", "[fe80::1]:80", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := policy.checkName(tt.addr); (err != nil) != tt.refused {
+				t.Errorf("checkName(%s) = %v, want refused=%v", tt.addr, err, tt.refused)
+			}
+		})
+	}
+}
+
 // TestEgressIsEnforcedWhenDialing: a real server on loopback is refused
 // when loopback is denied, with its own error kind.
 func TestEgressIsEnforcedWhenDialing(t *testing.T) {

@@ -110,10 +110,16 @@ func (w *streamWatch) observe(req *http.Request, resp *http.Response, err error)
 // carries a context deadline.
 func (t Target) httpClient(watch *streamWatch) *http.Client {
 	timeout := t.timeout()
+	dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: t.Egress.control}
 	base := &http.Transport{
 		// No proxy: the egress policy must see the server's own address.
-		Proxy:                 nil,
-		DialContext:           (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: t.Egress.control}).DialContext,
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if err := t.Egress.checkName(addr); err != nil {
+				return nil, err
+			}
+			return dialer.DialContext(ctx, network, addr)
+		},
 		TLSClientConfig:       t.TLS,
 		TLSHandshakeTimeout:   timeout,
 		ResponseHeaderTimeout: timeout,

@@ -74,9 +74,9 @@ type authorizer struct {
 	decisions *lru.Cache
 }
 
-func newAuthorizer(mode AuthMode, reviewer client.Client, ttl time.Duration) *authorizer {
+func newAuthorizer(mode AuthMode, reviewer client.Client, ttl time.Duration, capacity int) *authorizer {
 	return &authorizer{mode: mode, client: reviewer, ttl: ttl,
-		tokens: lru.New(maxCachedDecisions), decisions: lru.New(maxCachedDecisions)}
+		tokens: lru.New(capacity), decisions: lru.New(capacity)}
 }
 
 type cachedCaller struct {

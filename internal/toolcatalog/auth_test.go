@@ -179,11 +179,11 @@ var _ = Describe("Kubernetes authorization", func() {
 		rb := bind(ns, "caller", "catalog-caller", "caller")
 		Eventually(func() int { code, _ := do(http.MethodPost, executePath(), addCall, caller); return code }).Should(Equal(http.StatusOK))
 
+		// Decisions are kept for the cache TTL (a second here); after it the
+		// API server's answer, now a refusal, is asked for again.
 		Expect(env.Client.Delete(ctx, rb)).To(Succeed())
-		removed := time.Now()
-		Eventually(func() int { code, _ := do(http.MethodPost, executePath(), addCall, caller); return code }, 10*time.Second, 100*time.Millisecond).
+		Eventually(func() int { code, _ := do(http.MethodPost, executePath(), addCall, caller); return code }).
 			Should(Equal(http.StatusForbidden))
-		Expect(time.Since(removed)).To(BeNumerically("<", suiteAuthCacheTTL+5*time.Second))
 	})
 
 	It("lets an agent call a collection over MCP with its ServiceAccount token", func() {

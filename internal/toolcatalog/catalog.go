@@ -117,7 +117,7 @@ func New(reader client.Reader, opts Options) *Catalog {
 		upstreams: newUpstreams(), callers: newCallerLimits(opts.CallerRate, opts.CallerBurst)}
 	c.streams, c.endStreams = context.WithCancel(context.Background())
 	c.menus = newMenuCache(c)
-	c.authz = newAuthorizer(opts.Auth, opts.Reviewer, opts.AuthCacheTTL)
+	c.authz = newAuthorizer(opts.Auth, opts.Reviewer, opts.AuthCacheTTL, maxCachedDecisions)
 	c.mcp = newMCPHandlers(c)
 	return c
 }

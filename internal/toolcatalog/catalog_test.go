@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -35,6 +36,9 @@ func calcServer() *testmcp.Server {
 	})
 	mcpSrv.AddToolFunc("fail", "Always fails", `{"type":"object"}`, func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultError("the disk is full"), nil
+	})
+	mcpSrv.AddToolFunc("broken", "Fails as a request", `{"type":"object"}`, func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return nil, errors.New("the backend is down")
 	})
 	mcpSrv.AddToolFunc("big", "Long output", `{"type":"object"}`, func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText(strings.Repeat("é", 2000)), nil
@@ -285,16 +289,11 @@ var _ = Describe("Execute", func() {
 		Expect(r.json()["isError"]).To(BeTrue())
 		Expect(r.json()["error"]).To(Equal("the disk is full"))
 
-		// A JSON-RPC error for the call (the tool is gone upstream but the
-		// menu has not caught up yet) is an observation too.
-		mcpSrv.MCP.DeleteTools("picture")
-		r = execute(`{"name":"mcp_calc_picture"}`)
-		if r.code == http.StatusOK {
-			Expect(r.json()["isError"]).To(BeTrue())
-			Expect(r.json()["error"]).To(ContainSubstring("JSON-RPC error"))
-		} else {
-			Expect(r.code).To(Equal(http.StatusNotFound), "the menu already dropped it")
-		}
+		// A JSON-RPC error answering the call is an observation too.
+		r = execute(`{"name":"mcp_calc_broken"}`)
+		Expect(r.code).To(Equal(http.StatusOK), string(r.body))
+		Expect(r.json()["isError"]).To(BeTrue())
+		Expect(r.json()["error"]).To(HaveSuffix("answered with JSON-RPC error -32603: the backend is down (JSON-RPC error -32603)"))
 	})
 
 	It("puts the first image in base64_image", func() {
@@ -379,7 +378,7 @@ var _ = Describe("Execute", func() {
 		Expect(execute(`{"name":"mcp_calc_fail"}`).code).To(Equal(http.StatusOK))
 		Expect(execute(`{"name":"mcp_calc_add","arguments":{"a":"x"}}`).code).To(Equal(http.StatusUnprocessableEntity))
 		Expect(get("/v1/namespaces/" + ns + "/mcpservers/calc/tools").code).To(Equal(http.StatusOK))
-		Expect(testutil.ToFloat64(toolsServed.WithLabelValues("server " + server))).To(BeEquivalentTo(5))
+		Expect(testutil.ToFloat64(toolsServed.WithLabelValues("server " + server))).To(BeEquivalentTo(6))
 		Expect(testutil.ToFloat64(toolCalls.WithLabelValues(server, "add", "success"))).To(Equal(before + 1))
 		Expect(testutil.ToFloat64(toolCalls.WithLabelValues(server, "fail", "tool_error"))).To(BeNumerically(">=", 1))
 		Expect(testutil.ToFloat64(toolCalls.WithLabelValues(server, "add", "invalid_arguments"))).To(BeNumerically(">=", 1))

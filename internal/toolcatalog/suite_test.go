@@ -3,7 +3,10 @@ package toolcatalog
 import (
 	"context"
 	"io"
+	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,7 +40,57 @@ var (
 	// authCatalog is the same catalog with --catalog-auth=kubernetes and a
 	// one-second decision cache.
 	authCatalog *httptest.Server
+	// suiteManager runs the controllers and feeds every catalog's cache.
+	suiteManager ctrl.Manager
+	// apiRequests records what the manager asks the API server.
+	apiRequests = &requestLog{}
 )
+
+// newCatalog serves another catalog over the suite's manager, with its
+// own options; it stops with the test.
+func newCatalog(opts Options) (*Catalog, *httptest.Server) {
+	if opts.Auth == AuthKubernetes {
+		opts.Reviewer = suiteManager.GetClient()
+	}
+	opts.Log = ctrl.Log.WithName("catalog-under-test")
+	c := New(suiteManager.GetClient(), opts)
+	Expect(c.WatchChanges(ctx, suiteManager.GetCache())).To(Succeed())
+	srv := httptest.NewServer(c.Handler())
+	DeferCleanup(srv.Close)
+	return c, srv
+}
+
+// requestLog records the method, path, query and Accept header of API
+// requests.
+type requestLog struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (l *requestLog) wrap(next http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		l.mu.Lock()
+		l.seen = append(l.seen, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery+" accept="+r.Header.Get("Accept"))
+		l.mu.Unlock()
+		return next.RoundTrip(r)
+	})
+}
+
+func (l *requestLog) matching(sub string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, s := range l.seen {
+		if strings.Contains(s, sub) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 const suiteAuthCacheTTL = time.Second
 
@@ -56,8 +109,12 @@ var _ = BeforeSuite(func() {
 	env, err = testenv.Start(ctx)
 	Expect(err).NotTo(HaveOccurred())
 
+	// Every request the manager makes is recorded, for the test that the
+	// manager never lists or watches Secret data.
+	env.Config.Wrap(apiRequests.wrap)
 	mgr, err := env.NewManager()
 	Expect(err).NotTo(HaveOccurred())
+	suiteManager = mgr
 	Expect(controller.SetupWithManager(ctx, mgr, controller.Options{})).To(Succeed())
 
 	c := New(mgr.GetClient(), Options{
@@ -67,7 +124,6 @@ var _ = BeforeSuite(func() {
 	})
 	Expect(c.WatchChanges(ctx, mgr.GetCache())).To(Succeed())
 	catalog = httptest.NewServer(c.Handler())
-	catalogUnderTest = c
 	catalogUnderTest = c
 
 	guarded := New(mgr.GetClient(), Options{

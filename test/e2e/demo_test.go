@@ -52,22 +52,50 @@ func TestDemo(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }()
+	// One goroutine reads everything the demo prints, then reaps it.
+	lines := make(chan string, 1024)
+	done := make(chan error, 1)
+	go func() {
+		scanner := bufio.NewScanner(out)
+		for scanner.Scan() {
+			lines <- scanner.Text()
+		}
+		close(lines)
+		done <- cmd.Wait()
+	}()
+	stopped := false
+	defer func() {
+		if stopped {
+			return
+		}
+		// The test stopped early: Ctrl-C lets the script's trap stop what it
+		// started (each in a session of its own, out of reach of a kill of
+		// this group); only then is the group killed.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+		go func() {
+			for range lines { //nolint:revive // drained so the reader can finish
+			}
+		}()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	}()
 
 	var printed strings.Builder
-	lines := bufio.NewScanner(out)
-	for lines.Scan() {
-		printed.WriteString(lines.Text() + "\n")
-		if strings.Contains(lines.Text(), "Press Ctrl-C") {
+	for line := range lines {
+		printed.WriteString(line + "\n")
+		if strings.Contains(line, "Press Ctrl-C") {
 			break
 		}
 	}
 	text := printed.String()
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`mcpserver.mcp.toolmesh.io/demo\s+True\s+5\s+StreamableHTTP`),
+		regexp.MustCompile(`mcpserver.mcp.toolmesh.io/demo\s+True\s+6\s+StreamableHTTP`),
 		regexp.MustCompile(`mcpserver.mcp.toolmesh.io/demo-sse\s+True\s+2\s+SSE`),
-		regexp.MustCompile(`mcpserver.mcp.toolmesh.io/demo-private\s+True\s+5\s+StreamableHTTP`),
-		regexp.MustCompile(`toolcollection.mcp.toolmesh.io/assistant\s+True\s+2\s+6\s+0`),
+		regexp.MustCompile(`mcpserver.mcp.toolmesh.io/demo-private\s+True\s+6\s+StreamableHTTP`),
+		regexp.MustCompile(`toolcollection.mcp.toolmesh.io/assistant\s+True\s+2\s+7\s+0`),
 		regexp.MustCompile(`convert\s+Converts length, mass and temperature`),
 		regexp.MustCompile(`"output": "42.1648 km"`),
 		regexp.MustCompile(`"tool_call_id": "call_1"`),
@@ -83,16 +111,15 @@ func TestDemo(t *testing.T) {
 	}
 
 	// Ctrl-C goes to the whole foreground process group.
+	stopped = true
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	go func() {
 		// Drain what it prints while it stops.
-		for lines.Scan() { //nolint:revive // an empty body is the point
+		for range lines { //nolint:revive // an empty body is the point
 		}
 	}()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
 		// Interrupted, the script exits 130 on purpose.

@@ -136,8 +136,8 @@ func (p *padding) Read(b []byte) (int, error) {
 	return n, nil
 }
 
-func (p *padding) Close() error { return p.body.Close() }
-func (u *faultyUpstream) clear(method string)           { u.faults.Delete(method) }
+func (p *padding) Close() error               { return p.body.Close() }
+func (u *faultyUpstream) clear(method string) { u.faults.Delete(method) }
 
 // openConnections counts the connections clients hold open to it.
 func (u *faultyUpstream) openConnections() int64 { return u.open.Load() }
