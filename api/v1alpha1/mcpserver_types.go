@@ -284,14 +284,19 @@ type ServerInfo struct {
 	// version the server gave.
 	// +optional
 	Version string `json:"version,omitempty"`
-	// protocolVersion is the MCP revision negotiated, for example 2025-06-18.
+	// protocolVersion is the MCP revision negotiated, for example
+	// 2026-07-28 or 2025-06-18: the newest both sides speak. The next
+	// connection starts with it.
 	// +optional
 	ProtocolVersion string `json:"protocolVersion,omitempty"`
 	// transport is the transport in use: SSE or StreamableHTTP.
 	// +optional
 	Transport TransportType `json:"transport,omitempty"`
-	// listChanged is true when the server announced that it notifies
-	// clients when its tool list changes.
+	// listChanged is true when the operator hears of tool list changes as
+	// they happen: the server announced them and they have a stream to
+	// arrive on (the listening GET before 2026-07-28, a subscription in
+	// 2026-07-28). False means the list is read again every
+	// refreshInterval.
 	// +optional
 	ListChanged bool `json:"listChanged,omitempty"`
 }

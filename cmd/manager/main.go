@@ -129,12 +129,12 @@ func bindCatalogFlags(fs *flag.FlagSet, cfg *config) {
 	fs.IntVar(&opts.MaxResultText, "catalog-max-result-bytes", 1<<20, "Longest result text returned; longer output is cut with a note.")
 	fs.StringVar(&cfg.catalogAuth, "catalog-auth", string(toolcatalog.AuthNone), "How the catalog authorizes callers: none (local runs) or kubernetes (bearer tokens, TokenReview and SubjectAccessReview).")
 	fs.DurationVar(&opts.AuthCacheTTL, "catalog-auth-cache-ttl", 10*time.Second, "How long the catalog reuses a token or permission answer.")
-	fs.Func("catalog-allowed-origins", "Comma-separated browser origins the MCP endpoints accept; requests with another Origin get 403.", func(v string) error {
-		for _, origin := range strings.Split(v, ",") {
-			if origin = strings.TrimSpace(origin); origin != "" {
-				opts.AllowedOrigins = append(opts.AllowedOrigins, origin)
-			}
-		}
+	fs.Func("catalog-allowed-origins", "Comma-separated browser origins (scheme://host[:port]) whose cross-origin requests the catalog accepts; same-origin requests and clients that are not browsers always pass.", func(v string) error {
+		opts.AllowedOrigins = append(opts.AllowedOrigins, commaList(v)...)
+		return nil
+	})
+	fs.Func("catalog-allowed-hosts", "Comma-separated Host header values (host or host:port) the catalog answers; others get 403. The guard against DNS rebinding: set it when browsers can reach the catalog. Default: any.", func(v string) error {
+		opts.AllowedHosts = append(opts.AllowedHosts, commaList(v)...)
 		return nil
 	})
 	fs.DurationVar(&opts.QueueTimeout, "catalog-queue-timeout", 2*time.Second, "Longest a tool call waits for a turn when its server has spec.maxConcurrentCalls calls in flight; then it is answered 429.")
@@ -197,7 +197,11 @@ func setUp(ctx context.Context, mgr ctrl.Manager, cfg *config) error {
 	cfg.catalog.Log = ctrl.Log.WithName("catalog")
 	cfg.catalog.Reviewer = mgr.GetClient()
 	cfg.catalog.Egress = cfg.controllers.Egress
-	catalog := &toolcatalog.Runnable{Catalog: toolcatalog.New(mgr.GetClient(), cfg.catalog), Cache: mgr.GetCache()}
+	c, err := toolcatalog.New(mgr.GetClient(), cfg.catalog)
+	if err != nil {
+		return err
+	}
+	catalog := &toolcatalog.Runnable{Catalog: c, Cache: mgr.GetCache()}
 	if err := mgr.Add(catalog); err != nil {
 		return fmt.Errorf("adding the catalog: %w", err)
 	}
@@ -226,6 +230,17 @@ func cacheSynced(mgr ctrl.Manager) healthz.Checker {
 		}
 		return nil
 	}
+}
+
+// commaList splits a comma-separated flag value, dropping empty items.
+func commaList(v string) []string {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 // parseCIDRs reads a comma-separated list of CIDRs.

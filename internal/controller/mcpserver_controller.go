@@ -117,7 +117,9 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return r.failed(&srv, err)
 	}
 	r.publish(&srv, before, discovered, info)
-	return ctrl.Result{RequeueAfter: wait.Jitter(reach.DurationOr(srv.Spec.RefreshInterval, time.Minute), 0.1)}, nil
+	// A server that says how long its list stays fresh (2026-07-28 ttlMs)
+	// is not asked again sooner.
+	return ctrl.Result{RequeueAfter: max(wait.Jitter(reach.DurationOr(srv.Spec.RefreshInterval, time.Minute), 0.1), discovered.TTL)}, nil
 }
 
 // forget closes what the controller holds for a server it no longer

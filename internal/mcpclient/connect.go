@@ -2,8 +2,10 @@ package mcpclient
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -16,35 +18,56 @@ import (
 // back as our context's, never as the library's untyped text.
 const libraryTimeoutGrace = 5 * time.Second
 
-// Connect opens and initializes a session. ctx bounds only the handshake;
-// the session lives until Close. onToolsChanged, if not nil, is called (on
-// the library's goroutine: keep it short) when the server sends
-// notifications/tools/list_changed.
+// Connect opens a session, in the newest revision both sides speak: the
+// 2026-07-28 revision when the server answers server/discover for it, else
+// initialize (2025-11-25 down to 2024-11-05) over Streamable HTTP, else the
+// 2024-11-05 HTTP+SSE transport. ctx bounds only the handshake; the
+// session lives until Close. onToolsChanged, if not nil, is called (on the
+// library's goroutine: keep it short) when the server says its tools
+// changed.
 func Connect(ctx context.Context, t Target, onToolsChanged func()) (*Session, error) {
-	switch t.Transport {
-	case TransportStreamableHTTP, TransportSSE:
-		return connect(ctx, t, t.Transport, onToolsChanged)
-	default:
-		// The MCP specification's backwards-compatibility rule: POST
-		// initialize first; a 4xx answer means a legacy HTTP+SSE server.
-		s, err := connect(ctx, t, TransportStreamableHTTP, onToolsChanged)
-		if err == nil || !errors.Is(err, transport.ErrLegacySSEServer) {
+	if t.Transport == TransportSSE {
+		return connectLegacy(ctx, t, TransportSSE, onToolsChanged)
+	}
+	if !legacyRevision(t.Revision) {
+		s, err := connectModern(ctx, t, onToolsChanged)
+		if !errors.Is(err, errNotModern) {
 			return s, err
 		}
-		return connect(ctx, t, TransportSSE, onToolsChanged)
 	}
+	s, err := connectLegacy(ctx, t, TransportStreamableHTTP, onToolsChanged)
+	switch {
+	case err == nil:
+		return s, nil
+	case t.Transport != TransportStreamableHTTP && errors.Is(err, transport.ErrLegacySSEServer):
+		// The MCP specification's backwards-compatibility rule: a 4xx to
+		// the initialize POST means a legacy HTTP+SSE server.
+		return connectLegacy(ctx, t, TransportSSE, onToolsChanged)
+	case legacyRevision(t.Revision) && answered(err):
+		// The server spoke an older revision last time; it may have moved on.
+		if modern, merr := connectModern(ctx, t, onToolsChanged); merr == nil {
+			return modern, nil
+		}
+	}
+	return nil, err
 }
 
-// connect opens a session over one transport: the transport, the event
-// stream, then the initialize handshake.
-func connect(ctx context.Context, t Target, kind Transport, onToolsChanged func()) (*Session, error) {
-	watch := &streamWatch{}
-	tr, err := newTransport(t, kind, watch)
+// legacyRevision reports a revision before 2026-07-28; "" is none known.
+func legacyRevision(revision string) bool {
+	return revision != "" && !mcp.IsModernProtocol(revision)
+}
+
+// connectLegacy opens a session over one transport with the initialize
+// handshake: the transport, the event stream, then initialize.
+func connectLegacy(ctx context.Context, t Target, kind Transport, onToolsChanged func()) (*Session, error) {
+	watch := newStreamWatch()
+	httpClient := t.httpClient(watch)
+	tr, err := newTransport(t, kind, httpClient)
 	if err != nil {
 		return nil, &Error{Kind: ErrProtocol, Message: fmt.Sprintf("connecting: %s is not a usable URL", t.redactedURL()), Err: err}
 	}
 	s := newSession(t, kind, tr, onToolsChanged)
-	s.watch = watch
+	s.watch, s.http = watch, httpClient
 	if kind == TransportStreamableHTTP {
 		// mcp-go retries a failed listening stream every second without a
 		// word; when the server cannot be reached or forgot the session, end
@@ -59,13 +82,22 @@ func connect(ctx context.Context, t Target, kind Transport, onToolsChanged func(
 	if err := s.initialize(startCtx); err != nil {
 		return nil, err
 	}
+	if kind == TransportStreamableHTTP && s.info.ListChanged {
+		waitCtx, cancel := context.WithTimeout(startCtx, listenSettleTimeout)
+		defer cancel()
+		s.awaitListening(waitCtx)
+		s.info.ListChanged = s.Listening()
+	}
 	return s, nil
 }
 
+// listenSettleTimeout bounds the wait for a listening stream's first
+// answer while connecting; one that takes longer counts as not (yet) open.
+const listenSettleTimeout = 5 * time.Second
+
 // newTransport makes mcp-go's client transport of the kind asked for, on
 // the target's HTTP client.
-func newTransport(t Target, kind Transport, watch *streamWatch) (transport.Interface, error) {
-	httpClient := t.httpClient(watch)
+func newTransport(t Target, kind Transport, httpClient *http.Client) (transport.Interface, error) {
 	if kind == TransportSSE {
 		return transport.NewSSE(t.URL,
 			transport.WithHTTPClient(httpClient),
@@ -77,24 +109,26 @@ func newTransport(t Target, kind Transport, watch *streamWatch) (transport.Inter
 	return transport.NewStreamableHTTP(t.URL,
 		transport.WithHTTPBasicClient(httpClient),
 		transport.WithHTTPHeaders(t.Headers),
-		// The GET stream carries list_changed between requests. It needs
-		// a pre-2026-07-28 revision, which ProtocolVersion pins anyway.
+		// The GET stream carries list_changed between requests in the
+		// revisions before 2026-07-28, which this transport is for.
 		transport.WithContinuousListening(), //nolint:staticcheck // see above
 		transport.WithHTTPLogger(quietLogger))
 }
 
 func newSession(t Target, kind Transport, tr transport.Interface, onToolsChanged func()) *Session {
-	s := &Session{target: t, closed: make(chan struct{}), answersOnStream: kind == TransportSSE, stop: func() {}}
+	s := &Session{target: t, closed: make(chan struct{}), answersOnStream: kind == TransportSSE, stop: func() {},
+		watch: newStreamWatch(), routes: map[string]func(string, json.RawMessage){}}
 	s.info.Transport = kind
 	s.lost, s.loseWith = context.WithCancelCause(context.Background())
 	s.client = client.NewClient(tr, client.WithProtocolVersion(ProtocolVersion))
-	if onToolsChanged != nil {
-		s.client.OnNotification(func(n mcp.JSONRPCNotification) {
-			if n.Method == string(mcp.MethodNotificationToolsListChanged) {
-				onToolsChanged()
-			}
-		})
-	}
+	s.client.OnNotification(func(n mcp.JSONRPCNotification) {
+		switch {
+		case n.Method == string(mcp.MethodNotificationToolsListChanged) && onToolsChanged != nil:
+			onToolsChanged()
+		case s.answersOnStream:
+			s.routeProgress(n)
+		}
+	})
 	s.client.OnConnectionLost(s.end) // SSE
 	return s
 }
@@ -105,7 +139,7 @@ func newSession(t Target, kind Transport, tr transport.Interface, onToolsChanged
 func (s *Session) start(ctx context.Context) error {
 	ex := &exchange{}
 	sessionCtx, stop := context.WithCancel(withExchange(context.Background(), ex))
-	s.stop = stop
+	s.stop, s.streamCtx = stop, sessionCtx
 	stopOnTimeout := context.AfterFunc(ctx, func() {
 		if ctx.Err() == context.DeadlineExceeded {
 			stop()
@@ -140,6 +174,8 @@ func (s *Session) initialize(ctx context.Context) error {
 		Transport:       s.info.Transport,
 		ListChanged:     result.Capabilities.Tools != nil && result.Capabilities.Tools.ListChanged,
 	}
+	s.logging = result.Capabilities.Logging != nil
+	s.watch.knowVersion(result.ProtocolVersion)
 	return nil
 }
 

@@ -83,7 +83,7 @@ func TestEgressIsEnforcedWhenDialing(t *testing.T) {
 	if KindOf(err) != ErrEgressDenied {
 		t.Fatalf("got %v, want EgressDenied", err)
 	}
-	if srv.Initializes() != 0 {
+	if srv.Connects() != 0 {
 		t.Fatal("the denied server was reached")
 	}
 	s, err := Connect(context.Background(), Target{URL: srv.URL(), Timeout: 2 * time.Second, Egress: &EgressPolicy{Deny: DefaultEgressDeny}}, nil)

@@ -31,6 +31,9 @@ const (
 	ErrProtocol          ErrorKind = "ProtocolError"
 	ErrMalformedResponse ErrorKind = "MalformedResponse"
 	ErrEgressDenied      ErrorKind = "EgressDenied"
+	// ErrUnsupportedVersion: the server speaks no MCP revision the
+	// operator does.
+	ErrUnsupportedVersion ErrorKind = "UnsupportedProtocolVersion"
 )
 
 // Error is a failure talking to a server. Message is stable (no addresses of
@@ -76,7 +79,7 @@ type explanation func(err error, t Target, ex *exchange) (failure, bool)
 // TLS failure is also a network error, a timeout may carry any status.
 var explanations = []explanation{
 	brokenStream, overCap, egressDenied, tlsFailure, timedOut, httpRefusal,
-	networkFailure, httpStatus, malformed, rpcFailure, overCapDropped,
+	networkFailure, versionRefused, httpStatus, malformed, rpcFailure, overCapDropped,
 }
 
 // classify turns whatever the MCP library or the network returned into an
@@ -180,6 +183,41 @@ func networkFailure(err error, t Target, _ *exchange) (failure, bool) {
 	return failure{}, false
 }
 
+// versionRefused is a server that speaks no revision the operator does:
+// its initialize answer names one the operator does not know, or it
+// refuses the request's revision in so many words.
+func versionRefused(err error, t Target, ex *exchange) (failure, bool) {
+	var unsupported mcp.UnsupportedProtocolVersionError
+	switch {
+	case errors.As(err, &unsupported):
+		return failure{ErrUnsupportedVersion, fmt.Sprintf("%s speaks MCP revision %s; the operator speaks %s", t.redactedURL(),
+			unsupported.Version, strings.Join(Revisions, ", "))}, true
+	case ex.lastStatus() >= 400 && refusedRevisions(ex.errorBody()) != nil:
+		return failure{ErrUnsupportedVersion, fmt.Sprintf("%s speaks none of the MCP revisions the operator does (%s); it named %s", t.redactedURL(),
+			strings.Join(Revisions, ", "), strings.Join(refusedRevisions(ex.errorBody()), ", "))}, true
+	case ex.lastStatus() >= 400 && strings.Contains(strings.ToLower(ex.errorBody()), "unsupported protocol version"):
+		return failure{ErrUnsupportedVersion, fmt.Sprintf("%s refused the protocol revision: %s", t.redactedURL(), detail(ex.errorBody(), t))}, true
+	}
+	return failure{}, false
+}
+
+// refusedRevisions reads the revisions a JSON-RPC "unsupported protocol
+// version" error (-32022) names, or nil when body is not one.
+func refusedRevisions(body string) []string {
+	var answer struct {
+		Error struct {
+			Code int `json:"code"`
+			Data struct {
+				Supported []string `json:"supported"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(body), &answer) != nil || answer.Error.Code != codeUnsupportedVersion || len(answer.Error.Data.Supported) == 0 {
+		return nil
+	}
+	return answer.Error.Data.Supported
+}
+
 // httpStatus is any other answer that was not a success, with the start of
 // what the server said.
 func httpStatus(_ error, t Target, ex *exchange) (failure, bool) {
@@ -223,6 +261,17 @@ func overCapDropped(_ error, t Target, ex *exchange) (failure, bool) {
 
 // rpcError reports a JSON-RPC error object the server answered with.
 func rpcError(details *mcp.JSONRPCErrorDetails, t Target, doing string) *Error {
+	if details.Code == codeUnsupportedVersion {
+		var data struct {
+			Supported []string `json:"supported"`
+			Requested string   `json:"requested"`
+		}
+		raw, _ := json.Marshal(details.Data)
+		_ = json.Unmarshal(raw, &data)
+		return &Error{Kind: ErrUnsupportedVersion, RPCCode: details.Code, Err: details.AsError(),
+			Message: fmt.Sprintf("%s: %s does not speak MCP revision %s; it named %s: %s", doing, t.redactedURL(), data.Requested,
+				strings.Join(data.Supported, ", "), detail(details.Message, t))}
+	}
 	return &Error{
 		Kind:    ErrProtocol,
 		Message: fmt.Sprintf("%s: %s answered with JSON-RPC error %d: %s", doing, t.redactedURL(), details.Code, detail(details.Message, t)),
@@ -279,7 +328,7 @@ func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 // server answered with, secret-free, or ok=false for any other failure.
 func RPCErrorOf(err error) (code int, message string, ok bool) {
 	var e *Error
-	if errors.As(err, &e) && e.RPCCode != 0 {
+	if errors.As(err, &e) && e.RPCCode != 0 && e.Kind == ErrProtocol {
 		return e.RPCCode, e.Message, true
 	}
 	return 0, "", false

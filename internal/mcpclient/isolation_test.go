@@ -96,7 +96,7 @@ func TestAnOversizedAnswerFailsOnlyItsOwnCall(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					r, err := s.CallTool(context.Background(), fmt.Sprintf("slow%d", i), json.RawMessage(`{}`))
+					r, err := s.CallTool(context.Background(), fmt.Sprintf("slow%d", i), json.RawMessage(`{}`), CallOptions{})
 					errs[i] = err
 					if err == nil {
 						results[i] = string(r.Content[0])
@@ -104,7 +104,7 @@ func TestAnOversizedAnswerFailsOnlyItsOwnCall(t *testing.T) {
 				}()
 			}
 			waiting.Wait() // the three calls are at the server
-			_, err := s.CallTool(context.Background(), "huge", json.RawMessage(`{}`))
+			_, err := s.CallTool(context.Background(), "huge", json.RawMessage(`{}`), CallOptions{})
 			if KindOf(err) != ErrMalformedResponse || !strings.Contains(err.Error(), "calling tool huge") || !strings.Contains(err.Error(), fmt.Sprintf("more than %d bytes", limit)) {
 				t.Fatalf("the oversized call: got %v, want it refused at the cap", err)
 			}

@@ -52,7 +52,7 @@ func callN(t *testing.T, p *Pool, target Target, n int) (func() []string, *sync.
 		go func() {
 			defer wg.Done()
 			err := p.Do(context.Background(), "ns/srv", target, func(s *Session) error {
-				r, err := s.CallTool(context.Background(), "wait", json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)))
+				r, err := s.CallTool(context.Background(), "wait", json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)), CallOptions{})
 				if err == nil {
 					out[i] = string(r.Content[0])
 				}
@@ -67,14 +67,25 @@ func callN(t *testing.T, p *Pool, target Target, n int) (func() []string, *sync.
 }
 
 // TestConcurrentCallsShareOneSession: many calls at once on one pooled
-// session each get their own answer, over one initialize.
+// session each get their own answer, over one connect, in every revision.
 func TestConcurrentCallsShareOneSession(t *testing.T) {
-	for _, transport := range []testmcp.Transport{testmcp.StreamableHTTP, testmcp.SSE} {
-		t.Run(string(transport), func(t *testing.T) {
-			g := startGated(t, transport)
+	for _, tt := range []struct {
+		name      string
+		transport testmcp.Transport
+		revision  string
+	}{
+		{"2026-07-28", testmcp.StreamableHTTP, ""},
+		{"2025-11-25 over Streamable HTTP", testmcp.StreamableHTTP, "2025-11-25"},
+		{"SSE", testmcp.SSE, "2024-11-05"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := startGated(t, tt.transport)
 			p := &Pool{}
 			t.Cleanup(p.CloseAll)
-			target := Target{URL: g.URL(), Timeout: 20 * time.Second, Fingerprint: "v1"}
+			target := Target{URL: g.URL(), Timeout: 20 * time.Second, Fingerprint: "v1", Revision: tt.revision}
+			if tt.transport == testmcp.SSE {
+				target.Transport = TransportSSE
+			}
 			results, wg := callN(t, p, target, 40)
 			waitFor(t, "40 calls at the server", func() bool { return g.inside.Load() == 40 })
 			close(g.gate)
@@ -84,8 +95,8 @@ func TestConcurrentCallsShareOneSession(t *testing.T) {
 					t.Errorf("call %d got %s", i, r)
 				}
 			}
-			if n := g.Initializes(); n != 1 {
-				t.Errorf("%d initialize requests for one pooled session", n)
+			if n := g.Connects(); n != 1 {
+				t.Errorf("%d connects for one pooled session", n)
 			}
 			if _, connecting := p.size(); connecting != 0 {
 				t.Errorf("%d connect locks left behind", connecting)
@@ -145,7 +156,7 @@ func TestAReplacedSessionFinishesItsCalls(t *testing.T) {
 					return false
 				}
 			})
-			if _, err := fresh.CallTool(context.Background(), "echo", json.RawMessage(`{}`)); err != nil {
+			if _, err := fresh.CallTool(context.Background(), "echo", json.RawMessage(`{}`), CallOptions{}); err != nil {
 				t.Errorf("the new session: %v", err)
 			}
 		})
@@ -163,18 +174,18 @@ func TestAFailedCallKeepsTheSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := first.CallTool(context.Background(), "missing", json.RawMessage(`{}`)); err == nil {
+	if _, err := first.CallTool(context.Background(), "missing", json.RawMessage(`{}`), CallOptions{}); err == nil {
 		t.Fatal("calling a missing tool succeeded")
 	}
-	if _, err := first.CallTool(context.Background(), "wait", json.RawMessage(`{}`)); KindOf(err) != ErrTimeout {
+	if _, err := first.CallTool(context.Background(), "wait", json.RawMessage(`{}`), CallOptions{}); KindOf(err) != ErrTimeout {
 		t.Fatalf("the gated call: got %v, want a timeout", err)
 	}
 	again, _, err := p.Get(context.Background(), "ns/srv", target)
 	if err != nil || again != first {
 		t.Fatalf("after failed calls the pool gave another session (%v)", err)
 	}
-	if g.Initializes() != 1 {
-		t.Errorf("%d initialize requests", g.Initializes())
+	if g.Connects() != 1 {
+		t.Errorf("%d connects", g.Connects())
 	}
 }
 
@@ -224,14 +235,15 @@ func TestAForgottenSessionIsReplacedAndTheCallRetried(t *testing.T) {
 	url, forget := forgetful(t, g.URL())
 	p := &Pool{}
 	t.Cleanup(p.CloseAll)
-	target := Target{URL: url, Timeout: 5 * time.Second, Fingerprint: "v1"}
+	// Sessions are of the revisions before 2026-07-28.
+	target := Target{URL: url, Timeout: 5 * time.Second, Fingerprint: "v1", Revision: "2025-11-25"}
 	old, _, err := p.Get(context.Background(), "ns/srv", target)
 	if err != nil {
 		t.Fatal(err)
 	}
 	forget()
 	err = p.Do(context.Background(), "ns/srv", target, func(s *Session) error {
-		_, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{}`))
+		_, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{}`), CallOptions{})
 		return err
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -17,11 +18,10 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// ProtocolVersion is the revision the operator asks for. It is the newest
-// one that still has sessions and server-to-client notifications on a
-// long-lived stream, which list_changed needs; servers that only speak an
-// older revision negotiate down.
-const ProtocolVersion = "2025-11-25"
+// ProtocolVersion is the revision the operator offers in initialize, to
+// servers that do not speak 2026-07-28 (see Connect): the newest with the
+// handshake; servers that only speak an older one negotiate down.
+const ProtocolVersion = mcp.ProtocolVersion20251125
 
 // clientInfo is how the operator introduces itself to servers.
 var clientInfo = mcp.Implementation{Name: "mcp-operator", Version: "v1alpha1"}
@@ -55,12 +55,27 @@ type Session struct {
 	lost            context.Context
 	loseWith        context.CancelCauseFunc
 	answersOnStream bool
-	// watch hears about the listening stream of Streamable HTTP.
-	watch     *streamWatch
-	closed    chan struct{}
-	endOnce   sync.Once
-	closeOnce sync.Once
-	nextID    atomic.Int64
+	// watch hears about the stream notifications arrive on.
+	watch *streamWatch
+	// http is the session's HTTP client; streamCtx lives as long as the
+	// session and owns its streams.
+	http      *http.Client
+	streamCtx context.Context
+	// modern is true in the 2026-07-28 revision.
+	modern bool
+	// logging is true when the server offers log messages; logLevel is
+	// the session-wide level asked of a legacy server so far.
+	logging  bool
+	routesMu sync.Mutex
+	logLevel string
+	// routes hands progress on a shared stream (SSE) to its call, by
+	// token; entries live as long as their call.
+	routes      map[string]func(method string, params json.RawMessage)
+	progressSeq atomic.Int64
+	closed      chan struct{}
+	endOnce     sync.Once
+	closeOnce   sync.Once
+	nextID      atomic.Int64
 	// inflight counts requests under way; a retired session closes when
 	// the last one ends.
 	inflight atomic.Int64
@@ -87,6 +102,19 @@ func (s *Session) Info() ServerInfo { return s.info }
 func (s *Session) Listening() bool {
 	return s.answersOnStream || s.watch.listening.Load()
 }
+
+// awaitListening waits (bounded by ctx) until the first attempt to open
+// the notification stream has an outcome, so that Info says whether list
+// changes are pushed or polled.
+func (s *Session) awaitListening(ctx context.Context) {
+	select {
+	case <-s.watch.settled:
+	case <-ctx.Done():
+	case <-s.closed:
+	}
+}
+
+func (s *Session) nextProgress() string { return strconv.FormatInt(s.progressSeq.Add(1), 10) }
 
 // Done is closed when the session ends: Close was called, its event stream
 // was lost, or the server forgot it. An ended session is never reused.
@@ -127,10 +155,25 @@ func (s *Session) finish() {
 	}
 }
 
+// call is one request to send.
+type call struct {
+	method string
+	params any
+	// meta goes into params._meta; in the 2026-07-28 revision the
+	// protocol's own keys are added to it.
+	meta map[string]any
+	// schema is the input schema of a called tool, for the Mcp-Param-*
+	// headers of the 2026-07-28 revision.
+	schema json.RawMessage
+	// tap hears each notification that arrives on this request's own
+	// answer stream.
+	tap func(method string, params json.RawMessage)
+}
+
 // request sends one JSON-RPC request through the transport, which returns
 // the raw result: the client's typed methods re-encode tool schemas through
 // a narrower struct and would lose keys.
-func (s *Session) request(ctx context.Context, method string, params any, doing string) (json.RawMessage, error) {
+func (s *Session) request(ctx context.Context, c call, doing string) (json.RawMessage, error) {
 	s.begin()
 	defer s.finish()
 	select {
@@ -148,14 +191,13 @@ func (s *Session) request(ctx context.Context, method string, params any, doing 
 	if s.answersOnStream {
 		defer context.AfterFunc(s.lost, func() { cancel(errStreamLost) })()
 	}
-	ex := &exchange{}
-	resp, err := s.client.GetTransport().SendRequest(withExchange(ctx, ex), transport.JSONRPCRequest{
-		JSONRPC: mcp.JSONRPC_VERSION,
-		// String ids never collide with the client's own numeric ones.
-		ID:     mcp.NewRequestId("op-" + strconv.FormatInt(s.nextID.Add(1), 10)),
-		Method: method,
-		Params: params,
-	})
+	id := "op-" + strconv.FormatInt(s.nextID.Add(1), 10)
+	req, err := s.encode(id, c)
+	if err != nil {
+		return nil, &Error{Kind: ErrProtocol, Message: doing + ": the request could not be encoded", Err: err}
+	}
+	ex := &exchange{tap: c.tap}
+	resp, err := s.client.GetTransport().SendRequest(withExchange(ctx, ex), req)
 	if err != nil {
 		switch cause := context.Cause(s.lost); {
 		case s.answersOnStream && cause != nil:
@@ -163,8 +205,10 @@ func (s *Session) request(ctx context.Context, method string, params any, doing 
 			err = fmt.Errorf("%w: %w", errStreamLost, cause)
 		case context.Cause(ctx) == context.DeadlineExceeded:
 			err = errors.Join(context.DeadlineExceeded, err)
+			s.cancelUpstream(id, "the request timed out")
 		case parent.Err() != nil:
 			err = errors.Join(parent.Err(), err)
+			s.cancelUpstream(id, "the caller went away")
 		}
 		if errors.Is(err, transport.ErrSessionTerminated) {
 			// The server forgot the session: it is over for every caller.
@@ -179,6 +223,24 @@ func (s *Session) request(ctx context.Context, method string, params any, doing 
 		return nil, rpcError(resp.Error, s.target, doing)
 	}
 	return resp.Result, nil
+}
+
+// cancelUpstream tells a server of a revision before 2026-07-28 that the
+// request with id is off: closing its HTTP request is not a cancel there.
+// In 2026-07-28 it is, and nothing more is sent.
+func (s *Session) cancelUpstream(id, reason string) {
+	if s.modern {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.target.timeout())
+		defer cancel()
+		_ = s.client.GetTransport().SendNotification(ctx, mcp.JSONRPCNotification{
+			JSONRPC: mcp.JSONRPC_VERSION,
+			Notification: mcp.Notification{Method: string(mcp.MethodNotificationCancelled),
+				Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": reason}}},
+		})
+	}()
 }
 
 // Limits bound how much of a server's tool list is read.
@@ -199,6 +261,9 @@ type ToolList struct {
 	Tools []Tool
 	// Truncated says a limit was hit: the server offers more than Tools.
 	Truncated bool
+	// TTL is how long the server said the list stays fresh (2026-07-28
+	// ttlMs, the longest of its pages): the earliest useful refresh.
+	TTL time.Duration
 }
 
 // ListTools reads every page of tools/list, following nextCursor until the
@@ -216,16 +281,20 @@ func (s *Session) ListTools(ctx context.Context, limits Limits) (ToolList, error
 			list.Truncated = true
 			return list, nil
 		}
-		result, err := s.request(ctx, string(mcp.MethodToolsList), cursorParams(cursor), "listing tools")
+		result, err := s.request(ctx, call{method: string(mcp.MethodToolsList), params: cursorParams(cursor)}, "listing tools")
 		if err != nil {
 			return ToolList{}, err
 		}
 		var decoded struct {
 			Tools      []json.RawMessage `json:"tools"`
 			NextCursor string            `json:"nextCursor"`
+			TTLMs      *int64            `json:"ttlMs"`
 		}
 		if err := json.Unmarshal(result, &decoded); err != nil {
 			return ToolList{}, classify(err, s.target, "listing tools", nil)
+		}
+		if decoded.TTLMs != nil && *decoded.TTLMs > 0 {
+			list.TTL = max(list.TTL, time.Duration(*decoded.TTLMs)*time.Millisecond)
 		}
 		for _, raw := range decoded.Tools {
 			if len(list.Tools) == limits.MaxTools {
@@ -269,14 +338,36 @@ type CallResult struct {
 	IsError           bool              `json:"isError,omitempty"`
 }
 
+// CallOptions carry what a caller asked of one call besides the tool and
+// its arguments. The zero value asks for nothing more.
+type CallOptions struct {
+	// Meta goes upstream in the request's _meta (traceparent, tracestate,
+	// baggage…); the protocol's own keys are the session's to set.
+	Meta map[string]any
+	// OnProgress, when set, asks the server for progress; it hears the
+	// params of each notifications/progress, with the caller's token for
+	// the session's own.
+	OnProgress func(params json.RawMessage)
+	// LogLevel, with OnLog, asks for the server's log messages of this
+	// level or above (debug … emergency) that come with the call.
+	LogLevel string
+	OnLog    func(params json.RawMessage)
+	// InputSchema is the tool's input schema, for the headers the
+	// 2026-07-28 revision derives from arguments (x-mcp-header).
+	InputSchema json.RawMessage
+}
+
 // CallTool calls a tool by its name on the server, with arguments as a JSON
 // object. A JSON-RPC error answer is an *Error with RPCCode set.
-func (s *Session) CallTool(ctx context.Context, name string, arguments json.RawMessage) (CallResult, error) {
+func (s *Session) CallTool(ctx context.Context, name string, arguments json.RawMessage, opts CallOptions) (CallResult, error) {
 	params := struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}{name, arguments}
-	raw, err := s.request(ctx, string(mcp.MethodToolsCall), params, "calling tool "+name)
+	c := call{method: string(mcp.MethodToolsCall), params: params, schema: opts.InputSchema, meta: callerMeta(opts.Meta)}
+	release := s.relay(&c, opts)
+	defer release()
+	raw, err := s.request(ctx, c, "calling tool "+name)
 	if err != nil {
 		return CallResult{}, err
 	}

@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // errResponseTooLarge marks an answer cut at MaxResponseBytes.
@@ -31,6 +34,9 @@ type exchange struct {
 	tooLarge atomic.Bool
 	mu       sync.Mutex
 	body     string
+	// tap, when set, hears the notifications on this request's answer
+	// stream.
+	tap func(method string, params json.RawMessage)
 }
 
 type exchangeKey struct{}
@@ -80,28 +86,74 @@ func (ex *exchange) record(resp *http.Response) {
 	}{io.MultiReader(bytes.NewReader(prefix), resp.Body), resp.Body}
 }
 
-// streamWatch hears about a session's listening stream (the GET of
-// Streamable HTTP): once it was open, failing to open it again means the
-// server is unreachable or forgot the session. A stream that never opened
-// is the library's to retry or give up on (servers may not offer one).
+// streamWatch hears about a session's stream for notifications: the GET
+// of Streamable HTTP before 2026-07-28, the subscriptions/listen stream in
+// 2026-07-28. listening says the server will send list changes on it; once
+// it was open, failing to open the GET again means the server is
+// unreachable or forgot the session. A stream that never opened is the
+// library's to retry or give up on (servers may not offer one).
 type streamWatch struct {
 	lost      func(error)
 	listening atomic.Bool
+	// settled is closed once the stream's first attempt has an outcome.
+	settled    chan struct{}
+	settleOnce sync.Once
+	// version is the negotiated revision, for the GET's
+	// MCP-Protocol-Version header; versionKnown is closed once it is set.
+	version      atomic.Value
+	versionKnown chan struct{}
+	versionOnce  sync.Once
+}
+
+func newStreamWatch() *streamWatch {
+	return &streamWatch{settled: make(chan struct{}), versionKnown: make(chan struct{})}
+}
+
+func (w *streamWatch) settle() { w.settleOnce.Do(func() { close(w.settled) }) }
+
+// knowVersion records the negotiated revision.
+func (w *streamWatch) knowVersion(v string) {
+	w.version.Store(v)
+	w.versionOnce.Do(func() { close(w.versionKnown) })
 }
 
 func (w *streamWatch) observe(req *http.Request, resp *http.Response, err error) {
-	if w == nil || w.lost == nil {
+	if w == nil {
 		return
 	}
+	defer w.settle()
 	switch {
 	case err == nil && resp.StatusCode < 300:
 		w.listening.Store(true)
-	case !w.listening.Load():
+	case w.lost == nil || !w.listening.Load():
 	case err != nil && req.Context().Err() == nil:
 		w.lost(err)
 	case err == nil && resp.StatusCode == http.StatusNotFound:
 		w.lost(errSessionForgotten)
 	}
+}
+
+// withVersion gives a GET the MCP-Protocol-Version header the library may
+// not have set yet: its listening stream can start before it records the
+// version initialize negotiated.
+func (w *streamWatch) withVersion(req *http.Request) *http.Request {
+	if w == nil || req.Header.Get("MCP-Protocol-Version") != "" {
+		return req
+	}
+	select {
+	case <-w.versionKnown:
+	case <-time.After(time.Second):
+		return req
+	case <-req.Context().Done():
+		return req
+	}
+	v, _ := w.version.Load().(string)
+	if v == "" || v == mcp.ProtocolVersion20241105 {
+		return req
+	}
+	req = req.Clone(req.Context())
+	req.Header.Set("MCP-Protocol-Version", v)
+	return req
 }
 
 // httpClient builds the client one session uses. It has no overall timeout
@@ -143,6 +195,9 @@ type recordingTransport struct {
 }
 
 func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodGet {
+		req = t.watch.withVersion(req)
+	}
 	resp, err := t.next.RoundTrip(req)
 	if req.Method == http.MethodGet {
 		t.watch.observe(req, resp, err)
@@ -154,13 +209,17 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	if resp.StatusCode >= 300 && req.Method != http.MethodDelete && ex != nil {
 		ex.record(resp)
 	}
+	stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	switch {
+	case stream && (req.Method == http.MethodGet || req.Header.Get("Mcp-Method") == "subscriptions/listen"):
+		// A listening stream lives as long as the session; each event on it
+		// is read whole, so each is capped.
+		resp.Body = &eventCappedBody{body: resp.Body, max: t.maxBody, ex: ex}
 	case req.Method == http.MethodPost:
 		resp.Body = &cappedBody{body: resp.Body, left: t.maxBody, ex: ex}
-	case strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"):
-		// A GET stream lives as long as the session; each event on it is
-		// read whole by the library, so each is capped.
-		resp.Body = &eventCappedBody{body: resp.Body, max: t.maxBody, ex: ex}
+		if stream && ex != nil && ex.tap != nil {
+			resp.Body = &tappedBody{body: resp.Body, tap: ex.tap}
+		}
 	}
 	return resp, nil
 }

@@ -47,6 +47,7 @@ func (e *SpecError) Error() string { return e.Message }
 // it may be dialed at.
 func Read(ctx context.Context, reader client.Reader, srv *mcpv1alpha1.MCPServer, egress *mcpclient.EgressPolicy) (mcpclient.Target, error) {
 	t := mcpclient.Target{
+		Revision:  revisionOf(srv),
 		URL:       URL(srv),
 		Transport: mcpclient.Transport(srv.Spec.Transport),
 		Headers:   map[string]string{},
@@ -91,6 +92,15 @@ func Read(ctx context.Context, reader client.Reader, srv *mcpv1alpha1.MCPServer,
 	sum := sha256.Sum256(raw)
 	t.Fingerprint = hex.EncodeToString(sum[:])
 	return t, nil
+}
+
+// revisionOf is the MCP revision the server spoke at its last discovery,
+// so that the next connection starts with it.
+func revisionOf(srv *mcpv1alpha1.MCPServer) string {
+	if info := srv.Status.ServerInfo; info != nil {
+		return info.ProtocolVersion
+	}
+	return ""
 }
 
 // URL is spec.url, or the in-cluster address of spec.service.

@@ -1,10 +1,16 @@
 package testmcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -25,24 +31,54 @@ const (
 	GoSDKLegacySSE GoSDKMode = "legacy-sse"
 )
 
+// GoSDKOptions tune a GoSDK server.
+type GoSDKOptions struct {
+	// Revisions, when set, are the only MCP revisions it speaks.
+	Revisions []string
+	// TTL is the ttlMs it puts on its list results (2026-07-28).
+	TTL time.Duration
+}
+
 // GoSDK is a real MCP server built with the official Go SDK
 // (github.com/modelcontextprotocol/go-sdk), on 127.0.0.1: an
 // implementation of the other side that nobody here wrote. It keeps tool
-// schemas as the raw JSON it is given, so a test can serve definitions
-// mcp-go's server would refuse.
+// schemas as the raw JSON it is given, and records the methods and
+// headers of what it is sent.
 type GoSDK struct {
 	Server *sdk.Server
 	http   *httptest.Server
 	path   string
+
+	mu       sync.Mutex
+	requests []Request
+	// Cancelled counts calls of the "wait" tool that ended because their
+	// caller went away (see AddWaitTool).
+	Cancelled atomic.Int64
 }
 
-// StartGoSDK starts a go-sdk server in a mode; Stop it when done.
-func StartGoSDK(mode GoSDKMode) *GoSDK {
-	var opts *sdk.ServerOptions
-	if mode == GoSDKOnly2026 {
-		opts = &sdk.ServerOptions{SupportedProtocolVersions: []string{"2026-07-28"}}
+// Request is one HTTP request a GoSDK server got.
+type Request struct {
+	HTTPMethod string
+	// Method is the JSON-RPC method of a POST.
+	Method string
+	Header http.Header
+}
+
+// StartGoSDK starts a go-sdk server in a mode; it is stopped when the test
+// calls Stop.
+func StartGoSDK(mode GoSDKMode, opts ...GoSDKOptions) *GoSDK {
+	var o GoSDKOptions
+	if len(opts) > 0 {
+		o = opts[0]
 	}
-	g := &GoSDK{Server: sdk.NewServer(&sdk.Implementation{Name: "gosdk-test", Version: "1.0.0"}, opts), path: "/mcp"}
+	serverOpts := &sdk.ServerOptions{SupportedProtocolVersions: o.Revisions}
+	if mode == GoSDKOnly2026 {
+		serverOpts.SupportedProtocolVersions = []string{"2026-07-28"}
+	}
+	if o.TTL > 0 {
+		serverOpts.SetCacheable = func(_ context.Context, _ sdk.Request, c *sdk.Cacheable) { c.TTLMs = int(o.TTL.Milliseconds()) }
+	}
+	g := &GoSDK{Server: sdk.NewServer(&sdk.Implementation{Name: "gosdk-test", Version: "1.0.0"}, serverOpts), path: "/mcp"}
 	serve := func(*http.Request) *sdk.Server { return g.Server }
 	var handler http.Handler
 	switch mode {
@@ -54,7 +90,8 @@ func StartGoSDK(mode GoSDKMode) *GoSDK {
 		handler = sdk.NewStreamableHTTPHandler(serve, nil)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(g.path, handler)
+	mux.Handle(g.path, g.record(handler))
+	mux.Handle("/message", g.record(handler))
 	g.http = httptest.NewServer(mux)
 	return g
 }
@@ -65,11 +102,95 @@ func (g *GoSDK) URL() string { return g.http.URL + g.path }
 // Stop closes the server and its connections.
 func (g *GoSDK) Stop() { g.http.Close() }
 
+// Requests lists what the server was sent so far.
+func (g *GoSDK) Requests() []Request {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]Request(nil), g.requests...)
+}
+
+// Methods lists the JSON-RPC methods of the POSTs it was sent, in order.
+func (g *GoSDK) Methods() []string {
+	var out []string
+	for _, r := range g.Requests() {
+		if r.Method != "" {
+			out = append(out, r.Method)
+		}
+	}
+	return out
+}
+
+func (g *GoSDK) record(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req := Request{HTTPMethod: r.Method, Header: r.Header.Clone()}
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var msg struct {
+				Method string `json:"method"`
+			}
+			_ = json.Unmarshal(body, &msg)
+			req.Method = msg.Method
+		}
+		g.mu.Lock()
+		g.requests = append(g.requests, req)
+		g.mu.Unlock()
+		next.ServeHTTP(w, r)
+	})
+}
+
 // AddRawTool adds a tool whose input schema is the given JSON, kept byte
 // for byte; it answers with the text answer returns for its arguments.
 func (g *GoSDK) AddRawTool(name, description, schema string, answer func(arguments json.RawMessage) string) {
 	g.Server.AddTool(&sdk.Tool{Name: name, Description: description, InputSchema: json.RawMessage(schema)},
 		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: answer(req.Params.Arguments)}}}, nil
+			return text(answer(req.Params.Arguments)), nil
+		})
+}
+
+// AddProgressTool adds "steps", which reports progress 1..n of n (when
+// asked for progress) and logs each step at info, then answers "done".
+func (g *GoSDK) AddProgressTool(n int) {
+	g.Server.AddTool(&sdk.Tool{Name: "steps", Description: "Reports its progress.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			token := req.Params.GetProgressToken()
+			for i := 1; i <= n; i++ {
+				_ = req.Session.Log(ctx, &sdk.LoggingMessageParams{Level: "info", Data: fmt.Sprintf("step %d", i)})
+				if token != nil {
+					_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Total: float64(n), Message: fmt.Sprintf("step %d", i)})
+				}
+			}
+			return text("done"), nil
+		})
+}
+
+// AddWaitTool adds "wait", which answers when release is closed, or ends
+// (counting Cancelled) when its caller goes away; started hears each call
+// begin.
+func (g *GoSDK) AddWaitTool(release <-chan struct{}, started chan<- struct{}) {
+	g.Server.AddTool(&sdk.Tool{Name: "wait", Description: "Waits.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			started <- struct{}{}
+			select {
+			case <-release:
+				return text("released"), nil
+			case <-ctx.Done():
+				g.Cancelled.Add(1)
+				return nil, ctx.Err()
+			}
+		})
+}
+
+func text(s string) *sdk.CallToolResult {
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
+}
+
+// AddMetaTool adds "meta", which answers with the _meta its request
+// carried, as JSON.
+func (g *GoSDK) AddMetaTool() {
+	g.Server.AddTool(&sdk.Tool{Name: "meta", Description: "Shows its _meta.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			raw, _ := json.Marshal(req.Params.Meta)
+			return text(string(raw)), nil
 		})
 }

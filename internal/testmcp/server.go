@@ -5,6 +5,7 @@
 package testmcp
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -16,6 +17,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -61,6 +63,7 @@ type Server struct {
 	initializes atomic.Int64
 	lists       atomic.Int64
 	listeners   atomic.Int64
+	connects    atomic.Int64
 	required    atomic.Pointer[[2]string]
 	seenMu      sync.Mutex
 	seen        map[string][]string
@@ -160,9 +163,32 @@ func (s *Server) makeCertificate() error {
 // Initializes counts the initialize requests served so far.
 func (s *Server) Initializes() int64 { return s.initializes.Load() }
 
-// Listeners counts the event streams (GET requests) open right now: a
-// client that holds one hears list_changed.
+// Listeners counts the event streams open right now (GET streams, and
+// subscriptions/listen in 2026-07-28): a client that holds one hears
+// list_changed.
 func (s *Server) Listeners() int64 { return s.listeners.Load() }
+
+// Connects counts the connections clients opened: initialize requests,
+// and server/discover for clients of the 2026-07-28 revision, which have
+// no initialize.
+func (s *Server) Connects() int64 { return s.connects.Load() }
+
+// peekMethod reads the JSON-RPC method of a POST and puts the body back.
+func peekMethod(r *http.Request) string {
+	if r.Method != http.MethodPost || r.Body == nil {
+		return ""
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+	if err != nil {
+		return ""
+	}
+	var msg struct {
+		Method string `json:"method"`
+	}
+	_ = json.Unmarshal(body, &msg)
+	return msg.Method
+}
 
 // ToolLists counts the tools/list requests (pages) served so far.
 func (s *Server) ToolLists() int64 { return s.lists.Load() }
@@ -254,9 +280,12 @@ func (s *Server) requireHeader(next http.Handler) http.Handler {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
-		if r.Method == http.MethodGet {
+		switch method := peekMethod(r); {
+		case r.Method == http.MethodGet || method == "subscriptions/listen":
 			s.listeners.Add(1)
 			defer s.listeners.Add(-1)
+		case method == "initialize" || method == "server/discover":
+			s.connects.Add(1)
 		}
 		next.ServeHTTP(w, r)
 	})

@@ -83,7 +83,7 @@ var _ = Describe("Backpressure", func() {
 
 		By("over MCP it is a JSON-RPC error, not a tool result")
 		s := connectMCP(srv.URL+"/v1/namespaces/"+ns+"/toolcollections/both/mcp", nil, nil)
-		_, err := s.CallTool(ctx, "mcp_busy_hold", json.RawMessage(`{}`))
+		_, err := s.CallTool(ctx, "mcp_busy_hold", json.RawMessage(`{}`), mcpclient.CallOptions{})
 		Expect(err).To(HaveOccurred())
 		code, message, ok := mcpclient.RPCErrorOf(err)
 		Expect(ok).To(BeTrue(), "%v", err)

@@ -41,9 +41,14 @@ type Options struct {
 	// Reviewer creates TokenReviews and SubjectAccessReviews; required
 	// with AuthKubernetes.
 	Reviewer client.Client
-	// AllowedOrigins are the browser origins the MCP endpoints accept; a
-	// request with any other Origin header is refused with 403.
+	// AllowedOrigins are the browser origins whose cross-origin requests
+	// are accepted; same-origin requests and requests without browser
+	// headers always are.
 	AllowedOrigins []string
+	// AllowedHosts, when set, are the only Host headers accepted: the
+	// guard against DNS rebinding when browsers can reach the catalog.
+	// Empty accepts any.
+	AllowedHosts []string
 	// Egress limits the addresses tool calls may dial.
 	Egress *mcpclient.EgressPolicy
 	// QueueTimeout is the longest a call waits for a turn when its server
@@ -83,6 +88,7 @@ type Catalog struct {
 	authz     *authorizer
 	callers   *callerLimits
 	mcp       *mcpHandlers
+	browsers  *browserGuard
 	// version moves on every change to an MCPServer or ToolCollection;
 	// rendered menus are reused while it stands still.
 	version atomic.Uint64
@@ -93,8 +99,9 @@ type Catalog struct {
 
 // New builds a catalog reading through reader: the manager's client, which
 // serves MCPServers and ToolCollections from its cache and reads Secrets
-// and ConfigMaps from the API server (see internal/cachepolicy).
-func New(reader client.Reader, opts Options) *Catalog {
+// and ConfigMaps from the API server (see internal/cachepolicy). It fails
+// only on options that cannot work.
+func New(reader client.Reader, opts Options) (*Catalog, error) {
 	if opts.MaxRequestBytes <= 0 {
 		opts.MaxRequestBytes = defaultMaxRequestBytes
 	}
@@ -119,7 +126,12 @@ func New(reader client.Reader, opts Options) *Catalog {
 	c.menus = newMenuCache(c)
 	c.authz = newAuthorizer(opts.Auth, opts.Reviewer, opts.AuthCacheTTL, maxCachedDecisions)
 	c.mcp = newMCPHandlers(c)
-	return c
+	browsers, err := newBrowserGuard(opts.AllowedOrigins, opts.AllowedHosts)
+	if err != nil {
+		return nil, err
+	}
+	c.browsers = browsers
+	return c, nil
 }
 
 // WatchChanges makes every change to an MCPServer or ToolCollection in the

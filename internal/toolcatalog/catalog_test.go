@@ -362,13 +362,13 @@ var _ = Describe("Execute", func() {
 
 	It("reuses one session for many calls", func() {
 		Expect(execute(`{"name":"mcp_calc_add","arguments":{"a":0,"b":0}}`).code).To(Equal(http.StatusOK))
-		before := mcpSrv.Initializes()
+		before := mcpSrv.Connects()
 		for i := range 100 {
 			r := execute(fmt.Sprintf(`{"name":"mcp_calc_add","arguments":{"a":%d,"b":1}}`, i))
 			Expect(r.code).To(Equal(http.StatusOK))
 			Expect(r.json()["output"]).To(Equal(fmt.Sprint(i + 1)))
 		}
-		Expect(mcpSrv.Initializes()).To(Equal(before), "no initialize per call")
+		Expect(mcpSrv.Connects()).To(Equal(before), "no initialize or discover per call")
 	})
 
 	It("counts calls, outcomes and latency in Prometheus metrics", func() {

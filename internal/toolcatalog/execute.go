@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/menu"
 )
 
@@ -60,8 +61,19 @@ func (c *Catalog) execute(w http.ResponseWriter, req *http.Request, key viewKey)
 		c.answerError(w, key, cl.name, entry, started, err)
 		return
 	}
-	envelope, err := c.invoke(req.Context(), entry, cl.arguments)
+	var opts mcpclient.CallOptions
+	var events *eventStream
+	if acceptsEventStream(req.Header.Get("Accept")) {
+		events = startEventStream(w)
+		opts.OnProgress = func(params json.RawMessage) { events.send("progress", params) }
+	}
+	envelope, err := c.invokeWith(req.Context(), entry, cl.arguments, opts)
 	if err != nil {
+		if events != nil {
+			c.record(key, cl.name, entry, started, outcomeOf(err))
+			events.failure(err)
+			return
+		}
 		c.answerError(w, key, cl.name, entry, started, err)
 		return
 	}
@@ -77,6 +89,10 @@ func (c *Catalog) execute(w http.ResponseWriter, req *http.Request, key viewKey)
 		outcome = "tool_error"
 	}
 	c.record(key, cl.name, entry, started, outcome)
+	if events != nil {
+		events.send("result", envelope)
+		return
+	}
 	writeJSON(w, http.StatusOK, envelope)
 }
 
@@ -92,13 +108,19 @@ func (c *Catalog) authorizeCall(ctx context.Context, key viewKey, entry *menu.En
 // invoke is the one execution path, for REST and MCP alike: the caller's
 // rate, the arguments against the schema, the call, long output cut.
 func (c *Catalog) invoke(ctx context.Context, entry *menu.Entry, arguments json.RawMessage) (Envelope, error) {
+	return c.invokeWith(ctx, entry, arguments, mcpclient.CallOptions{})
+}
+
+// invokeWith is invoke for a caller that asked for more: progress, log
+// messages, trace context.
+func (c *Catalog) invokeWith(ctx context.Context, entry *menu.Entry, arguments json.RawMessage, opts mcpclient.CallOptions) (Envelope, error) {
 	if err := c.callers.allow(ctx); err != nil {
 		return Envelope{}, err
 	}
 	if err := c.validate(entry.Tool, arguments); err != nil {
 		return Envelope{}, err
 	}
-	envelope, err := c.callUpstream(ctx, entry, arguments)
+	envelope, err := c.callUpstream(ctx, entry, arguments, opts)
 	if err != nil {
 		return Envelope{}, err
 	}

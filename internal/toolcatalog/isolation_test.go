@@ -95,7 +95,7 @@ var _ = Describe("A tool definition the MCP library refuses", func() {
 			}
 			Expect(names).To(ContainElement("mcp_odd_plain"), path)
 			Expect(names).NotTo(ContainElement("mcp_odd_search"), path)
-			called, err := s.CallTool(ctx, "mcp_odd_plain", json.RawMessage(`{}`))
+			called, err := s.CallTool(ctx, "mcp_odd_plain", json.RawMessage(`{}`), mcpclient.CallOptions{})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(string(called.Content[0])).To(ContainSubstring("plain answer"))
 		}

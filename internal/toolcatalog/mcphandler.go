@@ -1,12 +1,13 @@
 package toolcatalog
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 
@@ -26,10 +27,11 @@ const mcpPageSize = 200
 // exists only for a menu that exists (the global one, or a collection a
 // caller was allowed to read) and goes when its collection is deleted.
 type mcpHandlers struct {
-	catalog *Catalog
-	mu      sync.Mutex
-	byKey   map[viewKey]*mcpHandler
-	kick    chan struct{}
+	catalog  *Catalog
+	sessions *callerSessions
+	mu       sync.Mutex
+	byKey    map[viewKey]*mcpHandler
+	kick     chan struct{}
 }
 
 type mcpHandler struct {
@@ -41,7 +43,7 @@ type mcpHandler struct {
 }
 
 func newMCPHandlers(c *Catalog) *mcpHandlers {
-	return &mcpHandlers{catalog: c, byKey: map[viewKey]*mcpHandler{}, kick: make(chan struct{}, 1)}
+	return &mcpHandlers{catalog: c, sessions: newCallerSessions(), byKey: map[viewKey]*mcpHandler{}, kick: make(chan struct{}, 1)}
 }
 
 // changed asks for the handlers to follow a change in the cache.
@@ -104,6 +106,7 @@ func (m *mcpHandlers) handlerFor(key viewKey) *mcpHandler {
 	h := &mcpHandler{key: key}
 	opts := []server.ServerOption{
 		server.WithToolCapabilities(true),
+		server.WithLogging(),
 		server.WithPaginationLimit(mcpPageSize),
 		server.WithRecovery(),
 	}
@@ -214,14 +217,11 @@ func mcpToolOf(e *menu.Entry) mcp.Tool {
 	return t
 }
 
-// handler serves one endpoint: Origin and size checks, access to the
-// collection, its tools brought up to date, then mcp-go.
+// handler serves one endpoint: access to the collection, its tools
+// brought up to date, size checks, the catalog's own answers (tools/call,
+// notifications), then mcp-go.
 func (m *mcpHandlers) handler(key viewKey) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if origin := r.Header.Get("Origin"); origin != "" && !slices.Contains(m.catalog.opts.AllowedOrigins, origin) {
-			writeError(w, http.StatusForbidden, "origin "+origin+" is not allowed")
-			return
-		}
 		if key.kind == collectionView {
 			if err := m.catalog.authz.require(r.Context(), verbGet, toolCollectionsResource, key.namespace, key.name); err != nil {
 				writeAuthError(w, err)
@@ -242,6 +242,9 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, m.catalog.opts.MaxRequestBytes)
+		if r.Method == http.MethodPost && m.route(w, r, key) {
+			return
+		}
 		h := m.handlerFor(key)
 		if err := m.sync(r.Context(), h); err != nil {
 			mcpSyncFailures.Inc()
@@ -249,7 +252,7 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 			writeError(w, http.StatusServiceUnavailable, "the catalog cannot read its cache yet; retry")
 			return
 		}
-		if r.Method == http.MethodGet {
+		if r.Method == http.MethodGet || r.Header.Get(mcp.HeaderMethod) == string(mcp.MethodSubscriptionsListen) {
 			// A listening stream ends when the catalog stops, so that its
 			// client reconnects to another replica.
 			ctx, cancel := context.WithCancel(r.Context())
@@ -259,6 +262,68 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 		}
 		h.http.ServeHTTP(w, r)
 	})
+}
+
+// route answers the POSTs the catalog handles itself and reports whether
+// it did; the others go on to mcp-go with their body put back.
+func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey) bool {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeRPCError(w, http.StatusRequestEntityTooLarge, nil, mcp.INVALID_REQUEST, fmt.Sprintf("the request body is over %d bytes", tooLarge.Limit))
+		} else {
+			writeRPCError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST, "the request body could not be read")
+		}
+		return true
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var msg rpcMessage
+	if json.Unmarshal(body, &msg) != nil || msg.Method == "" {
+		return false // batches and junk: mcp-go answers them
+	}
+	session := r.Header.Get("Mcp-Session-Id")
+	notification := len(msg.ID) == 0
+	switch {
+	case msg.Method == string(mcp.MethodToolsCall) && !notification:
+		if !msg.modern(r) && session == "" {
+			writeRPCError(w, http.StatusBadRequest, msg.ID, mcp.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
+			return true
+		}
+		m.serveCall(w, r, key, &msg)
+		return true
+	case notification && msg.Method == string(mcp.MethodNotificationCancelled):
+		// Before 2026-07-28 a cancel names the session's request; this
+		// replica cancels it if it runs it (in 2026-07-28 closing the
+		// request is the cancel, and a notification needs no answer).
+		if !m.sessions.cancel(session, msg.Params.RequestID) {
+			m.catalog.log.V(1).Info("A cancel for a call this replica does not run", "menu", menuLabel(key))
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return true
+	case notification && msg.modern(r):
+		// A 2026-07-28 client expects 202 for any notification; mcp-go
+		// refuses one without _meta with 400, which ends go-sdk clients'
+		// connections.
+		w.WriteHeader(http.StatusAccepted)
+		return true
+	case !msg.modern(r) && session == "" && msg.Method != string(mcp.MethodInitialize):
+		// The header is required after initialize (mcp-go answers 404).
+		writeRPCError(w, http.StatusBadRequest, msg.ID, mcp.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
+		return true
+	case msg.Method == string(mcp.MethodSetLogLevel) && levelKnown(msg.Params.Level):
+		m.sessions.levels.Add(session, msg.Params.Level)
+	}
+	return false
+}
+
+func levelKnown(level string) bool {
+	for _, l := range []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"} {
+		if l == level {
+			return true
+		}
+	}
+	return false
 }
 
 // visibleTools keeps the global endpoint's tools whose server the caller

@@ -45,7 +45,11 @@ func fuzzCatalog(f *testing.F) http.Handler {
 		},
 	}
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(srv).Build()
-	return New(reader, Options{Log: logr.Discard()}).Handler()
+	c, err := New(reader, Options{Log: logr.Discard()})
+	if err != nil {
+		panic(err)
+	}
+	return c.Handler()
 }
 
 // mcpPost sends one body to /mcp, in a session when id is set.

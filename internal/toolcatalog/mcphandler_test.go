@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -64,21 +65,21 @@ var _ = Describe("The catalog as an MCP server", func() {
 			Expect(string(t.InputSchema)).To(MatchJSON(rest.Tools[i].InputSchema))
 		}
 
-		result, err := s.CallTool(ctx, "mcp_calc_add", json.RawMessage(`{"a":20,"b":22}`))
+		result, err := s.CallTool(ctx, "mcp_calc_add", json.RawMessage(`{"a":20,"b":22}`), mcpclient.CallOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(result.IsError).To(BeFalse())
 		Expect(string(result.Content[0])).To(MatchJSON(`{"type":"text","text":"42"}`))
 
-		failed, err := s.CallTool(ctx, "mcp_calc_fail", json.RawMessage(`{}`))
+		failed, err := s.CallTool(ctx, "mcp_calc_fail", json.RawMessage(`{}`), mcpclient.CallOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(failed.IsError).To(BeTrue(), "a tool failure is a result with isError")
 
-		invalid, err := s.CallTool(ctx, "mcp_calc_add", json.RawMessage(`{"a":"x"}`))
+		invalid, err := s.CallTool(ctx, "mcp_calc_add", json.RawMessage(`{"a":"x"}`), mcpclient.CallOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(invalid.IsError).To(BeTrue())
 		Expect(string(invalid.Content[0])).To(ContainSubstring("do not match the input schema"))
 
-		_, err = s.CallTool(ctx, "mcp_calc_nope", json.RawMessage(`{}`))
+		_, err = s.CallTool(ctx, "mcp_calc_nope", json.RawMessage(`{}`), mcpclient.CallOptions{})
 		code, _, isRPC := mcpclient.RPCErrorOf(err)
 		Expect(isRPC).To(BeTrue(), "an unknown tool is a JSON-RPC error: %v", err)
 		Expect(code).To(Equal(-32602))
@@ -86,7 +87,7 @@ var _ = Describe("The catalog as an MCP server", func() {
 
 	It("cuts a long result as REST does, and says so", func() {
 		s := connectMCP(catalog.URL+"/v1/namespaces/"+ns+"/toolcollections/kit/mcp", nil, nil)
-		result, err := s.CallTool(ctx, "mcp_calc_big", json.RawMessage(`{}`))
+		result, err := s.CallTool(ctx, "mcp_calc_big", json.RawMessage(`{}`), mcpclient.CallOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		var text []string
 		for _, item := range result.Content {
@@ -137,11 +138,34 @@ var _ = Describe("The catalog as an MCP server", func() {
 		Expect(listed.Tools).To(HaveLen(2))
 	})
 
-	It("refuses a browser Origin it does not allow", func() {
-		r := post("/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, "Origin", "https://evil.example", "Content-Type", "application/json")
+	It("accepts same-origin and non-browser requests, and cross-origin ones only from allowed origins", func() {
+		_, guarded := newCatalog(Options{AllowedOrigins: []string{"https://console.example"}})
+		host := strings.TrimPrefix(guarded.URL, "http://")
+		initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+		send := func(headers ...string) response {
+			return callTo(guarded.URL, "/mcp", initialize, append([]string{"Content-Type", "application/json", "Accept", "application/json, text/event-stream"}, headers...)...)
+		}
+		Expect(send().code).To(Equal(http.StatusOK), "an agent, no browser headers")
+		Expect(send("Origin", "http://"+host).code).To(Equal(http.StatusOK), "same origin")
+		Expect(send("Origin", "https://console.example").code).To(Equal(http.StatusOK), "an allowed origin")
+		r := send("Origin", "https://evil.example")
 		Expect(r.code).To(Equal(http.StatusForbidden))
-		Expect(r.json()["error"]).To(ContainSubstring("origin https://evil.example is not allowed"))
+		Expect(r.json()["error"]).To(Equal("cross-origin request from https://evil.example is not allowed (--catalog-allowed-origins)"))
+		Expect(send("Sec-Fetch-Site", "cross-site").code).To(Equal(http.StatusForbidden), "a browser saying it is cross-site")
 		Expect(get("/v1/namespaces/" + ns + "/toolcollections/none/mcp").code).To(Equal(http.StatusNotFound))
+	})
+
+	It("answers only the hosts it is told to, against DNS rebinding", func() {
+		_, guarded := newCatalog(Options{AllowedHosts: []string{"localhost", "127.0.0.1"}})
+		rebound, err := http.NewRequest(http.MethodPost, guarded.URL+"/mcp", strings.NewReader(`{}`))
+		Expect(err).NotTo(HaveOccurred())
+		rebound.Host = "evil.example.com"
+		rebound.Header.Set("Origin", "http://evil.example.com")
+		resp, err := http.DefaultClient.Do(rebound)
+		Expect(err).NotTo(HaveOccurred())
+		resp.Body.Close()
+		Expect(resp.StatusCode).To(Equal(http.StatusForbidden), "a page that rebound its name to the catalog")
+		Expect(callTo(guarded.URL, "/v1/execute", `{"name":"mcp_calc_add","arguments":{"a":1,"b":1}}`).code).To(Equal(http.StatusOK), "127.0.0.1 with its port")
 	})
 
 	It("works with the MCP Inspector CLI, a client nobody here wrote", func() {

@@ -103,11 +103,18 @@ func worthKeeping(key viewKey, vw *view) bool {
 	return true
 }
 
-// size is how many views and renderings are kept, for tests.
-func (m *menuCache) size() (views, renders int) {
+// keys lists the views and renderings kept, for tests.
+func (m *menuCache) keys() []viewKey {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.views), len(m.renders)
+	var out []viewKey
+	for k := range m.views {
+		out = append(out, k)
+	}
+	for k := range m.renders {
+		out = append(out, k.view)
+	}
+	return out
 }
 
 // buildView builds a view from the cache.

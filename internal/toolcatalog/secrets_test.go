@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/testenv"
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
 )
@@ -54,7 +55,7 @@ var _ = Describe("Secrets", func() {
 		seen = append(seen, string(post("/v1/execute", `{"name":"mcp_guarded_add","arguments":{"a":1,"b":1}}`).body))
 		seen = append(seen, string(post("/v1/execute", `{"name":"mcp_other_plain","arguments":{}}`).body))
 		s := connectMCP(catalog.URL+"/mcp", nil, nil)
-		result, err := s.CallTool(ctx, "mcp_guarded_add", json.RawMessage(`{"a":2,"b":2}`))
+		result, err := s.CallTool(ctx, "mcp_guarded_add", json.RawMessage(`{"a":2,"b":2}`), mcpclient.CallOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(result.IsError).To(BeFalse())
 

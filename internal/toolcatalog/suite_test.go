@@ -53,7 +53,8 @@ func newCatalog(opts Options) (*Catalog, *httptest.Server) {
 		opts.Reviewer = suiteManager.GetClient()
 	}
 	opts.Log = ctrl.Log.WithName("catalog-under-test")
-	c := New(suiteManager.GetClient(), opts)
+	c, err := New(suiteManager.GetClient(), opts)
+	Expect(err).NotTo(HaveOccurred())
 	Expect(c.WatchChanges(ctx, suiteManager.GetCache())).To(Succeed())
 	srv := httptest.NewServer(c.Handler())
 	DeferCleanup(srv.Close)
@@ -117,21 +118,23 @@ var _ = BeforeSuite(func() {
 	suiteManager = mgr
 	Expect(controller.SetupWithManager(ctx, mgr, controller.Options{})).To(Succeed())
 
-	c := New(mgr.GetClient(), Options{
+	c, err := New(mgr.GetClient(), Options{
 		MaxRequestBytes: suiteMaxRequestBytes,
 		MaxResultText:   suiteMaxResultText,
 		Log:             ctrl.Log.WithName("catalog"),
 	})
+	Expect(err).NotTo(HaveOccurred())
 	Expect(c.WatchChanges(ctx, mgr.GetCache())).To(Succeed())
 	catalog = httptest.NewServer(c.Handler())
 	catalogUnderTest = c
 
-	guarded := New(mgr.GetClient(), Options{
+	guarded, err := New(mgr.GetClient(), Options{
 		Auth:         AuthKubernetes,
 		AuthCacheTTL: suiteAuthCacheTTL,
 		Reviewer:     mgr.GetClient(),
 		Log:          ctrl.Log.WithName("catalog-auth"),
 	})
+	Expect(err).NotTo(HaveOccurred())
 	Expect(guarded.WatchChanges(ctx, mgr.GetCache())).To(Succeed())
 	authCatalog = httptest.NewServer(guarded.Handler())
 

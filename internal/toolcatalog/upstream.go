@@ -28,7 +28,7 @@ func (e *upstreamError) Error() string { return e.err.Error() }
 // reached the server (refused, or a session that ended) is sent once more
 // on a fresh session; any other failure is not retried, since the tool may
 // have run.
-func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments json.RawMessage) (Envelope, error) {
+func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments json.RawMessage, opts mcpclient.CallOptions) (Envelope, error) {
 	up := c.upstreams.get(entry.Namespace + "/" + entry.Server)
 	if up == nil {
 		return Envelope{}, &upstreamError{code: http.StatusBadGateway, kind: "NotFound",
@@ -50,7 +50,8 @@ func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments
 	var result mcpclient.CallResult
 	err = c.pool.Do(ctx, up.key, target, func(s *mcpclient.Session) error {
 		var err error
-		result, err = s.CallTool(ctx, entry.Tool.OriginalName, arguments)
+		opts.InputSchema = entry.Tool.InputSchema.Raw
+		result, err = s.CallTool(ctx, entry.Tool.OriginalName, arguments, opts)
 		return err
 	})
 	if err == nil {

@@ -33,7 +33,7 @@ type upstreams struct {
 // immutable but for the cached target.
 type upstream struct {
 	key string
-	// server holds the metadata and spec, never the status's tools.
+	// server holds the metadata, spec and serverInfo, never the tools.
 	server *mcpv1alpha1.MCPServer
 	ready  *metav1.Condition
 	limit  *limiter
@@ -59,7 +59,9 @@ func (u *upstreams) get(key string) *upstream {
 // target cache too, since it checks its own versions.
 func (u *upstreams) observe(srv *mcpv1alpha1.MCPServer) {
 	key := srv.Namespace + "/" + srv.Name
-	next := &upstream{key: key, server: &mcpv1alpha1.MCPServer{ObjectMeta: srv.ObjectMeta, Spec: srv.Spec}}
+	// Spec and what the server said of itself, never its tools.
+	next := &upstream{key: key, server: &mcpv1alpha1.MCPServer{ObjectMeta: srv.ObjectMeta, Spec: srv.Spec,
+		Status: mcpv1alpha1.MCPServerStatus{ServerInfo: srv.Status.ServerInfo}}}
 	if ready := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReady); ready != nil {
 		next.ready = ready.DeepCopy()
 	}

@@ -87,7 +87,7 @@ func restCall(url string, body []byte) error {
 }
 
 func mcpCall(s *mcpclient.Session, tool string) error {
-	result, err := s.CallTool(context.Background(), tool, json.RawMessage(`{"message":"hi"}`))
+	result, err := s.CallTool(context.Background(), tool, json.RawMessage(`{"message":"hi"}`), mcpclient.CallOptions{})
 	if err != nil {
 		return err
 	}

@@ -73,7 +73,10 @@ func setup(b *testing.B) *rig {
 		if rigErr = controller.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 32}); rigErr != nil {
 			return
 		}
-		cat := toolcatalog.New(mgr.GetClient(), toolcatalog.Options{Log: ctrl.Log.WithName("catalog")})
+		cat, err := toolcatalog.New(mgr.GetClient(), toolcatalog.Options{Log: ctrl.Log.WithName("catalog")})
+		if err != nil {
+			b.Fatal(err)
+		}
 		if rigErr = cat.WatchChanges(ctx, mgr.GetCache()); rigErr != nil {
 			return
 		}

@@ -1,0 +1,274 @@
+package mcpclient
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// The 2026-07-28 revision ("modern"): no initialize and no session; the
+// client discovers the server (server/discover), and every request carries
+// the protocol version and the client's identity and capabilities in its
+// _meta and the method (and tool name) in headers; list changes arrive on
+// a subscriptions/listen stream. mcp-go's client speaks it only through its
+// typed methods, which would re-encode tool schemas, so the few requests
+// the operator makes are decorated here on mcp-go's transport.
+
+// RevisionModern is the stateless revision.
+const RevisionModern = mcp.ProtocolVersion20260728
+
+// Revisions are the MCP revisions the operator speaks, newest first.
+var Revisions = mcp.ValidProtocolVersions
+
+// errNotModern says a server answered the 2026-07-28 probe as a server of
+// an older revision does: the caller goes on with initialize.
+var errNotModern = errors.New("the server does not speak 2026-07-28")
+
+// Codes a 2026-07-28 server answers protocol mismatches with.
+const (
+	codeHeaderMismatch     = -32020
+	codeMissingCapability  = -32021
+	codeUnsupportedVersion = -32022
+)
+
+// connectModern opens a 2026-07-28 session: server/discover, and when
+// the server announces list changes, a subscriptions/listen stream.
+func connectModern(ctx context.Context, t Target, onToolsChanged func()) (*Session, error) {
+	watch := newStreamWatch()
+	httpClient := t.httpClient(watch)
+	tr, err := transport.NewStreamableHTTP(t.URL, transport.WithHTTPBasicClient(httpClient),
+		transport.WithHTTPHeaders(t.Headers), transport.WithHTTPLogger(quietLogger))
+	if err != nil {
+		return nil, &Error{Kind: ErrProtocol, Message: fmt.Sprintf("connecting: %s is not a usable URL", t.redactedURL()), Err: err}
+	}
+	tr.SetProtocolVersion(RevisionModern)
+	s := newSession(t, TransportStreamableHTTP, tr, nil)
+	s.modern, s.watch, s.http = true, watch, httpClient
+	startCtx, cancel := context.WithTimeout(ctx, t.timeout())
+	defer cancel()
+	if err := s.start(startCtx); err != nil {
+		return nil, err
+	}
+	if err := s.discover(startCtx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if s.info.ListChanged && onToolsChanged != nil {
+		go s.listen(onToolsChanged)
+		s.awaitListening(startCtx)
+	}
+	s.info.ListChanged = s.info.ListChanged && s.Listening()
+	return s, nil
+}
+
+// discover asks the server what it speaks. An answer that is not the
+// 2026-07-28 revision's is errNotModern.
+func (s *Session) discover(ctx context.Context) error {
+	raw, err := s.request(ctx, call{method: string(mcp.MethodServerDiscover)}, "connecting")
+	if err != nil {
+		if modernRefusal(err) {
+			return err
+		}
+		if answered(err) {
+			return fmt.Errorf("%w: %w", errNotModern, err)
+		}
+		return err
+	}
+	var result struct {
+		SupportedVersions []string `json:"supportedVersions"`
+		Capabilities      struct {
+			Tools *struct {
+				ListChanged bool `json:"listChanged"`
+			} `json:"tools"`
+			Logging json.RawMessage `json:"logging"`
+		} `json:"capabilities"`
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if err := json.Unmarshal(raw, &result); err != nil {
+		return fmt.Errorf("%w: %w", errNotModern, err)
+	}
+	if !slices.Contains(result.SupportedVersions, RevisionModern) {
+		// A server of an older revision that knows the method (go-sdk's
+		// default server) lists what it does speak.
+		return fmt.Errorf("%w: it offers %s", errNotModern, strings.Join(result.SupportedVersions, ", "))
+	}
+	var server mcp.Implementation
+	_ = json.Unmarshal(result.Meta[mcp.MetaKeyServerInfo], &server)
+	s.info.Name, s.info.Version, s.info.ProtocolVersion = server.Name, server.Version, RevisionModern
+	s.info.ListChanged = result.Capabilities.Tools != nil && result.Capabilities.Tools.ListChanged
+	s.logging = len(result.Capabilities.Logging) > 0
+	return nil
+}
+
+// answered reports a failure that is the server's answer (an HTTP status
+// or a JSON-RPC error), as opposed to not reaching it at all.
+func answered(err error) bool {
+	switch KindOf(err) {
+	case ErrHTTPStatus, ErrProtocol, ErrMalformedResponse, ErrUnsupportedVersion:
+		return true
+	}
+	return false
+}
+
+// modernRefusal reports a 2026-07-28 server refusing the request for a
+// reason of the protocol: there is no point in falling back.
+func modernRefusal(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	return e.RPCCode == codeHeaderMismatch || e.RPCCode == codeMissingCapability
+}
+
+// encode builds the JSON-RPC request for c: its params with _meta, and in
+// the 2026-07-28 revision the protocol's keys and headers.
+func (s *Session) encode(id string, c call) (transport.JSONRPCRequest, error) {
+	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Method: c.method}
+	meta := c.meta
+	if s.modern {
+		meta = s.protocolMeta(meta)
+	}
+	if len(meta) == 0 {
+		req.Params = c.params
+		return req, nil
+	}
+	fields := map[string]json.RawMessage{}
+	if c.params != nil {
+		raw, err := json.Marshal(c.params)
+		if err != nil {
+			return req, err
+		}
+		if err := json.Unmarshal(raw, &fields); err != nil {
+			return req, err
+		}
+	}
+	rawMeta, err := json.Marshal(meta)
+	if err != nil {
+		return req, err
+	}
+	fields["_meta"] = rawMeta
+	params, err := json.Marshal(fields)
+	if err != nil {
+		return req, err
+	}
+	req.Params = json.RawMessage(params)
+	if s.modern {
+		req.Header = http.Header{}
+		for k, v := range mcp.StandardHeaders(RevisionModern, mcp.MCPMethod(c.method), params) {
+			req.Header.Set(k, v)
+		}
+		if bytes.Contains(c.schema, []byte("x-mcp-header")) {
+			for k, v := range mcp.GenerateParamHeaders(&mcp.Tool{RawInputSchema: c.schema}, params) {
+				req.Header.Set(k, v)
+			}
+		}
+	}
+	return req, nil
+}
+
+// protocolMeta adds the keys every 2026-07-28 request carries.
+func (s *Session) protocolMeta(meta map[string]any) map[string]any {
+	out := make(map[string]any, len(meta)+3)
+	for k, v := range meta {
+		out[k] = v
+	}
+	out[mcp.MetaKeyProtocolVersion] = RevisionModern
+	out[mcp.MetaKeyClientInfo] = clientInfo
+	out[mcp.MetaKeyClientCapabilities] = map[string]any{}
+	return out
+}
+
+// listen holds a subscriptions/listen stream for tool list changes until
+// the session ends. The server's acknowledgement that it will send them is
+// what makes the session Listening; when the stream ends the session ends
+// too, so that its owner reconnects and lists what it missed.
+func (s *Session) listen(onToolsChanged func()) {
+	params, _ := json.Marshal(map[string]any{
+		"_meta":         s.protocolMeta(nil),
+		"notifications": map[string]bool{"toolsListChanged": true},
+	})
+	body, _ := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": "listen", "method": "subscriptions/listen", "params": json.RawMessage(params)})
+	req, err := http.NewRequestWithContext(s.streamCtx, http.MethodPost, s.target.URL, bytes.NewReader(body))
+	if err != nil {
+		s.watch.settle()
+		s.end(fmt.Errorf("%w: %w", errStreamLost, err))
+		return
+	}
+	for k, v := range s.target.Headers {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", RevisionModern)
+	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	resp, err := s.http.Do(req)
+	if err != nil {
+		s.watch.settle()
+		s.end(fmt.Errorf("%w: %w", errStreamLost, err))
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// No subscription: the server is polled instead.
+		s.watch.settle()
+		return
+	}
+	readEvents(resp.Body, func(data []byte) {
+		var msg struct {
+			Method string `json:"method"`
+			Params struct {
+				Notifications struct {
+					ToolsListChanged bool `json:"toolsListChanged"`
+				} `json:"notifications"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(data, &msg) != nil {
+			return
+		}
+		switch msg.Method {
+		case "notifications/subscriptions/acknowledged":
+			if msg.Params.Notifications.ToolsListChanged {
+				s.watch.listening.Store(true)
+			}
+			s.watch.settle()
+		case string(mcp.MethodNotificationToolsListChanged):
+			onToolsChanged()
+		}
+	})
+	s.watch.settle()
+	s.end(fmt.Errorf("%w: the subscription to list changes ended", errStreamLost))
+}
+
+// readEvents hands the data of each server-sent event to f until the
+// stream ends.
+func readEvents(r io.Reader, f func(data []byte)) {
+	lines := bufio.NewReader(r)
+	var data bytes.Buffer
+	for {
+		line, err := lines.ReadString('\n')
+		line = strings.TrimRight(line, "\r\n")
+		switch {
+		case line == "" && data.Len() > 0:
+			f(data.Bytes())
+			data.Reset()
+		case strings.HasPrefix(line, "data:"):
+			if data.Len() > 0 {
+				data.WriteByte('\n')
+			}
+			data.WriteString(strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+		}
+		if err != nil {
+			return
+		}
+	}
+}

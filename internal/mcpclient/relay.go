@@ -1,0 +1,209 @@
+package mcpclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Relaying what a server says during one call (progress, log messages) to
+// that call's caller. Over Streamable HTTP these notifications come on the
+// call's own answer stream, so a tap on that stream (see tappedBody) hands
+// them to the call that asked; over the legacy SSE transport every message
+// shares one stream, so progress is routed by its token and log messages,
+// which carry nothing that names their call, are not relayed.
+
+// logLevels are MCP's log levels, least severe first.
+var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+func levelRank(level string) int {
+	for i, l := range logLevels {
+		if l == level {
+			return i
+		}
+	}
+	return -1
+}
+
+// callerMeta is what of a caller's _meta goes upstream: everything but the
+// protocol's own keys, which the session sets for its own revision, and the
+// progress token, which the session replaces with its own.
+func callerMeta(meta map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range meta {
+		if strings.HasPrefix(k, "io.modelcontextprotocol/") || k == "progressToken" {
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// relay prepares c to bring back what opts asks for, and returns what
+// undoes it once the call is over.
+func (s *Session) relay(c *call, opts CallOptions) (release func()) {
+	release = func() {}
+	wantLog := opts.OnLog != nil && levelRank(opts.LogLevel) >= 0
+	if opts.OnProgress == nil && !wantLog {
+		return release
+	}
+	token := "progress-" + s.nextProgress()
+	if opts.OnProgress != nil {
+		c.meta["progressToken"] = token
+	}
+	if wantLog {
+		if s.modern {
+			c.meta[mcp.MetaKeyLogLevel] = opts.LogLevel
+		} else {
+			s.raiseLogLevel(opts.LogLevel)
+		}
+	}
+	forward := func(method string, params json.RawMessage) {
+		switch {
+		case method == string(mcp.MethodNotificationProgress) && opts.OnProgress != nil:
+			if replaced, ok := withToken(params, token); ok {
+				opts.OnProgress(replaced)
+			}
+		case method == string(mcp.MethodNotificationMessage) && wantLog:
+			var msg struct {
+				Level string `json:"level"`
+			}
+			if json.Unmarshal(params, &msg) == nil && levelRank(msg.Level) >= levelRank(opts.LogLevel) {
+				opts.OnLog(params)
+			}
+		}
+	}
+	if !s.answersOnStream {
+		c.tap = forward
+		return release
+	}
+	if opts.OnProgress == nil {
+		return release
+	}
+	s.routesMu.Lock()
+	s.routes[token] = forward
+	s.routesMu.Unlock()
+	return func() {
+		s.routesMu.Lock()
+		delete(s.routes, token)
+		s.routesMu.Unlock()
+	}
+}
+
+// routeProgress hands a progress notification from the shared stream to
+// the call whose token it carries.
+func (s *Session) routeProgress(n mcp.JSONRPCNotification) {
+	if n.Method != string(mcp.MethodNotificationProgress) {
+		return
+	}
+	params, err := json.Marshal(n.Params)
+	if err != nil {
+		return
+	}
+	var tok struct {
+		ProgressToken any `json:"progressToken"`
+	}
+	if json.Unmarshal(params, &tok) != nil {
+		return
+	}
+	token, _ := tok.ProgressToken.(string)
+	s.routesMu.Lock()
+	forward := s.routes[token]
+	s.routesMu.Unlock()
+	if forward != nil {
+		forward(n.Method, params)
+	}
+}
+
+// withToken gives progress params back with the caller's view: the token
+// is the session's, so it is dropped and set again by whoever relays it.
+// ok is false for progress of another call.
+func withToken(params json.RawMessage, token string) (json.RawMessage, bool) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(params, &fields) != nil {
+		return nil, false
+	}
+	var got string
+	if json.Unmarshal(fields["progressToken"], &got) != nil || got != token {
+		return nil, false
+	}
+	delete(fields, "progressToken")
+	out, err := json.Marshal(fields)
+	return out, err == nil
+}
+
+// raiseLogLevel asks a legacy server for log messages down to level, once:
+// its level is one for the whole session, so it is set to the most
+// verbose any caller asked for, and each call keeps what its caller wants.
+func (s *Session) raiseLogLevel(level string) {
+	if !s.logging {
+		return
+	}
+	s.routesMu.Lock()
+	if s.logLevel != "" && levelRank(s.logLevel) <= levelRank(level) {
+		s.routesMu.Unlock()
+		return
+	}
+	s.logLevel = level
+	s.routesMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), s.target.timeout())
+	defer cancel()
+	_, _ = s.request(ctx, call{method: string(mcp.MethodSetLogLevel), params: map[string]string{"level": level}}, "setting the log level")
+}
+
+// tappedBody passes an event stream through unchanged and hands each
+// notification in it (a message with a method and no id) to tap.
+type tappedBody struct {
+	body  io.ReadCloser
+	tap   func(method string, params json.RawMessage)
+	lines bytes.Buffer
+	data  bytes.Buffer
+	once  sync.Once
+}
+
+func (t *tappedBody) Read(p []byte) (int, error) {
+	n, err := t.body.Read(p)
+	t.lines.Write(p[:n])
+	for {
+		i := bytes.IndexByte(t.lines.Bytes(), '\n')
+		if i < 0 {
+			break
+		}
+		t.line(strings.TrimRight(string(t.lines.Next(i+1)), "\r\n"))
+	}
+	return n, err
+}
+
+// line takes one line of the stream: data lines make up an event, a
+// blank line ends it.
+func (t *tappedBody) line(l string) {
+	switch {
+	case l == "":
+		t.event()
+	case strings.HasPrefix(l, "data:"):
+		if t.data.Len() > 0 {
+			t.data.WriteByte('\n')
+		}
+		t.data.WriteString(strings.TrimPrefix(strings.TrimPrefix(l, "data:"), " "))
+	}
+}
+
+func (t *tappedBody) event() {
+	defer t.data.Reset()
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(t.data.Bytes(), &msg) != nil || msg.Method == "" || len(msg.ID) > 0 {
+		return
+	}
+	t.tap(msg.Method, msg.Params)
+}
+
+func (t *tappedBody) Close() error { return t.body.Close() }

@@ -1,0 +1,279 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolmesh/mcp-operator/internal/testmcp"
+)
+
+func startGoSDK(t *testing.T, mode testmcp.GoSDKMode, opts ...testmcp.GoSDKOptions) *testmcp.GoSDK {
+	t.Helper()
+	g := testmcp.StartGoSDK(mode, opts...)
+	t.Cleanup(g.Stop)
+	g.AddRawTool("echo", "Echoes.", `{"type":"object","properties":{"m":{"type":"string"}},"x-vendor":1}`, func(a json.RawMessage) string { return string(a) })
+	return g
+}
+
+// TestEveryRevisionIsNegotiated: against go-sdk servers (an implementation
+// nobody here wrote) speaking each revision, discovery settles on the
+// newest both sides speak, in the documented order: server/discover, then
+// initialize, then HTTP+SSE; tools list with their schemas as sent, and
+// calls work.
+func TestEveryRevisionIsNegotiated(t *testing.T) {
+	tests := []struct {
+		name      string
+		mode      testmcp.GoSDKMode
+		revisions []string
+		want      string
+		transport Transport
+		methods   []string // the first requests, in order
+	}{
+		{"2026-07-28 only", testmcp.GoSDKOnly2026, nil, "2026-07-28", TransportStreamableHTTP, []string{"server/discover", "tools/list"}},
+		{"stateless, every revision", testmcp.GoSDKStateless, nil, "2026-07-28", TransportStreamableHTTP, []string{"server/discover", "tools/list"}},
+		{"sessions: 2025-11-25 after discover lists the older ones", testmcp.GoSDKSessions, nil, "2025-11-25", TransportStreamableHTTP,
+			[]string{"server/discover", "initialize", "notifications/initialized", "tools/list"}},
+		{"2025-06-18", testmcp.GoSDKSessions, []string{"2025-06-18"}, "2025-06-18", TransportStreamableHTTP, []string{"server/discover", "initialize"}},
+		{"2025-03-26", testmcp.GoSDKSessions, []string{"2025-03-26"}, "2025-03-26", TransportStreamableHTTP, []string{"server/discover", "initialize"}},
+		{"2024-11-05 over Streamable HTTP", testmcp.GoSDKSessions, []string{"2024-11-05"}, "2024-11-05", TransportStreamableHTTP, []string{"server/discover", "initialize"}},
+		{"HTTP+SSE", testmcp.GoSDKLegacySSE, nil, "2025-11-25", TransportSSE, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := startGoSDK(t, tt.mode, testmcp.GoSDKOptions{Revisions: tt.revisions})
+			s := connectT(t, Target{URL: g.URL()}, nil)
+			info := s.Info()
+			if info.ProtocolVersion != tt.want || info.Transport != tt.transport {
+				t.Fatalf("negotiated %s over %s, want %s over %s", info.ProtocolVersion, info.Transport, tt.want, tt.transport)
+			}
+			list, err := s.ListTools(context.Background(), DefaultLimits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(list.Tools) != 1 || !strings.Contains(string(list.Tools[0].InputSchema), `"x-vendor":1`) {
+				t.Fatalf("listed %+v", list.Tools)
+			}
+			got, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{"m":"hi"}`), CallOptions{})
+			if err != nil || !strings.Contains(string(got.Content[0]), `\"m\":\"hi\"`) {
+				t.Fatalf("call: %v %s", err, got.Content)
+			}
+			if methods := g.Methods(); tt.methods != nil && !slices.Equal(methods[:min(len(methods), len(tt.methods))], tt.methods) {
+				t.Errorf("requests %v, want them to begin %v", methods, tt.methods)
+			}
+		})
+	}
+}
+
+// TestTheLastRevisionSkipsTheProbe: a server known to speak an older
+// revision is not asked for 2026-07-28 first.
+func TestTheLastRevisionSkipsTheProbe(t *testing.T) {
+	g := startGoSDK(t, testmcp.GoSDKSessions)
+	s := connectT(t, Target{URL: g.URL(), Revision: "2025-11-25"}, nil)
+	if s.Info().ProtocolVersion != "2025-11-25" {
+		t.Fatalf("negotiated %s", s.Info().ProtocolVersion)
+	}
+	if m := g.Methods(); len(m) == 0 || m[0] != "initialize" {
+		t.Errorf("requests %v, want initialize first", m)
+	}
+}
+
+// TestModernRequestsCarryWhatTheRevisionRequires: every 2026-07-28 POST
+// has the version header, Mcp-Method, and Mcp-Name for a call; every GET
+// of an older revision has the version header too.
+func TestModernRequestsCarryWhatTheRevisionRequires(t *testing.T) {
+	modern := startGoSDK(t, testmcp.GoSDKOnly2026)
+	s := connectT(t, Target{URL: modern.URL()}, nil)
+	if _, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{}`), CallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range modern.Requests() {
+		if r.HTTPMethod != http.MethodPost {
+			continue
+		}
+		if r.Header.Get("MCP-Protocol-Version") != "2026-07-28" || r.Header.Get("Mcp-Method") != r.Method {
+			t.Errorf("%s carried version %q, Mcp-Method %q", r.Method, r.Header.Get("MCP-Protocol-Version"), r.Header.Get("Mcp-Method"))
+		}
+		if r.Method == "tools/call" && r.Header.Get("Mcp-Name") != "echo" {
+			t.Errorf("tools/call carried Mcp-Name %q", r.Header.Get("Mcp-Name"))
+		}
+	}
+
+	legacy := startGoSDK(t, testmcp.GoSDKSessions)
+	held := connectT(t, Target{URL: legacy.URL()}, func() {})
+	waitFor(t, "the listening stream", held.Listening)
+	gets := 0
+	for _, r := range legacy.Requests() {
+		if r.HTTPMethod == http.MethodGet {
+			gets++
+			if v := r.Header.Get("MCP-Protocol-Version"); v != "2025-11-25" {
+				t.Errorf("a listening GET carried MCP-Protocol-Version %q", v)
+			}
+		}
+	}
+	if gets == 0 {
+		t.Error("no listening GET was made")
+	}
+}
+
+// TestListChangedSaysWhatIsDelivered: listChanged is true only when the
+// server's changes have a stream to arrive on; a server that refuses the
+// stream is polled, and says so.
+func TestListChangedSaysWhatIsDelivered(t *testing.T) {
+	t.Run("2026-07-28 subscription", func(t *testing.T) {
+		g := startGoSDK(t, testmcp.GoSDKOnly2026)
+		changed := make(chan struct{}, 4)
+		s := connectT(t, Target{URL: g.URL()}, func() { changed <- struct{}{} })
+		if !s.Info().ListChanged {
+			t.Fatal("a server that acknowledged the subscription counts as polled")
+		}
+		g.AddRawTool("second", "Another.", `{"type":"object"}`, func(json.RawMessage) string { return "" })
+		select {
+		case <-changed:
+		case <-time.After(20 * time.Second):
+			t.Fatal("no list change came on the subscription")
+		}
+	})
+	t.Run("legacy GET stream", func(t *testing.T) {
+		g := startGoSDK(t, testmcp.GoSDKSessions)
+		if s := connectT(t, Target{URL: g.URL()}, func() {}); !s.Info().ListChanged {
+			t.Fatal("a server whose listening stream opened counts as polled")
+		}
+	})
+	t.Run("a stateless server's GET is refused", func(t *testing.T) {
+		g := startGoSDK(t, testmcp.GoSDKStateless)
+		s := connectT(t, Target{URL: g.URL(), Revision: "2025-11-25"}, func() {})
+		if s.Info().ProtocolVersion != "2025-11-25" || s.Info().ListChanged {
+			t.Fatalf("%s, listChanged %v: want 2025-11-25, polled", s.Info().ProtocolVersion, s.Info().ListChanged)
+		}
+	})
+}
+
+// TestTTLIsTheEarliestUsefulRefresh: a 2026-07-28 server's ttlMs comes
+// back with the list.
+func TestTTLIsTheEarliestUsefulRefresh(t *testing.T) {
+	g := startGoSDK(t, testmcp.GoSDKOnly2026, testmcp.GoSDKOptions{TTL: 90 * time.Second})
+	s := connectT(t, Target{URL: g.URL()}, nil)
+	list, err := s.ListTools(context.Background(), DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list.TTL != 90*time.Second {
+		t.Errorf("ttl %s, want 1m30s", list.TTL)
+	}
+}
+
+// TestARefusedRevisionSaysWhatTheServerSpeaks: a server that speaks none
+// of the operator's revisions fails with its own reason and the versions
+// it named.
+func TestARefusedRevisionSaysWhatTheServerSpeaks(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var msg struct {
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&msg)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32022,"message":"unsupported protocol version","data":{"supported":["2027-03-01"],"requested":%q}}}`,
+			msg.ID, r.Header.Get("MCP-Protocol-Version"))
+	}))
+	t.Cleanup(srv.Close)
+	_, err := Connect(context.Background(), Target{URL: srv.URL + "/mcp", Transport: TransportStreamableHTTP, Timeout: 5 * time.Second}, nil)
+	if KindOf(err) != ErrUnsupportedVersion || !strings.Contains(err.Error(), "it named 2027-03-01") {
+		t.Fatalf("got %v (%s), want UnsupportedProtocolVersion naming 2027-03-01", err, KindOf(err))
+	}
+}
+
+// TestProgressAndLogsComeBackToTheirCall: a tool's progress and log
+// messages reach the call that asked for them, in every revision; calls
+// beside it hear nothing of them.
+func TestProgressAndLogsComeBackToTheirCall(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		mode testmcp.GoSDKMode
+		logs bool
+	}{
+		{"2026-07-28", testmcp.GoSDKOnly2026, true},
+		{"2025-11-25", testmcp.GoSDKSessions, true},
+		// Over SSE every message shares one stream: progress is routed by
+		// its token; log messages name no call and are not relayed.
+		{"HTTP+SSE", testmcp.GoSDKLegacySSE, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := startGoSDK(t, tt.mode)
+			g.AddProgressTool(3)
+			s := connectT(t, Target{URL: g.URL()}, nil)
+			var mu sync.Mutex
+			var progress, logs []string
+			opts := CallOptions{
+				OnProgress: func(p json.RawMessage) { mu.Lock(); progress = append(progress, string(p)); mu.Unlock() },
+				LogLevel:   "info",
+				OnLog:      func(p json.RawMessage) { mu.Lock(); logs = append(logs, string(p)); mu.Unlock() },
+			}
+			var quiet sync.WaitGroup
+			var heardByQuiet []string
+			for range 3 {
+				quiet.Add(1)
+				go func() {
+					defer quiet.Done()
+					_, _ = s.CallTool(context.Background(), "steps", json.RawMessage(`{}`), CallOptions{
+						OnProgress: func(p json.RawMessage) { mu.Lock(); heardByQuiet = append(heardByQuiet, string(p)); mu.Unlock() },
+					})
+				}()
+			}
+			result, err := s.CallTool(context.Background(), "steps", json.RawMessage(`{}`), opts)
+			quiet.Wait()
+			if err != nil || !strings.Contains(string(result.Content[0]), "done") {
+				t.Fatalf("call: %v", err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(progress) != 3 || !strings.Contains(progress[2], `"progress":3`) || strings.Contains(strings.Join(progress, ""), "progressToken") {
+				t.Errorf("progress heard: %v", progress)
+			}
+			if len(heardByQuiet) != 9 {
+				t.Errorf("the three calls beside it heard %d progress notifications, want 9 (their own)", len(heardByQuiet))
+			}
+			if tt.logs && (len(logs) != 3 || !strings.Contains(logs[0], `"step 1"`)) {
+				t.Errorf("log messages heard: %v", logs)
+			}
+		})
+	}
+}
+
+// TestACancelledCallIsCancelledUpstream: a caller that goes away cancels
+// the call at the server, in every revision (by closing the request in
+// 2026-07-28, by notifications/cancelled before it).
+func TestACancelledCallIsCancelledUpstream(t *testing.T) {
+	for _, mode := range []testmcp.GoSDKMode{testmcp.GoSDKOnly2026, testmcp.GoSDKSessions, testmcp.GoSDKLegacySSE} {
+		t.Run(string(mode), func(t *testing.T) {
+			g := startGoSDK(t, mode)
+			release, started := make(chan struct{}), make(chan struct{}, 1)
+			defer close(release)
+			g.AddWaitTool(release, started)
+			s := connectT(t, Target{URL: g.URL()}, nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				_, err := s.CallTool(ctx, "wait", json.RawMessage(`{}`), CallOptions{})
+				done <- err
+			}()
+			<-started
+			cancel()
+			if err := <-done; err == nil {
+				t.Fatal("the cancelled call succeeded")
+			}
+			waitFor(t, "the server to see the cancel", func() bool { return g.Cancelled.Load() == 1 })
+			if _, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{}`), CallOptions{}); err != nil {
+				t.Errorf("the session after a cancel: %v", err)
+			}
+		})
+	}
+}

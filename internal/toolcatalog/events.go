@@ -1,0 +1,71 @@
+package toolcatalog
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// eventStream is an execute answer as server-sent events, for callers
+// that ask for one (Accept: text/event-stream): "progress" events as the
+// server reports progress, then one "result" event with the envelope, or
+// one "error" event with the error body and the status code the plain
+// answer would have had.
+type eventStream struct {
+	w  http.ResponseWriter
+	mu sync.Mutex
+}
+
+func acceptsEventStream(accept string) bool {
+	for _, part := range strings.Split(accept, ",") {
+		if media, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && media == "text/event-stream" {
+			return true
+		}
+	}
+	return false
+}
+
+func startEventStream(w http.ResponseWriter) *eventStream {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	return &eventStream{w: w}
+}
+
+func (s *eventStream) send(event string, data any) {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, _ = fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", event, raw)
+	if f, ok := s.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// failure sends the error the plain answer would have carried.
+func (s *eventStream) failure(err error) {
+	status, message := http.StatusInternalServerError, "internal error"
+	var reqErr *requestError
+	var upErr *upstreamError
+	var authErr *authError
+	switch {
+	case errors.As(err, &reqErr):
+		status, message = reqErr.code, reqErr.message
+	case errors.As(err, &upErr):
+		status, message = upErr.code, upErr.Error()
+	case errors.As(err, &authErr):
+		status, message = authErr.code, authErr.message
+	}
+	s.send("error", struct {
+		Error  string `json:"error"`
+		Status int    `json:"status"`
+	}{message, status})
+}

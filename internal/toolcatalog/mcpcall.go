@@ -1,0 +1,354 @@
+package toolcatalog
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"k8s.io/utils/lru"
+
+	"github.com/toolmesh/mcp-operator/internal/mcpclient"
+	"github.com/toolmesh/mcp-operator/internal/menu"
+)
+
+// The catalog answers tools/call itself rather than through mcp-go's
+// server: the call's progress and log messages go on that request's own
+// answer stream (mcp-go can drop the last notification of a call or send
+// it on another stream), a caller's cancel reaches the upstream call, and
+// a call costs what a REST execute costs. Everything else (initialize,
+// tools/list, listening streams) stays mcp-go's. Nothing here is kept per
+// session but the calls in flight and a caller's log level, both bounded,
+// so any replica serves any caller.
+
+// rpcMessage is what the catalog reads of an incoming JSON-RPC message.
+type rpcMessage struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method"`
+	Params  struct {
+		Name      string                     `json:"name"`
+		Arguments json.RawMessage            `json:"arguments"`
+		Level     string                     `json:"level"`
+		RequestID json.RawMessage            `json:"requestId"`
+		Meta      map[string]json.RawMessage `json:"_meta"`
+	} `json:"params"`
+}
+
+// modern reports a request of the 2026-07-28 revision.
+func (m *rpcMessage) modern(r *http.Request) bool {
+	return mcp.IsModernProtocol(r.Header.Get("MCP-Protocol-Version")) || m.Params.Meta[mcp.MetaKeyProtocolVersion] != nil
+}
+
+func (m *rpcMessage) meta(key string) string {
+	var s string
+	_ = json.Unmarshal(m.Params.Meta[key], &s)
+	return s
+}
+
+// maxCallerSessions bounds the legacy sessions whose log level is kept.
+const maxCallerSessions = 10000
+
+// callerSessions is what the catalog keeps of callers' legacy sessions:
+// the calls in flight (to cancel them on notifications/cancelled) and the
+// log level each asked for.
+type callerSessions struct {
+	mu       sync.Mutex
+	inflight map[string]context.CancelCauseFunc
+	levels   *lru.Cache
+}
+
+func newCallerSessions() *callerSessions {
+	return &callerSessions{inflight: map[string]context.CancelCauseFunc{}, levels: lru.New(maxCallerSessions)}
+}
+
+// track registers a call in flight so that a cancel can reach it; the
+// returned func forgets it.
+func (cs *callerSessions) track(session string, id json.RawMessage, cancel context.CancelCauseFunc) func() {
+	if session == "" || len(id) == 0 {
+		return func() {}
+	}
+	key := session + "\x00" + string(id)
+	cs.mu.Lock()
+	cs.inflight[key] = cancel
+	cs.mu.Unlock()
+	return func() {
+		cs.mu.Lock()
+		delete(cs.inflight, key)
+		cs.mu.Unlock()
+	}
+}
+
+// cancel ends the session's call with id, and reports whether this
+// replica had it.
+func (cs *callerSessions) cancel(session string, id json.RawMessage) bool {
+	cs.mu.Lock()
+	cancel, ok := cs.inflight[session+"\x00"+string(id)]
+	cs.mu.Unlock()
+	if ok {
+		cancel(errCancelledByCaller)
+	}
+	return ok
+}
+
+func (cs *callerSessions) level(session string) string {
+	if v, ok := cs.levels.Get(session); ok {
+		return v.(string)
+	}
+	return ""
+}
+
+var errCancelledByCaller = errors.New("the caller cancelled the call")
+
+// serveCall answers one tools/call over MCP.
+func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key viewKey, msg *rpcMessage) {
+	c := m.catalog
+	started := time.Now()
+	modern := msg.modern(r)
+	if modern {
+		if problem := modernHeaderProblem(r, msg); problem != "" {
+			writeRPCError(w, http.StatusBadRequest, msg.ID, -32020, problem)
+			return
+		}
+	}
+	vw, err := c.menus.view(r.Context(), key)
+	if err != nil {
+		writeRPCError(w, http.StatusServiceUnavailable, msg.ID, mcp.INTERNAL_ERROR, "the catalog cannot read its cache yet; retry")
+		return
+	}
+	entry, ok := vw.byName[msg.Params.Name]
+	if !ok {
+		if down, withheld := vw.withheld[msg.Params.Name]; withheld {
+			err := c.authorizeCall(r.Context(), key, down)
+			if err == nil {
+				err = c.notReady(down)
+			}
+			m.answerFailure(w, r, key, msg, down, started, err, modern)
+			return
+		}
+		c.record(key, msg.Params.Name, nil, started, "unknown_tool")
+		writeRPCError(w, http.StatusOK, msg.ID, mcp.INVALID_PARAMS, fmt.Sprintf("tool %s not found", msg.Params.Name))
+		return
+	}
+	if err := c.authorizeCall(r.Context(), key, entry); err != nil {
+		m.answerFailure(w, r, key, msg, entry, started, err, modern)
+		return
+	}
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	session := r.Header.Get("Mcp-Session-Id")
+	defer m.sessions.track(session, msg.ID, cancel)()
+
+	stream := newCallStream(w, msg.ID, modern)
+	opts := mcpclient.CallOptions{InputSchema: entry.Tool.InputSchema.Raw, Meta: passedMeta(msg.Params.Meta)}
+	if token := msg.Params.Meta["progressToken"]; len(token) > 0 {
+		opts.OnProgress = func(params json.RawMessage) {
+			stream.notify("notifications/progress", withProgressToken(params, token))
+		}
+	}
+	level := msg.meta(mcp.MetaKeyLogLevel)
+	if !modern {
+		level = m.sessions.level(session)
+	}
+	if level != "" {
+		opts.LogLevel = level
+		opts.OnLog = func(params json.RawMessage) { stream.notify("notifications/message", params) }
+	}
+	arguments := msg.Params.Arguments
+	if len(bytes.TrimSpace(arguments)) == 0 || string(arguments) == "null" {
+		arguments = json.RawMessage(`{}`)
+	}
+	envelope, err := c.invokeWith(ctx, entry, arguments, opts)
+	if err != nil {
+		if errors.Is(context.Cause(ctx), errCancelledByCaller) {
+			c.record(key, msg.Params.Name, entry, started, "cancelled")
+			return // a cancelled request gets no answer
+		}
+		m.answerFailure(stream, r, key, msg, entry, started, err, modern)
+		return
+	}
+	outcome := "success"
+	if envelope.IsError {
+		outcome = "tool_error"
+	}
+	c.record(key, msg.Params.Name, entry, started, outcome)
+	stream.result(resultOf(callResultOf(envelope), modern))
+}
+
+// answerFailure answers a failed call as mcpFailure decides: a tool
+// result the model reads, or a JSON-RPC error for the client.
+func (m *mcpHandlers) answerFailure(w http.ResponseWriter, r *http.Request, key viewKey, msg *rpcMessage, entry *menu.Entry, started time.Time, err error, modern bool) {
+	result, rpcErr := m.catalog.mcpFailure(key, msg.Params.Name, entry, started, err)
+	if rpcErr != nil {
+		if cs, ok := w.(*callStream); ok {
+			cs.error(mcp.INTERNAL_ERROR, rpcErr.Error())
+			return
+		}
+		writeRPCError(w, http.StatusOK, msg.ID, mcp.INTERNAL_ERROR, rpcErr.Error())
+		return
+	}
+	if cs, ok := w.(*callStream); ok {
+		cs.result(resultOf(result, modern))
+		return
+	}
+	newCallStream(w, msg.ID, modern).result(resultOf(result, modern))
+}
+
+// modernHeaderProblem checks what the 2026-07-28 revision requires of a
+// request's headers: the version in the header and in _meta alike, the
+// method and the tool's name mirrored.
+func modernHeaderProblem(r *http.Request, msg *rpcMessage) string {
+	header, meta := r.Header.Get("MCP-Protocol-Version"), msg.meta(mcp.MetaKeyProtocolVersion)
+	switch {
+	case header == "" || meta == "":
+		return "header mismatch: MCP-Protocol-Version and _meta." + mcp.MetaKeyProtocolVersion + " are both required"
+	case header != meta:
+		return fmt.Sprintf("header mismatch: MCP-Protocol-Version %q, _meta says %q", header, meta)
+	case r.Header.Get(mcp.HeaderMethod) != msg.Method:
+		return fmt.Sprintf("header mismatch: Mcp-Method: %q for method %q", r.Header.Get(mcp.HeaderMethod), msg.Method)
+	}
+	name, ok := mcp.DecodeHeaderValue(r.Header.Get(mcp.HeaderName))
+	if !ok || name != msg.Params.Name {
+		return fmt.Sprintf("header mismatch: Mcp-Name does not name tool %q", msg.Params.Name)
+	}
+	return ""
+}
+
+// passedMeta is what of a caller's _meta goes upstream: trace context
+// and anything not the protocol's own (mcpclient drops those).
+func passedMeta(meta map[string]json.RawMessage) map[string]any {
+	out := map[string]any{}
+	for k, v := range meta {
+		if !strings.HasPrefix(k, "io.modelcontextprotocol/") && k != "progressToken" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// withProgressToken puts the caller's token back into relayed progress.
+func withProgressToken(params, token json.RawMessage) json.RawMessage {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(params, &fields) != nil {
+		fields = map[string]json.RawMessage{}
+	}
+	fields["progressToken"] = token
+	out, _ := json.Marshal(fields)
+	return out
+}
+
+// resultOf is a tools/call result as a caller of the revision expects it.
+func resultOf(result *mcp.CallToolResult, modern bool) json.RawMessage {
+	raw, _ := json.Marshal(result)
+	if !modern {
+		return raw
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil {
+		return raw
+	}
+	fields["resultType"] = json.RawMessage(`"complete"`)
+	out, _ := json.Marshal(fields)
+	return out
+}
+
+// callStream answers one call: a JSON answer, or, once a notification is
+// sent, an event stream that carries the notifications and then the
+// answer. It is an http.ResponseWriter only to pass through answerFailure.
+type callStream struct {
+	http.ResponseWriter
+	id        json.RawMessage
+	mu        sync.Mutex
+	streaming bool
+	done      bool
+}
+
+func newCallStream(w http.ResponseWriter, id json.RawMessage, _ bool) *callStream {
+	return &callStream{ResponseWriter: w, id: id}
+}
+
+// notify sends a notification about the call, turning the answer into an
+// event stream on the first one.
+func (s *callStream) notify(method string, params json.RawMessage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return
+	}
+	if !s.streaming {
+		s.streaming = true
+		h := s.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		s.WriteHeader(http.StatusOK)
+	}
+	raw, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params"`
+	}{"2.0", method, params})
+	s.event(raw)
+}
+
+func (s *callStream) event(data []byte) {
+	_, _ = fmt.Fprintf(s.ResponseWriter, "event: message\ndata: %s\n\n", data)
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *callStream) result(result json.RawMessage) {
+	s.finish(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  json.RawMessage `json:"result"`
+	}{"2.0", s.id, result})
+}
+
+func (s *callStream) error(code int, message string) {
+	s.finish(rpcErrorBody(s.id, code, message))
+}
+
+func (s *callStream) finish(body any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.done = true
+	raw, _ := json.Marshal(body)
+	if s.streaming {
+		s.event(raw)
+		return
+	}
+	s.Header().Set("Content-Type", "application/json")
+	s.WriteHeader(http.StatusOK)
+	_, _ = s.ResponseWriter.Write(raw)
+}
+
+type rpcErrorObject struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Error   struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func rpcErrorBody(id json.RawMessage, code int, message string) rpcErrorObject {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	body := rpcErrorObject{JSONRPC: "2.0", ID: id}
+	body.Error.Code, body.Error.Message = code, message
+	return body
+}
+
+func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(rpcErrorBody(id, code, message))
+}
