@@ -29,6 +29,10 @@ import (
 // the Makefile and Dockerfile); "dev" marks a build that was not stamped.
 var version = "dev"
 
+// imageRepository is where the operator's image is published; with the
+// version it names the image this binary ships in.
+const imageRepository = "ghcr.io/toolmesh/mcp-operator"
+
 func main() {
 	var (
 		metricsAddr     string
@@ -56,6 +60,9 @@ func main() {
 	flag.StringVar(&catalogOpts.BindAddress, "catalog-bind-address", ":8090", "Address the catalog (menus and tool execution) listens on.")
 	flag.Int64Var(&catalogOpts.MaxRequestBytes, "catalog-max-request-bytes", 4<<20, "Largest execute request body the catalog accepts.")
 	flag.IntVar(&catalogOpts.MaxResultText, "catalog-max-result-bytes", 1<<20, "Longest result text returned; longer output is cut with a note.")
+	var bridgeImage string
+	flag.StringVar(&bridgeImage, "bridge-image", imageRepository+":"+version,
+		"Image the init container of Stdio workloads copies mcp-bridge from (at "+controller.BridgeInImage+"): the operator's own image. config/default sets it to the manager's image.")
 	var maxDescription int
 	flag.IntVar(&maxDescription, "max-description-bytes", controller.DefaultMaxDescriptionBytes, "Tool descriptions longer than this are cut, with a warning in status; 0 keeps them whole.")
 	var catalogAuth string
@@ -98,6 +105,11 @@ func main() {
 		os.Exit(2)
 	}
 
+	if bridgeImage == "" {
+		log.Error(nil, "--bridge-image must name the operator's image, which Stdio workloads copy mcp-bridge from")
+		os.Exit(2)
+	}
+
 	if leaderElect && (renewDeadline >= leaseDuration || retryPeriod >= renewDeadline) {
 		log.Error(nil, "Leader election needs retry period < renew deadline < lease duration",
 			"leaseDuration", leaseDuration, "renewDeadline", renewDeadline, "retryPeriod", retryPeriod)
@@ -136,6 +148,7 @@ func main() {
 		MaxConcurrentReconciles: concurrency,
 		Egress:                  egress,
 		MaxDescriptionBytes:     maxDescription,
+		BridgeImage:             bridgeImage,
 	}); err != nil {
 		log.Error(err, "Setting up the controllers")
 		os.Exit(1)

@@ -20,6 +20,9 @@ type Options struct {
 	Egress *mcpclient.EgressPolicy
 	// MaxDescriptionBytes cuts longer tool descriptions (0: no limit).
 	MaxDescriptionBytes int
+	// BridgeImage holds the bridge Stdio workloads run behind (the
+	// operator's own image).
+	BridgeImage string
 }
 
 // SetupWithManager registers both controllers, as the manager runs them.
@@ -32,6 +35,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 		Egress:                  opts.Egress,
 		MaxDescriptionBytes:     opts.MaxDescriptionBytes,
+		BridgeImage:             opts.BridgeImage,
 	}).SetupWithManager(ctx, mgr); err != nil {
 		return err
 	}
