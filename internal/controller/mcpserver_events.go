@@ -25,6 +25,7 @@ func serverEvents(before, after *mcpv1alpha1.MCPServer) []statusEvent {
 	if stalled != nil {
 		warn(stalled.Reason, stalled.Message)
 	}
+	list = append(list, workloadEvents(before, after)...)
 	// A Warning when Ready turns False, or stays False for another reason;
 	// not on every retry for the same one. A workload that is not
 	// available speaks through workloadEvents instead.
@@ -47,7 +48,7 @@ func serverEvents(before, after *mcpv1alpha1.MCPServer) []statusEvent {
 	if truncated := conditionChanged(before.Status.Conditions, after.Status.Conditions, mcpv1alpha1.ConditionToolsTruncated); truncated != nil {
 		warn(truncated.Reason, truncated.Message)
 	}
-	return append(list, workloadEvents(before, after)...)
+	return list
 }
 
 // failingWorkload are the WorkloadAvailable reasons that need a person: a

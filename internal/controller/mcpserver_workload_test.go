@@ -1,19 +1,24 @@
 package controller
 
 import (
+	"os"
+	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
@@ -483,4 +488,52 @@ var _ = Describe("MCPServer workloads", func() {
 		Entry("a name that cannot name a Service", func(s *mcpv1alpha1.MCPServer) { s.GenerateName, s.Name = "", "files.v2" },
 			"an MCPServer with a workload names its Service"),
 	)
+})
+
+var _ = Describe("The manager's ClusterRole", func() {
+	It("is all a workload needs: applied, read and removed as the generated role allows", func() {
+		ns := newNamespace()
+		raw, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", "role.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		var role rbacv1.ClusterRole
+		Expect(yaml.Unmarshal(raw, &role)).To(Succeed())
+		role.Name = "manager-role-" + ns
+		user := "operator-" + ns
+		cfg := rest.CopyConfig(env.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+		as, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+		Expect(err).NotTo(HaveOccurred())
+		// Suspended, so the manager's own reconciler leaves it to this one.
+		srv := createWorkload(ns, "least", func(s *mcpv1alpha1.MCPServer) { s.Spec.Suspend = true })
+		r := &MCPServerReconciler{Client: as, APIReader: as, BridgeImage: suiteBridgeImage}
+
+		By("being refused without the role, which shows the requests run as the user")
+		_, err = r.applyWorkload(ctx, fetch(srv))
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
+
+		Expect(k8sClient.Create(ctx, &role)).To(Succeed())
+		DeferCleanup(func() { Expect(k8sClient.Delete(ctx, &role)).To(Succeed()) })
+		binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}
+		Expect(k8sClient.Create(ctx, binding)).To(Succeed())
+		DeferCleanup(func() { Expect(k8sClient.Delete(ctx, binding)).To(Succeed()) })
+
+		By("creating, then reading and re-applying, with the role")
+		withWorkload := fetch(srv)
+		var unavailable *workloadError
+		// The API server's authorizer sees a new binding within moments.
+		Eventually(func() error { return r.reconcileWorkload(ctx, withWorkload) }).Should(BeAssignableToTypeOf(unavailable))
+		Expect(r.reconcileWorkload(ctx, withWorkload)).To(BeAssignableToTypeOf(unavailable), "not refused, only not available yet")
+		Expect(existing(deploymentOf(srv)).OwnerReferences).To(HaveLen(1))
+		existing(serviceOf(srv))
+
+		By("removing, with the role")
+		without := withWorkload.DeepCopy()
+		without.Spec.Workload = nil
+		without.Spec.URL = "http://127.0.0.1:1/mcp"
+		Expect(r.reconcileWorkload(ctx, without)).To(Succeed())
+		Expect(gone(deploymentOf(srv))()).To(BeTrue())
+		Expect(gone(serviceOf(srv))()).To(BeTrue())
+	})
 })
