@@ -25,8 +25,8 @@ const (
 // non-root user, without privilege escalation, with every capability
 // dropped, the RuntimeDefault seccomp profile, a read-only root filesystem
 // (with a writable emptyDir at /tmp) and no service account token unless
-// serviceAccountName is set. Only the fields below shape it; none of them
-// loosens that hardening.
+// serviceAccountName is set: the restricted Pod Security profile. Only the
+// fields below shape it; none of them loosens that hardening.
 //
 // +kubebuilder:validation:XValidation:rule="(has(self.transport) && self.transport != 'Stdio') || (has(self.command) && size(self.command) > 0)",message="command is required for the Stdio transport: the bridge starts it as the server's process"
 // +kubebuilder:validation:XValidation:rule="!has(self.path) || (has(self.transport) && self.transport != 'Stdio')",message="path applies to the StreamableHTTP and SSE transports; the bridge serves a Stdio server at /mcp"
@@ -138,14 +138,17 @@ type WorkloadSpec struct {
 	// +kubebuilder:validation:Maximum=2147483647
 	RunAsUser *int64 `json:"runAsUser,omitempty"`
 
-	// volumes are added to the pod, for volumeMounts to mount. The names
-	// mcp-tmp and mcp-bridge are the operator's own. At most 32, names
-	// unique.
+	// volumes are added to the pod, for volumeMounts to mount. Only the
+	// types the restricted Pod Security profile allows: configMap, csi,
+	// downwardAPI, emptyDir, ephemeral, persistentVolumeClaim, projected
+	// and secret (no hostPath). The names mcp-tmp and mcp-bridge are the
+	// operator's own. At most 32, names unique.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:XValidation:rule="self.all(v, v.name != 'mcp-tmp' && v.name != 'mcp-bridge')",message="the volume names mcp-tmp and mcp-bridge are the operator's own"
+	// +kubebuilder:validation:XValidation:rule="self.all(v, has(v.configMap) || has(v.csi) || has(v.downwardAPI) || has(v.emptyDir) || has(v.ephemeral) || has(v.persistentVolumeClaim) || has(v.projected) || has(v.secret))",message="volumes may be configMap, csi, downwardAPI, emptyDir, ephemeral, persistentVolumeClaim, projected or secret, as the restricted Pod Security profile allows"
 	Volumes []corev1.Volume `json:"volumes,omitempty"`
 
 	// volumeMounts mount volumes into the server's container. /tmp and

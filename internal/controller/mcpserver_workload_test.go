@@ -238,6 +238,32 @@ var _ = Describe("MCPServer workloads", func() {
 			"The workload (image node:22-alpine) is not available: The Deployment controller has not reported on the Deployment yet"))
 	})
 
+	It("makes pods the restricted Pod Security profile admits", func() {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "restricted-",
+			Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}
+		Expect(k8sClient.Create(ctx, ns)).To(Succeed())
+		stdio := createWorkload(ns.Name, "stdio", func(s *mcpv1alpha1.MCPServer) {
+			s.Spec.Workload.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+			s.Spec.Workload.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+		})
+		web := createWorkload(ns.Name, "web", func(s *mcpv1alpha1.MCPServer) {
+			s.Spec.Workload = &mcpv1alpha1.WorkloadSpec{Image: "ghcr.io/example/web:1", Transport: mcpv1alpha1.WorkloadSSE, RunAsUser: ptr.To[int64](10001)}
+		})
+		// Pod Security admission checks pods, not Deployments: create the
+		// pods the Deployments would, as their ReplicaSets would.
+		podOf := func(srv *mcpv1alpha1.MCPServer) *corev1.Pod {
+			template := existing(deploymentOf(srv)).Spec.Template
+			return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, GenerateName: srv.Name + "-", Labels: template.Labels}, Spec: template.Spec}
+		}
+		for _, srv := range []*mcpv1alpha1.MCPServer{stdio, web} {
+			Expect(k8sClient.Create(ctx, podOf(srv))).To(Succeed(), srv.Name)
+		}
+		loosened := podOf(stdio)
+		loosened.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = ptr.To(true)
+		err := k8sClient.Create(ctx, loosened)
+		Expect(err).To(MatchError(ContainSubstring(`violates PodSecurity "restricted:latest"`)), "the namespace enforces the profile")
+	})
+
 	It("runs an HTTP server as its image says, with a TCP readiness check on its port", func() {
 		srv := createWorkload(newNamespace(), "web", func(s *mcpv1alpha1.MCPServer) {
 			s.Spec.Workload = &mcpv1alpha1.WorkloadSpec{Image: "ghcr.io/example/everything:1", Args: []string{"streamableHttp"},
@@ -477,6 +503,9 @@ var _ = Describe("MCPServer workloads", func() {
 		Entry("the operator's volume name", func(s *mcpv1alpha1.MCPServer) {
 			s.Spec.Workload.Volumes = []corev1.Volume{{Name: "mcp-tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 		}, "the volume names mcp-tmp and mcp-bridge are the operator's own"),
+		Entry("a hostPath volume", func(s *mcpv1alpha1.MCPServer) {
+			s.Spec.Workload.Volumes = []corev1.Volume{{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
+		}, "volumes may be configMap, csi, downwardAPI, emptyDir, ephemeral, persistentVolumeClaim, projected or secret"),
 		Entry("a mount over the operator's /tmp", func(s *mcpv1alpha1.MCPServer) {
 			s.Spec.Workload.VolumeMounts = []corev1.VolumeMount{{Name: "x", MountPath: "/tmp/"}}
 		}, "/tmp and /mcp-bridge are mounted by the operator"),
