@@ -1,6 +1,7 @@
 // Package controller holds the operator's reconcilers: MCPServer, which
-// discovers a server's tools into status, and ToolCollection, which resolves
-// menus over them. They meet the catalog only through the API types.
+// runs a server's workload when it has one and discovers a server's tools
+// into status, and ToolCollection, which resolves menus over them. They
+// meet the catalog only through the API types.
 package controller
 
 import (

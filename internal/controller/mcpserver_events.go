@@ -60,7 +60,7 @@ var failingWorkload = map[string]bool{
 }
 
 // workloadEvents say when a workload became available, stopped being
-// available, or started failing for another reason, and when it was
+// available, started failing for another reason, was scaled to zero or
 // removed; not while it starts up, nor on every retry.
 func workloadEvents(before, after *mcpv1alpha1.MCPServer) []statusEvent {
 	was := meta.FindStatusCondition(before.Status.Conditions, mcpv1alpha1.ConditionWorkloadAvailable)
@@ -75,6 +75,12 @@ func workloadEvents(before, after *mcpv1alpha1.MCPServer) []statusEvent {
 	case now.Status == metav1.ConditionTrue && !wasAvailable:
 		return []statusEvent{{eventType: corev1.EventTypeNormal, reason: mcpv1alpha1.ConditionWorkloadAvailable, action: "Deploy",
 			message: "The workload is available: " + now.Message}}
+	case now.Reason == mcpv1alpha1.ReasonScaledToZero:
+		// Someone stopped it on purpose: worth a note, not a warning.
+		if was == nil || was.Reason != now.Reason {
+			return []statusEvent{{eventType: corev1.EventTypeNormal, reason: now.Reason, action: "Deploy", message: now.Message}}
+		}
+		return nil
 	case now.Status != metav1.ConditionTrue && (wasAvailable || failingWorkload[now.Reason] && (was == nil || was.Reason != now.Reason)):
 		message := now.Message
 		if ready := meta.FindStatusCondition(after.Status.Conditions, mcpv1alpha1.ConditionReady); ready != nil && ready.Reason == mcpv1alpha1.ReasonWorkloadUnavailable {

@@ -33,6 +33,7 @@ func TestServerEvents(t *testing.T) {
 	reconciling := cond("Reconciling", "True", "Progressing", "Discovering", 2)
 	wlPending := cond("WorkloadAvailable", "False", "DeploymentPending", "not reported yet", 1)
 	wlPulling := cond("WorkloadAvailable", "False", "PodFailing", "Pod p: ImagePullBackOff", 1)
+	wlStarting := cond("WorkloadAvailable", "False", "DeploymentUnavailable", "pods not ready", 1)
 	wlScaledDown := cond("WorkloadAvailable", "False", "ScaledToZero", "scaled to 0", 1)
 	wlAvailable := cond("WorkloadAvailable", "True", "DeploymentAvailable", "Deployment has minimum availability.", 1)
 	unavailable := func(w metav1.Condition) metav1.Condition {
@@ -78,8 +79,11 @@ func TestServerEvents(t *testing.T) {
 			eventServer(1, []metav1.Condition{wlAvailable, down}, false),
 			[]string{"Normal WorkloadAvailable The workload is available: Deployment has minimum availability.", "Warning Unreachable connecting: x refused the connection"}},
 		{"losing availability warns even for a reason that is not a failure", eventServer(1, []metav1.Condition{wlAvailable, readyTrue}, true, "a"),
+			eventServer(1, []metav1.Condition{wlStarting, unavailable(wlStarting)}, true, "a"),
+			[]string{"Warning WorkloadUnavailable The workload (image i) is not available: pods not ready"}},
+		{"scaling to zero is a note, not a warning", eventServer(1, []metav1.Condition{wlAvailable, readyTrue}, true, "a"),
 			eventServer(1, []metav1.Condition{wlScaledDown, unavailable(wlScaledDown)}, true, "a"),
-			[]string{"Warning WorkloadUnavailable The workload (image i) is not available: scaled to 0"}},
+			[]string{"Normal ScaledToZero scaled to 0"}},
 		{"removing the workload says so", eventServer(1, []metav1.Condition{wlAvailable, readyTrue}, true, "a"), eventServer(1, []metav1.Condition{readyTrue}, true, "a"),
 			[]string{"Normal WorkloadRemoved spec.workload was removed: its Deployment and Service are deleted"}},
 	}

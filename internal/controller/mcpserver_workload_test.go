@@ -236,6 +236,17 @@ var _ = Describe("MCPServer workloads", func() {
 		Eventually(readyOf(srv)).Should(Equal("False/WorkloadUnavailable"))
 		Expect(conditionMessage(srv, mcpv1alpha1.ConditionReady)).To(Equal(
 			"The workload (image node:22-alpine) is not available: The Deployment controller has not reported on the Deployment yet"))
+
+		By("writing nothing when re-applying an unchanged spec, as the retries do")
+		rv := func() []string {
+			d, err := deploymentOf(srv)()
+			Expect(err).NotTo(HaveOccurred())
+			s, err := serviceOf(srv)()
+			Expect(err).NotTo(HaveOccurred())
+			return []string{d.ResourceVersion, s.ResourceVersion, fetch(srv).ResourceVersion}
+		}
+		settled := rv()
+		Consistently(rv, 5*time.Second, 250*time.Millisecond).Should(Equal(settled))
 	})
 
 	It("makes pods the restricted Pod Security profile admits", func() {
@@ -414,7 +425,7 @@ var _ = Describe("MCPServer workloads", func() {
 		Expect(k8sClient.Update(ctx, scaled)).To(Succeed())
 		Eventually(workloadOf(srv)).Should(Equal("False/ScaledToZero"))
 		Eventually(readyOf(srv)).Should(Equal("False/WorkloadUnavailable"))
-		Eventually(eventsOf(srv)).Should(containsSubstring("WorkloadUnavailable: The workload (image node:22-alpine) is not available: The Deployment is scaled to 0 replicas"))
+		Eventually(eventsOf(srv)).Should(ContainElement("ScaledToZero: The Deployment is scaled to 0 replicas, so no pod runs the server"))
 	})
 
 	It("removes the Deployment and Service when the spec switches to a URL, and only those", func() {
