@@ -151,11 +151,11 @@ var _ = Describe("GitOps health", func() {
 			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, srv))).To(Succeed()) })
 		}
 		files := existing(deploymentOf(&mcpv1alpha1.MCPServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "files"}}))
-		server := containerNamed(files.Spec.Template.Spec.Containers, "server")
+		server := serverIn(files.Spec.Template.Spec.Containers)
 		Expect(server.Command).To(Equal([]string{"/mcp-bridge/mcp-bridge"}))
 		Expect(server.Args).To(Equal([]string{"--listen", ":8080", "--", "npx", "-y", "@modelcontextprotocol/server-filesystem@2026.8.31", "/data"}))
 		github := existing(deploymentOf(&mcpv1alpha1.MCPServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "github"}}))
-		Expect(containerNamed(github.Spec.Template.Spec.Containers, "server").Env[0].ValueFrom.SecretKeyRef.Name).To(Equal("github-token"))
+		Expect(serverIn(github.Spec.Template.Spec.Containers).Env[0].ValueFrom.SecretKeyRef.Name).To(Equal("github-token"))
 	})
 
 	It("accepts every sample", func() {

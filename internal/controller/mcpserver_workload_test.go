@@ -124,13 +124,14 @@ var (
 	notAvailable     = deploymentCond(appsv1.DeploymentAvailable, corev1.ConditionFalse, "MinimumReplicasUnavailable", "Deployment does not have minimum availability.")
 )
 
-func containerNamed(containers []corev1.Container, name string) corev1.Container {
+// serverIn finds the server's container.
+func serverIn(containers []corev1.Container) corev1.Container {
 	for _, c := range containers {
-		if c.Name == name {
+		if c.Name == "server" {
 			return c
 		}
 	}
-	Fail("no container " + name)
+	Fail("no container named server")
 	return corev1.Container{}
 }
 
@@ -176,7 +177,7 @@ var _ = Describe("MCPServer workloads", func() {
 		Expect(installer.VolumeMounts).To(ConsistOf(corev1.VolumeMount{Name: "mcp-bridge", MountPath: "/mcp-bridge"}))
 
 		By("wrapping the server's command line in the bridge")
-		server := containerNamed(pod.Spec.Containers, "server")
+		server := serverIn(pod.Spec.Containers)
 		Expect(pod.Spec.Containers).To(HaveLen(1))
 		Expect(server.Image).To(Equal(filesystemImage))
 		Expect(server.Command).To(Equal([]string{"/mcp-bridge/mcp-bridge"}))
@@ -283,7 +284,7 @@ var _ = Describe("MCPServer workloads", func() {
 		d := existing(deploymentOf(srv))
 		Expect(d.Spec.Template.Spec.InitContainers).To(BeEmpty())
 		Expect(d.Spec.Template.Spec.Volumes).To(HaveLen(1), "only /tmp, no bridge volume")
-		server := containerNamed(d.Spec.Template.Spec.Containers, "server")
+		server := serverIn(d.Spec.Template.Spec.Containers)
 		Expect(server.Command).To(BeEmpty(), "the image's entrypoint runs")
 		Expect(server.Args).To(Equal([]string{"streamableHttp"}))
 		Expect(server.Ports[0].ContainerPort).To(BeEquivalentTo(3001))
@@ -307,7 +308,7 @@ var _ = Describe("MCPServer workloads", func() {
 		Eventually(func(g Gomega) {
 			d, err := deploymentOf(srv)()
 			g.Expect(err).NotTo(HaveOccurred())
-			server := containerNamed(d.Spec.Template.Spec.Containers, "server")
+			server := serverIn(d.Spec.Template.Spec.Containers)
 			g.Expect(server.Image).To(Equal("node:24-alpine"))
 			g.Expect(server.Args).To(Equal([]string{"--listen", ":9090", "--", "npx", "-y", "@modelcontextprotocol/server-filesystem@2026.8.31", "/data", "/more"}))
 			g.Expect(server.Env).To(Equal([]corev1.EnvVar{{Name: "LOG_LEVEL", Value: "debug"}}))
