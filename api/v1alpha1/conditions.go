@@ -18,6 +18,11 @@ const (
 	// ConditionToolWarnings is True when some tool definitions carry
 	// warnings (status.tools[].warnings). Absent otherwise.
 	ConditionToolWarnings = "ToolWarnings"
+	// ConditionWorkloadAvailable says whether spec.workload's Deployment
+	// serves the server: True when it has minimum availability, False with
+	// one of the Workload* reasons below and the Deployment's own message
+	// when not. Ready needs it. Absent without spec.workload.
+	ConditionWorkloadAvailable = "WorkloadAvailable"
 )
 
 // Reasons for the MCPServer Ready condition. Each failure has its own reason
@@ -67,6 +72,42 @@ const (
 	// ReasonStatusBudgetExceeded: the tool definitions do not fit in the
 	// status size budget; the first ones in name order are kept.
 	ReasonStatusBudgetExceeded = "StatusBudgetExceeded"
+	// ReasonWorkloadUnavailable: spec.workload's Deployment is not
+	// available (yet); the message names the image and why, from the
+	// WorkloadAvailable condition. Discovery waits for it.
+	ReasonWorkloadUnavailable = "WorkloadUnavailable"
+	// ReasonWorkloadConflict: a Deployment or Service with the MCPServer's
+	// name exists and is not the MCPServer's own; the operator leaves it
+	// alone. Rename one of them.
+	ReasonWorkloadConflict = "WorkloadConflict"
+)
+
+// Reasons for the MCPServer WorkloadAvailable condition.
+const (
+	// ReasonDeploymentAvailable: the Deployment has minimum availability
+	// (True).
+	ReasonDeploymentAvailable = "DeploymentAvailable"
+	// ReasonDeploymentPending: the Deployment controller has not reported
+	// on the Deployment's current spec yet.
+	ReasonDeploymentPending = "DeploymentPending"
+	// ReasonDeploymentUnavailable: the Deployment does not have minimum
+	// availability, and no pod shows a failure (yet): pods are being
+	// scheduled, pulled, started, or are not ready.
+	ReasonDeploymentUnavailable = "DeploymentUnavailable"
+	// ReasonPodFailing: a pod of the workload cannot start or keeps
+	// failing; the message names the pod, the container and the reason
+	// (ImagePullBackOff, CrashLoopBackOff, CreateContainerConfigError,
+	// Unschedulable, ...).
+	ReasonPodFailing = "PodFailing"
+	// ReasonReplicaFailure: the Deployment cannot create pods (a quota, an
+	// admission policy such as Pod Security); the message is the
+	// Deployment's.
+	ReasonReplicaFailure = "ReplicaFailure"
+	// ReasonProgressDeadlineExceeded: a rollout did not finish within the
+	// Deployment's progress deadline.
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// ReasonScaledToZero: the Deployment runs no pods (replicas 0).
+	ReasonScaledToZero = "ScaledToZero"
 )
 
 // ToolCollection condition types, beside Ready, Reconciling and Stalled.

@@ -23,11 +23,14 @@ const (
 
 // MCPServerSpec says where an MCP server is and how to talk to it.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.url) != has(self.service)",message="exactly one of url and service must be set"
+// +kubebuilder:validation:XValidation:rule="[has(self.url), has(self.service), has(self.workload)].filter(x, x).size() == 1",message="exactly one of url, service and workload must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.workload) || !has(self.tls)",message="tls does not apply to a workload: the operator reaches it over plain HTTP inside the cluster"
+// +kubebuilder:validation:XValidation:rule="!has(self.workload) || !has(self.transport) || self.transport == 'Auto'",message="transport is for url and service; a workload's transport is spec.workload.transport"
 type MCPServerSpec struct {
 	// url is the server's MCP endpoint, for example
 	// https://tools.example.com/mcp or http://10.0.0.5:3001/sse.
-	// Only http and https are accepted. Exactly one of url and service.
+	// Only http and https are accepted. Exactly one of url, service and
+	// workload.
 	// +optional
 	// +kubebuilder:validation:MinLength=8
 	// +kubebuilder:validation:MaxLength=2048
@@ -35,13 +38,24 @@ type MCPServerSpec struct {
 	URL string `json:"url,omitempty"`
 
 	// service points at a Service in this namespace; the endpoint is
-	// scheme://name.namespace.svc:port/path. Exactly one of url and service.
+	// scheme://name.namespace.svc:port/path. Exactly one of url, service
+	// and workload.
 	// +optional
 	Service *ServiceReference `json:"service,omitempty"`
 
-	// transport selects the MCP transport: Auto (default) detects it,
-	// SSE is the 2024-11-05 HTTP+SSE transport, StreamableHTTP the
-	// 2025-03-26 one. The detected transport is in status.serverInfo.
+	// workload runs the server from a container image: the operator keeps
+	// a Deployment and a Service named like this MCPServer and reaches the
+	// server through the Service, at
+	// http://name.namespace.svc:port/path. Exactly one of url, service and
+	// workload.
+	// +optional
+	Workload *WorkloadSpec `json:"workload,omitempty"`
+
+	// transport selects the MCP transport for url and service: Auto
+	// (default) detects it, SSE is the 2024-11-05 HTTP+SSE transport,
+	// StreamableHTTP the 2025-03-26 one. The detected transport is in
+	// status.serverInfo. A workload names its own in
+	// spec.workload.transport, and this field must stay Auto.
 	// +optional
 	// +kubebuilder:default=Auto
 	Transport TransportType `json:"transport,omitempty"`
@@ -99,7 +113,8 @@ type MCPServerSpec struct {
 	// +kubebuilder:validation:MaxItems=32
 	Headers []HeaderSpec `json:"headers,omitempty"`
 
-	// tls configures how the server's certificate is verified.
+	// tls configures how the server's certificate is verified. Not with
+	// workload, which is reached over plain HTTP inside the cluster.
 	// +optional
 	TLS *TLSSpec `json:"tls,omitempty"`
 
@@ -108,8 +123,9 @@ type MCPServerSpec struct {
 	// +optional
 	ToolFilter *ToolFilter `json:"toolFilter,omitempty"`
 
-	// suspend stops refreshing; the last status is kept as it is.
-	// Default false.
+	// suspend stops refreshing; the last status is kept as it is. A
+	// workload's Deployment and Service are left as they are, running
+	// (set spec.workload.replicas to 0 to stop it). Default false.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 }
@@ -238,7 +254,8 @@ type MCPServerStatus struct {
 	// +kubebuilder:default=-1
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions: Ready, Reconciling, Stalled and ToolsTruncated.
+	// conditions: Ready, Reconciling, Stalled, ToolsTruncated, ToolWarnings
+	// and, for a workload, WorkloadAvailable.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -366,10 +383,11 @@ type ToolAnnotations struct {
 	OpenWorldHint *bool `json:"openWorldHint,omitempty"`
 }
 
-// MCPServer points at one MCP server; the controller publishes its tools in
-// status.
+// MCPServer points at one MCP server, or runs one; the controller
+// publishes its tools in status.
 //
 // +kubebuilder:object:root=true
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.workload) || self.metadata.name.matches('^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$')",message="an MCPServer with a workload names its Service, so its name must be a DNS label: at most 63 lowercase letters, digits and '-', starting with a letter"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=mcps,categories=mcp
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

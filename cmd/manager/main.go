@@ -28,6 +28,10 @@ import (
 	"github.com/toolmesh/mcp-operator/internal/toolcatalog"
 )
 
+// imageRepository is where the operator's image is published; with the
+// version it names the image this binary ships in.
+const imageRepository = "ghcr.io/toolmesh/mcp-operator"
+
 // version is stamped at build time (-ldflags "-X main.version=...", see
 // the Makefile and Dockerfile); "dev" marks a build that was not stamped.
 var version = "dev"
@@ -107,6 +111,8 @@ func bindControllerFlags(fs *flag.FlagSet, opts *controller.Options) {
 	fs.IntVar(&opts.Limits.MaxPages, "max-tool-pages", mcpclient.DefaultLimits.MaxPages, "Most tools/list pages read from one server.")
 	fs.IntVar(&opts.Limits.MaxTools, "max-tools", mcpclient.DefaultLimits.MaxTools, "Most tools read from one server.")
 	fs.IntVar(&opts.MaxDescriptionBytes, "max-description-bytes", controller.DefaultMaxDescriptionBytes, "Tool descriptions longer than this are cut, with a warning in status; 0 keeps them whole.")
+	fs.StringVar(&opts.BridgeImage, "bridge-image", imageRepository+":"+version,
+		"Image the init container of Stdio workloads copies mcp-bridge from (at "+controller.BridgeInImage+"): the operator's own image. config/default sets it to the manager's image.")
 	fs.DurationVar(&opts.ListChangedInterval, "list-changed-interval", controller.DefaultListChangedInterval, "Least time between two re-lists of one server that its list_changed notifications trigger.")
 	egress := &mcpclient.EgressPolicy{Deny: mcpclient.DefaultEgressDeny}
 	opts.Egress = egress
@@ -157,6 +163,9 @@ func (cfg *config) check() error {
 	}
 	if cfg.shutdownTimeout <= cfg.catalog.DrainTimeout {
 		return fmt.Errorf("--graceful-shutdown-timeout (%s) must be longer than --catalog-drain-timeout (%s)", cfg.shutdownTimeout, cfg.catalog.DrainTimeout)
+	}
+	if cfg.controllers.BridgeImage == "" {
+		return errors.New("--bridge-image must name the operator's image, which Stdio workloads copy mcp-bridge from")
 	}
 	if cfg.catalog.CallerRate < 0 {
 		return errors.New("--catalog-caller-rate must not be negative")

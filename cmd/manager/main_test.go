@@ -13,6 +13,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/toolmesh/mcp-operator/internal/controller"
 )
 
 func TestParseCIDRs(t *testing.T) {
@@ -55,6 +57,31 @@ func TestVersionIsStamped(t *testing.T) {
 	}
 	if got := strings.TrimSpace(string(out)); got != "mcp-operator v0.0.0-test.1" {
 		t.Errorf("--version printed %q, want %q", got, "mcp-operator v0.0.0-test.1")
+	}
+	// Unless told otherwise, stdio workloads copy the bridge from the
+	// image of the same release.
+	help, _ := exec.Command(bin, "--help").CombinedOutput()
+	if want := `(default "ghcr.io/toolmesh/mcp-operator:v0.0.0-test.1")`; !strings.Contains(string(help), want) {
+		t.Errorf("--bridge-image does not default to the release's image %s:\n%s", want, help)
+	}
+}
+
+// The init container of stdio workloads runs the bridge at
+// controller.BridgeInImage in the operator's image: the Dockerfile must
+// build it statically and put it exactly there.
+func TestTheImageHoldsTheBridgeWhereWorkloadsLookForIt(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dockerfile := string(raw)
+	for _, want := range []string{
+		"CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \\\n    go build -trimpath -ldflags=\"-s -w\" -o mcp-bridge ./cmd/mcp-bridge",
+		"COPY --from=builder /workspace/mcp-bridge " + controller.BridgeInImage + "\n",
+	} {
+		if !strings.Contains(dockerfile, want) {
+			t.Errorf("the Dockerfile lacks %q", want)
+		}
 	}
 }
 

@@ -96,9 +96,15 @@ type bridgeProc struct {
 // and waits until it listens. It is stopped (SIGTERM) when the test ends.
 func startBridge(t testing.TB, env, flags []string, command ...string) *bridgeProc {
 	t.Helper()
+	return startBridgeBinary(t, bridgeBin, env, flags, command...)
+}
+
+// startBridgeBinary is startBridge with the bridge binary at bin.
+func startBridgeBinary(t testing.TB, bin string, env, flags []string, command ...string) *bridgeProc {
+	t.Helper()
 	addrFile := filepath.Join(t.TempDir(), "addr")
 	args := append([]string{"--listen", "127.0.0.1:0", "--addr-file", addrFile}, flags...)
-	cmd := exec.Command(bridgeBin, append(append(args, "--"), command...)...)
+	cmd := exec.Command(bin, append(append(args, "--"), command...)...)
 	b := &bridgeProc{t: t, cmd: cmd, log: &logBuffer{}, exited: make(chan struct{})}
 	// The race detector waits a second at exit by default.
 	cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=100"), env...)

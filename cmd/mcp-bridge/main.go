@@ -3,9 +3,11 @@
 // /healthz and /readyz for probes.
 //
 //	mcp-bridge --listen :8080 -- COMMAND ARGS...
+//	mcp-bridge --install /mcp-bridge/mcp-bridge
 //
 // The operator copies this static binary into the pods of stdio MCPServers
-// and makes it the server container's command. See internal/bridge for how
+// (an init container runs --install, since the operator's distroless image
+// has no cp) and makes it the server container's command. See internal/bridge for how
 // one server process is shared.
 package main
 
@@ -38,6 +40,7 @@ type config struct {
 	listen   string
 	addrFile string
 	debug    bool
+	install  string
 	opts     bridge.Options
 }
 
@@ -45,13 +48,14 @@ func parseFlags(args []string) (config, error) {
 	c := config{opts: bridge.DefaultOptions()}
 	fs := flag.NewFlagSet("mcp-bridge", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: mcp-bridge [flags] -- COMMAND [ARGS...]\n\nServes the stdio MCP server COMMAND over Streamable HTTP (/mcp) and HTTP+SSE (/sse).\n\n")
+		fmt.Fprintf(fs.Output(), "Usage: mcp-bridge [flags] -- COMMAND [ARGS...]\n       mcp-bridge --install PATH\n\nServes the stdio MCP server COMMAND over Streamable HTTP (/mcp) and HTTP+SSE (/sse).\n\n")
 		fs.PrintDefaults()
 	}
 	o := &c.opts
 	fs.StringVar(&c.listen, "listen", ":8080", "address to serve on")
 	fs.StringVar(&c.addrFile, "addr-file", "", "write the address served on to this file once listening (useful with port 0)")
 	fs.BoolVar(&c.debug, "debug", false, "log debug detail")
+	fs.StringVar(&c.install, "install", "", "copy this executable to the given path and exit (how the operator's init container installs the bridge into a pod)")
 	fs.IntVar(&o.MaxMessage, "max-message", o.MaxMessage, "longest line accepted from the server's stdout, in bytes; longer ones are refused")
 	fs.Int64Var(&o.MaxRequestBody, "max-request-body", o.MaxRequestBody, "largest HTTP request body accepted from a client, in bytes")
 	fs.DurationVar(&o.InitTimeout, "init-timeout", o.InitTimeout, "how long the server has to answer initialize before it is restarted")
@@ -65,6 +69,12 @@ func parseFlags(args []string) (config, error) {
 		return c, err
 	}
 	o.Command = fs.Args()
+	if c.install != "" {
+		if len(o.Command) > 0 {
+			return c, errors.New("--install copies the bridge and exits; it takes no server command")
+		}
+		return c, nil
+	}
 	if len(o.Command) == 0 {
 		fs.Usage()
 		return c, errors.New("no MCP server command given after --")
@@ -79,6 +89,9 @@ func run() error {
 			return nil
 		}
 		return err
+	}
+	if c.install != "" {
+		return install(c.install)
 	}
 	level := slog.LevelInfo
 	if c.debug {

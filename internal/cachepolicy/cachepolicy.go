@@ -3,15 +3,27 @@
 // cached: the controllers watch them metadata-only (to know when a
 // referenced one changes) and read the few an MCPServer names directly, so
 // memory does not grow with the cluster's Secrets and the process does not
-// hold their values. managedFields, which nothing here reads, are dropped
-// from every cached object.
+// hold their values. Deployments, Services and Pods are cached only when
+// they carry the operator's managed-by label (those of MCPServer
+// workloads), so memory does not grow with every workload in the cluster.
+// managedFields, which nothing here reads, are dropped from every cached
+// object.
 package cachepolicy
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ManagedByLabel and ManagedBy mark the objects the operator makes for
+// MCPServer workloads; only those are in the cache.
+const (
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedBy      = "mcp-operator"
 )
 
 // Apply sets the policy on manager options.
@@ -21,4 +33,12 @@ func Apply(opts *ctrl.Options) {
 		opts.Client.Cache = &client.CacheOptions{}
 	}
 	opts.Client.Cache.DisableFor = append(opts.Client.Cache.DisableFor, &corev1.Secret{}, &corev1.ConfigMap{})
+
+	if opts.Cache.ByObject == nil {
+		opts.Cache.ByObject = map[client.Object]cache.ByObject{}
+	}
+	managed := labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedBy})
+	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &corev1.Pod{}} {
+		opts.Cache.ByObject[obj] = cache.ByObject{Label: managed}
+	}
 }

@@ -1,18 +1,22 @@
 package controller
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
@@ -85,6 +89,73 @@ var _ = Describe("GitOps health", func() {
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(out).To(ContainSubstring("deployment.apps/mcp-operator-controller-manager serverside-applied (server dry run)"))
 		Expect(out).To(ContainSubstring("customresourcedefinition.apiextensions.k8s.io/mcpservers.mcp.toolmesh.io serverside-applied (server dry run)"))
+	})
+
+	It("accepts config/default with client-side apply, whose last-applied annotation must fit in 256 KiB", func() {
+		// The MCPServer CRD embeds pod-spec types (volumes, affinity) and is
+		// the largest object here; kubectl apply copies it whole into an
+		// annotation.
+		Expect(client.IgnoreAlreadyExists(k8sClient.Create(ctx, &corev1.Namespace{
+			ObjectMeta: metav1.ObjectMeta{Name: "mcp-operator-system"}}))).To(Succeed())
+		out, err := kubectl("apply", "--dry-run=server", "-k", filepath.Join("..", "..", "config", "default"))
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(MatchRegexp(`customresourcedefinition.apiextensions.k8s.io/mcpservers.mcp.toolmesh.io (configured|created|unchanged) \(server dry run\)`))
+	})
+
+	It("gives the manager its own image as --bridge-image, whatever image config/default is set to", func() {
+		rendered := func(root string) (image string, args []string) {
+			out, err := exec.Command("kubectl", "kustomize", filepath.Join(root, "default")).Output()
+			Expect(err).NotTo(HaveOccurred())
+			for _, doc := range strings.Split(string(out), "\n---\n") {
+				var d appsv1.Deployment
+				Expect(yaml.Unmarshal([]byte(doc), &d)).To(Succeed())
+				if d.Kind == "Deployment" {
+					c := d.Spec.Template.Spec.Containers[0]
+					return c.Image, c.Args
+				}
+			}
+			Fail("config/default renders no Deployment")
+			return "", nil
+		}
+		image, args := rendered(filepath.Join("..", "..", "config"))
+		Expect(image).To(Equal("ghcr.io/toolmesh/mcp-operator:dev"))
+		Expect(args).To(ContainElement("--bridge-image=ghcr.io/toolmesh/mcp-operator:dev"))
+
+		// What kustomize edit set image controller=... writes, on a copy.
+		copied := filepath.Join(GinkgoT().TempDir(), "config")
+		Expect(os.CopyFS(copied, os.DirFS(filepath.Join("..", "..", "config")))).To(Succeed())
+		kustomization := filepath.Join(copied, "default", "kustomization.yaml")
+		raw, err := os.ReadFile(kustomization)
+		Expect(err).NotTo(HaveOccurred())
+		pinned := strings.Replace(string(raw), "  newTag: dev\n", "  newTag: v1.2.3@sha256:"+strings.Repeat("ab", 32)+"\n", 1)
+		pinned = strings.Replace(pinned, "newName: ghcr.io/toolmesh/mcp-operator", "newName: registry.example.com/mirror/mcp-operator", 1)
+		Expect(pinned).NotTo(Equal(string(raw)))
+		Expect(os.WriteFile(kustomization, []byte(pinned), 0o600)).To(Succeed())
+		image, args = rendered(copied)
+		Expect(image).To(HavePrefix("registry.example.com/mirror/mcp-operator:v1.2.3@sha256:"))
+		Expect(args).To(ContainElement("--bridge-image=" + image))
+	})
+
+	It("accepts the workload samples, and runs the filesystem one behind the bridge", func() {
+		ns := newNamespace()
+		dir := filepath.Join("..", "..", "config", "samples", "workload")
+		out, err := kubectl("apply", "-n", ns, "--dry-run=server", "-k", dir)
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("mcpserver.mcp.toolmesh.io/files created (server dry run)"))
+		Expect(out).To(ContainSubstring("mcpserver.mcp.toolmesh.io/github created (server dry run)"))
+
+		out, err = kubectl("apply", "-n", ns, "-k", dir)
+		Expect(err).NotTo(HaveOccurred(), out)
+		for _, name := range []string{"files", "github"} {
+			srv := &mcpv1alpha1.MCPServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, srv))).To(Succeed()) })
+		}
+		files := existing(deploymentOf(&mcpv1alpha1.MCPServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "files"}}))
+		server := serverIn(files.Spec.Template.Spec.Containers)
+		Expect(server.Command).To(Equal([]string{"/mcp-bridge/mcp-bridge"}))
+		Expect(server.Args).To(Equal([]string{"--listen", ":8080", "--", "npx", "-y", "@modelcontextprotocol/server-filesystem@2026.8.31", "/data"}))
+		github := existing(deploymentOf(&mcpv1alpha1.MCPServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "github"}}))
+		Expect(serverIn(github.Spec.Template.Spec.Containers).Env[0].ValueFrom.SecretKeyRef.Name).To(Equal("github-token"))
 	})
 
 	It("accepts every sample", func() {

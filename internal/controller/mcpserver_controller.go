@@ -1,6 +1,7 @@
 // Package controller holds the operator's reconcilers: MCPServer, which
-// discovers a server's tools into status, and ToolCollection, which resolves
-// menus over them. They meet the catalog only through the API types.
+// runs a server's workload when it has one and discovers a server's tools
+// into status, and ToolCollection, which resolves menus over them. They
+// meet the catalog only through the API types.
 package controller
 
 import (
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -63,6 +65,12 @@ type MCPServerReconciler struct {
 	// ListChangedInterval is the least time between two re-lists a
 	// server's notifications trigger (default DefaultListChangedInterval).
 	ListChangedInterval time.Duration
+	// BridgeImage is the image the init container of a Stdio workload
+	// copies the bridge from, at BridgeInImage: the operator's own.
+	BridgeImage string
+	// APIReader reads what the cache does not hold: objects without the
+	// operator's label that a workload's name would take over.
+	APIReader client.Reader
 
 	sessions    *mcpclient.Pool
 	listChanged *debouncer
@@ -73,6 +81,10 @@ type MCPServerReconciler struct {
 // +kubebuilder:rbac:groups=mcp.toolmesh.io,resources=mcpservers/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=mcp.toolmesh.io,resources=mcpservers/finalizers,verbs=update
 
 // Reconcile brings one MCPServer's status in line with its server.
 func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
@@ -106,6 +118,9 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}()
 
 	if err := validateToolFilter(srv.Spec.ToolFilter); err != nil {
+		return r.failed(&srv, err)
+	}
+	if err := r.reconcileWorkload(ctx, &srv); err != nil {
 		return r.failed(&srv, err)
 	}
 	target, err := reach.Read(ctx, r.Client, &srv, r.Egress)
@@ -191,11 +206,19 @@ func (r *MCPServerReconciler) publish(srv, before *mcpv1alpha1.MCPServer, list m
 
 // failed records why discovery did not work and decides how to retry: a
 // spec that cannot work waits for a new spec; a missing Secret for the
-// Secret (it is watched); a server that failed backs off up to its refresh
-// interval; anything else (the API server) backs off as an error.
+// Secret (it is watched); a server that failed, or a workload that is not
+// available (its Deployment and pods are watched too), backs off up to
+// its refresh interval; anything else (the API server) backs off as an
+// error.
 func (r *MCPServerReconciler) failed(srv *mcpv1alpha1.MCPServer, err error) (ctrl.Result, error) {
-	var spec *reach.SpecError
+	var (
+		spec     *reach.SpecError
+		workload *workloadError
+	)
 	switch {
+	case errors.As(err, &workload):
+		markFailed(srv, workload.reason, workload.message)
+		return ctrl.Result{RequeueAfter: retryDelay(srv)}, nil
 	case errors.As(err, &spec) && spec.Terminal:
 		markStalled(srv, spec.Reason, spec.Message)
 		return ctrl.Result{}, reconcile.TerminalError(err)
@@ -248,6 +271,9 @@ func (r *MCPServerReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	if r.ListChangedInterval == 0 {
 		r.ListChangedInterval = DefaultListChangedInterval
 	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
 	r.changes = make(chan event.TypedGenericEvent[*mcpv1alpha1.MCPServer])
 	r.listChanged = newDebouncer(r.ListChangedInterval, func(key string) {
 		namespace, name, _ := strings.Cut(key, "/")
@@ -293,6 +319,11 @@ func (r *MCPServerReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 		// reach.Read reads the few it needs from the API server.
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.serversReferencing(secretIndex)), builder.OnlyMetadata).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.serversReferencing(configMapIndex)), builder.OnlyMetadata).
+		// A workload's objects: drift is put back, availability followed.
+		// The cache holds only those with the operator's label.
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(serverOfPod)).
 		WatchesRawSource(source.Channel(r.changes, &handler.TypedEnqueueRequestForObject[*mcpv1alpha1.MCPServer]{})).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: concurrency,

@@ -64,8 +64,8 @@ var _ = Describe("The API", func() {
 		Entry("a URL without a host", func(s *mcpv1alpha1.MCPServer) { s.Spec.URL = "http:///mcp-path" }, "url must be an absolute http or https URL"),
 		Entry("both url and service", func(s *mcpv1alpha1.MCPServer) {
 			s.Spec.Service = &mcpv1alpha1.ServiceReference{Name: "tools", Port: 80}
-		}, "exactly one of url and service"),
-		Entry("neither url nor service", func(s *mcpv1alpha1.MCPServer) { s.Spec.URL = "" }, "exactly one of url and service"),
+		}, "exactly one of url, service and workload must be set"),
+		Entry("neither url nor service nor workload", func(s *mcpv1alpha1.MCPServer) { s.Spec.URL = "" }, "exactly one of url, service and workload must be set"),
 		Entry("a refresh under 10s", func(s *mcpv1alpha1.MCPServer) { s.Spec.RefreshInterval = &metav1.Duration{Duration: 5 * time.Second} }, "refreshInterval must be at least 10s"),
 		Entry("a negative refresh", func(s *mcpv1alpha1.MCPServer) { s.Spec.RefreshInterval = &metav1.Duration{Duration: -time.Minute} }, "spec.refreshInterval"),
 		Entry("a timeout over 10m", func(s *mcpv1alpha1.MCPServer) { s.Spec.Timeout = &metav1.Duration{Duration: time.Hour} }, "timeout must be between 1s and 10m"),

@@ -25,9 +25,12 @@ func serverEvents(before, after *mcpv1alpha1.MCPServer) []statusEvent {
 	if stalled != nil {
 		warn(stalled.Reason, stalled.Message)
 	}
+	list = append(list, workloadEvents(before, after)...)
 	// A Warning when Ready turns False, or stays False for another reason;
-	// not on every retry for the same one.
-	if ready := meta.FindStatusCondition(after.Status.Conditions, mcpv1alpha1.ConditionReady); stalled == nil && ready != nil && ready.Status == metav1.ConditionFalse {
+	// not on every retry for the same one. A workload that is not
+	// available speaks through workloadEvents instead.
+	if ready := meta.FindStatusCondition(after.Status.Conditions, mcpv1alpha1.ConditionReady); stalled == nil && ready != nil &&
+		ready.Status == metav1.ConditionFalse && ready.Reason != mcpv1alpha1.ReasonWorkloadUnavailable {
 		if old := meta.FindStatusCondition(before.Status.Conditions, mcpv1alpha1.ConditionReady); old == nil || old.Status != metav1.ConditionFalse || old.Reason != ready.Reason {
 			warn(ready.Reason, ready.Message)
 		}
@@ -46,6 +49,46 @@ func serverEvents(before, after *mcpv1alpha1.MCPServer) []statusEvent {
 		warn(truncated.Reason, truncated.Message)
 	}
 	return list
+}
+
+// failingWorkload are the WorkloadAvailable reasons that need a person: a
+// workload on its way up (pending, pods starting) is not one.
+var failingWorkload = map[string]bool{
+	mcpv1alpha1.ReasonPodFailing:               true,
+	mcpv1alpha1.ReasonReplicaFailure:           true,
+	mcpv1alpha1.ReasonProgressDeadlineExceeded: true,
+}
+
+// workloadEvents say when a workload became available, stopped being
+// available, started failing for another reason, was scaled to zero or
+// removed; not while it starts up, nor on every retry.
+func workloadEvents(before, after *mcpv1alpha1.MCPServer) []statusEvent {
+	was := meta.FindStatusCondition(before.Status.Conditions, mcpv1alpha1.ConditionWorkloadAvailable)
+	now := meta.FindStatusCondition(after.Status.Conditions, mcpv1alpha1.ConditionWorkloadAvailable)
+	wasAvailable := was != nil && was.Status == metav1.ConditionTrue
+	switch {
+	case now == nil && was != nil:
+		return []statusEvent{{eventType: corev1.EventTypeNormal, reason: "WorkloadRemoved", action: "Deploy",
+			message: "spec.workload was removed: its Deployment and Service are deleted"}}
+	case now == nil:
+		return nil
+	case now.Status == metav1.ConditionTrue && !wasAvailable:
+		return []statusEvent{{eventType: corev1.EventTypeNormal, reason: mcpv1alpha1.ConditionWorkloadAvailable, action: "Deploy",
+			message: "The workload is available: " + now.Message}}
+	case now.Reason == mcpv1alpha1.ReasonScaledToZero:
+		// Someone stopped it on purpose: worth a note, not a warning.
+		if was == nil || was.Reason != now.Reason {
+			return []statusEvent{{eventType: corev1.EventTypeNormal, reason: now.Reason, action: "Deploy", message: now.Message}}
+		}
+		return nil
+	case now.Status != metav1.ConditionTrue && (wasAvailable || failingWorkload[now.Reason] && (was == nil || was.Reason != now.Reason)):
+		message := now.Message
+		if ready := meta.FindStatusCondition(after.Status.Conditions, mcpv1alpha1.ConditionReady); ready != nil && ready.Reason == mcpv1alpha1.ReasonWorkloadUnavailable {
+			message = ready.Message
+		}
+		return []statusEvent{{eventType: corev1.EventTypeWarning, reason: mcpv1alpha1.ReasonWorkloadUnavailable, action: "Deploy", message: message}}
+	}
+	return nil
 }
 
 // startedGeneration reports whether after begins work on a generation

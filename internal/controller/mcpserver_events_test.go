@@ -31,6 +31,14 @@ func TestServerEvents(t *testing.T) {
 	down := cond("Ready", "False", "Unreachable", "connecting: x refused the connection", 1)
 	timeout := cond("Ready", "False", "Timeout", "connecting: x did not answer within 1s", 1)
 	reconciling := cond("Reconciling", "True", "Progressing", "Discovering", 2)
+	wlPending := cond("WorkloadAvailable", "False", "DeploymentPending", "not reported yet", 1)
+	wlPulling := cond("WorkloadAvailable", "False", "PodFailing", "Pod p: ImagePullBackOff", 1)
+	wlStarting := cond("WorkloadAvailable", "False", "DeploymentUnavailable", "pods not ready", 1)
+	wlScaledDown := cond("WorkloadAvailable", "False", "ScaledToZero", "scaled to 0", 1)
+	wlAvailable := cond("WorkloadAvailable", "True", "DeploymentAvailable", "Deployment has minimum availability.", 1)
+	unavailable := func(w metav1.Condition) metav1.Condition {
+		return cond("Ready", "False", "WorkloadUnavailable", "The workload (image i) is not available: "+w.Message, 1)
+	}
 	insecure := func(s *mcpv1alpha1.MCPServer) *mcpv1alpha1.MCPServer {
 		s.Spec.TLS = &mcpv1alpha1.TLSSpec{InsecureSkipVerify: true}
 		return s
@@ -58,6 +66,26 @@ func TestServerEvents(t *testing.T) {
 		{"insecureSkipVerify does not warn on every refresh", insecure(eventServer(2, []metav1.Condition{readyTrue}, true, "a")), insecure(eventServer(2, []metav1.Condition{readyTrue}, true, "a")), nil},
 		{"a server's own text with % is kept as it is", eventServer(1, nil, false), eventServer(1, []metav1.Condition{cond("Ready", "False", "HTTPError", "answered HTTP 500: 100% broken %s %d", 1)}, false),
 			[]string{"Warning HTTPError answered HTTP 500: 100% broken %s %d"}},
+
+		// Workloads: a person hears when one is up, goes down, fails, or is
+		// removed; not while it starts.
+		{"a workload starting up is not a warning", eventServer(1, nil, false), eventServer(1, []metav1.Condition{wlPending, unavailable(wlPending)}, false), nil},
+		{"a failing pod warns, in Ready's words", eventServer(1, []metav1.Condition{wlPending, unavailable(wlPending)}, false),
+			eventServer(1, []metav1.Condition{wlPulling, unavailable(wlPulling)}, false),
+			[]string{"Warning WorkloadUnavailable The workload (image i) is not available: Pod p: ImagePullBackOff"}},
+		{"the same failure does not warn again", eventServer(1, []metav1.Condition{wlPulling, unavailable(wlPulling)}, false),
+			eventServer(1, []metav1.Condition{wlPulling, unavailable(wlPulling)}, false), nil},
+		{"becoming available is said once", eventServer(1, []metav1.Condition{wlPulling, unavailable(wlPulling)}, false),
+			eventServer(1, []metav1.Condition{wlAvailable, down}, false),
+			[]string{"Normal WorkloadAvailable The workload is available: Deployment has minimum availability.", "Warning Unreachable connecting: x refused the connection"}},
+		{"losing availability warns even for a reason that is not a failure", eventServer(1, []metav1.Condition{wlAvailable, readyTrue}, true, "a"),
+			eventServer(1, []metav1.Condition{wlStarting, unavailable(wlStarting)}, true, "a"),
+			[]string{"Warning WorkloadUnavailable The workload (image i) is not available: pods not ready"}},
+		{"scaling to zero is a note, not a warning", eventServer(1, []metav1.Condition{wlAvailable, readyTrue}, true, "a"),
+			eventServer(1, []metav1.Condition{wlScaledDown, unavailable(wlScaledDown)}, true, "a"),
+			[]string{"Normal ScaledToZero scaled to 0"}},
+		{"removing the workload says so", eventServer(1, []metav1.Condition{wlAvailable, readyTrue}, true, "a"), eventServer(1, []metav1.Condition{readyTrue}, true, "a"),
+			[]string{"Normal WorkloadRemoved spec.workload was removed: its Deployment and Service are deleted"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -24,6 +24,9 @@ type Options struct {
 	// ListChangedInterval is the least time between two re-lists a
 	// server's notifications trigger.
 	ListChangedInterval time.Duration
+	// BridgeImage holds the bridge Stdio workloads run behind (the
+	// operator's own image).
+	BridgeImage string
 }
 
 // SetupWithManager registers both controllers, as the manager runs them.
@@ -37,6 +40,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Egress:                  opts.Egress,
 		MaxDescriptionBytes:     opts.MaxDescriptionBytes,
 		ListChangedInterval:     opts.ListChangedInterval,
+		BridgeImage:             opts.BridgeImage,
 	}).SetupWithManager(ctx, mgr); err != nil {
 		return err
 	}

@@ -17,7 +17,11 @@ import (
 // The suite runs the controllers in a real manager against a real
 // kube-apiserver and etcd (built from source by hack/envtest-assets.sh).
 
-const suiteStatusBudget = 256 << 10
+const (
+	suiteStatusBudget = 256 << 10
+	// suiteBridgeImage is what --bridge-image says in the suite.
+	suiteBridgeImage = "ghcr.io/toolmesh/mcp-operator:suite"
+)
 
 var (
 	env       *testenv.Env
@@ -42,7 +46,8 @@ var _ = BeforeSuite(func() {
 	mgr, err := env.NewManager()
 	Expect(err).NotTo(HaveOccurred())
 	Expect(SetupWithManager(ctx, mgr, Options{StatusBudget: suiteStatusBudget, Limits: mcpclient.DefaultLimits,
-		Egress: &mcpclient.EgressPolicy{Deny: mcpclient.DefaultEgressDeny}, MaxDescriptionBytes: DefaultMaxDescriptionBytes})).To(Succeed())
+		Egress: &mcpclient.EgressPolicy{Deny: mcpclient.DefaultEgressDeny}, MaxDescriptionBytes: DefaultMaxDescriptionBytes,
+		BridgeImage: suiteBridgeImage})).To(Succeed())
 
 	go func() {
 		defer GinkgoRecover()

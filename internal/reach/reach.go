@@ -1,6 +1,7 @@
 // Package reach turns an MCPServer's spec into what it takes to reach the
-// server: the URL (or the Service's in-cluster address), header values read
-// from Secrets, and the TLS configuration. The MCPServer controller and the
+// server: the URL (or the in-cluster address of its Service, or of its
+// workload's Service), header values read from Secrets, and the TLS
+// configuration. The MCPServer controller and the
 // catalog both connect through it, so they reach a server the same way.
 package reach
 
@@ -49,7 +50,7 @@ func Read(ctx context.Context, reader client.Reader, srv *mcpv1alpha1.MCPServer,
 	t := mcpclient.Target{
 		Revision:  revisionOf(srv),
 		URL:       URL(srv),
-		Transport: mcpclient.Transport(srv.Spec.Transport),
+		Transport: transport(srv),
 		Headers:   map[string]string{},
 		Timeout:   DurationOr(srv.Spec.Timeout, DefaultTimeout),
 		Egress:    egress,
@@ -103,8 +104,12 @@ func revisionOf(srv *mcpv1alpha1.MCPServer) string {
 	return ""
 }
 
-// URL is spec.url, or the in-cluster address of spec.service.
+// URL is spec.url, or the in-cluster address of spec.service, or that of
+// the Service the operator keeps for spec.workload.
 func URL(srv *mcpv1alpha1.MCPServer) string {
+	if w := srv.Spec.Workload; w != nil {
+		return inCluster("http", srv.Name, srv.Namespace, WorkloadPort(w), WorkloadPath(w))
+	}
 	svc := srv.Spec.Service
 	if svc == nil {
 		return srv.Spec.URL
@@ -116,7 +121,60 @@ func URL(srv *mcpv1alpha1.MCPServer) string {
 	if p == "" {
 		p = "/"
 	}
-	return scheme + "://" + svc.Name + "." + srv.Namespace + ".svc:" + strconv.Itoa(int(svc.Port)) + p
+	return inCluster(scheme, svc.Name, srv.Namespace, svc.Port, p)
+}
+
+func inCluster(scheme, service, namespace string, port int32, path string) string {
+	return scheme + "://" + service + "." + namespace + ".svc:" + strconv.Itoa(int(port)) + path
+}
+
+// DefaultWorkloadPort is where a workload's server (or its bridge) listens
+// where the API server has not defaulted spec.workload.port.
+const DefaultWorkloadPort = 8080
+
+// WorkloadPort is the port a workload's server, or its bridge, listens on.
+func WorkloadPort(w *mcpv1alpha1.WorkloadSpec) int32 {
+	if w.Port == 0 {
+		return DefaultWorkloadPort
+	}
+	return w.Port
+}
+
+// WorkloadPath is a workload's MCP endpoint: the bridge's /mcp for Stdio,
+// else spec.workload.path, by default /mcp for Streamable HTTP and /sse
+// for SSE. The API cannot default it, since the default depends on the
+// transport.
+func WorkloadPath(w *mcpv1alpha1.WorkloadSpec) string {
+	switch {
+	case IsStdio(w):
+		return "/mcp"
+	case w.Path != "":
+		return w.Path
+	case w.Transport == mcpv1alpha1.WorkloadSSE:
+		return "/sse"
+	default:
+		return "/mcp"
+	}
+}
+
+// IsStdio reports whether a workload's server speaks stdio and runs behind
+// the bridge (the default transport).
+func IsStdio(w *mcpv1alpha1.WorkloadSpec) bool {
+	return w.Transport == "" || w.Transport == mcpv1alpha1.WorkloadStdio
+}
+
+// transport is how to talk to the server: spec.transport, or for a
+// workload what its transport says (the bridge speaks Streamable HTTP).
+func transport(srv *mcpv1alpha1.MCPServer) mcpclient.Transport {
+	w := srv.Spec.Workload
+	switch {
+	case w == nil:
+		return mcpclient.Transport(srv.Spec.Transport)
+	case w.Transport == mcpv1alpha1.WorkloadSSE:
+		return mcpclient.TransportSSE
+	default:
+		return mcpclient.TransportStreamableHTTP
+	}
 }
 
 func secretValue(ctx context.Context, reader client.Reader, namespace string, ref mcpv1alpha1.KeyReference, field string) ([]byte, error) {
