@@ -5,6 +5,8 @@ CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 CONTROLLER_GEN ?= go run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 GOLANGCI_LINT ?= go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+HELM_VERSION ?= v4.3.1
+HELM ?= go run helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
 IMG ?= ghcr.io/toolmesh/mcp-operator:dev
 # VERSION is stamped into the binaries (--version prints it).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -21,6 +23,13 @@ all: build
 .PHONY: manifests
 manifests: ## Generate CRDs and RBAC from the markers in the code.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	@$(MAKE) --no-print-directory chart-sync
+
+.PHONY: chart-sync
+chart-sync: ## Copy the generated CRDs and manager role into the Helm chart (make manifests does).
+	rm -f charts/mcp-operator/crds/*.yaml
+	cp config/crd/bases/*.yaml charts/mcp-operator/crds/
+	cp config/rbac/role.yaml charts/mcp-operator/files/manager-role.yaml
 
 .PHONY: generate
 generate: ## Generate DeepCopy methods.
@@ -42,8 +51,13 @@ lint: ## gofmt, go vet and golangci-lint.
 
 .PHONY: verify-generated
 verify-generated: manifests generate ## Fail when generated files differ from what is committed.
-	@git diff --exit-code -- config api || (echo "generated files are out of date: run 'make manifests generate' and commit"; exit 1)
-	@test -z "$$(git status --porcelain -- config api)" || (git status --porcelain -- config api; echo "generated files are not committed"; exit 1)
+	@git diff --exit-code -- config api charts/mcp-operator/crds charts/mcp-operator/files || (echo "generated files are out of date: run 'make manifests generate' and commit"; exit 1)
+	@test -z "$$(git status --porcelain -- config api charts/mcp-operator/crds charts/mcp-operator/files)" || (git status --porcelain -- config api charts/mcp-operator/crds charts/mcp-operator/files; echo "generated files are not committed"; exit 1)
+
+.PHONY: helm-lint
+helm-lint: ## helm lint --strict on the chart, with the default values and with every option set.
+	$(HELM) lint --strict charts/mcp-operator
+	$(HELM) lint --strict charts/mcp-operator --values test/helm/testdata/values-everything.yaml
 
 .PHONY: envtest-assets
 envtest-assets: ## Build kube-apiserver and etcd from source into the cache (once).
