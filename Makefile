@@ -26,10 +26,11 @@ manifests: ## Generate CRDs and RBAC from the markers in the code.
 	@$(MAKE) --no-print-directory chart-sync
 
 .PHONY: chart-sync
-chart-sync: ## Copy the generated CRDs and manager role into the Helm chart (make manifests does).
+chart-sync: ## Copy the CRDs, the manager role, the alerts and the dashboard into the Helm chart (make manifests does).
 	rm -f charts/mcp-operator/crds/*.yaml
 	cp config/crd/bases/*.yaml charts/mcp-operator/crds/
 	cp config/rbac/role.yaml charts/mcp-operator/files/manager-role.yaml
+	cp config/prometheus/prometheusrule.yaml config/prometheus/grafana-dashboard.json charts/mcp-operator/files/
 
 .PHONY: generate
 generate: ## Generate DeepCopy methods.
@@ -48,6 +49,7 @@ lint: ## gofmt, go vet and golangci-lint.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	$(GOLANGCI_LINT) run ./...
+	cd test/monitoring && go vet ./...
 
 .PHONY: verify-generated
 verify-generated: manifests generate ## Fail when generated files differ from what is committed.
@@ -68,9 +70,15 @@ npm-peers: ## Install the npm MCP reference server used by the tests.
 	@hack/npm-peers.sh "$(NPM_PEERS_DIR)" >/dev/null
 
 .PHONY: test
-test: ## Unit and envtest suites against a real kube-apiserver and etcd.
+test: ## Unit and envtest suites against a real kube-apiserver and etcd, then test/monitoring (its own module).
 	@assets=$$(hack/envtest-assets.sh) && peers=$$(hack/npm-peers.sh "$(NPM_PEERS_DIR)") && \
-	KUBEBUILDER_ASSETS="$$assets" MCP_NPM_PEERS="$$peers" go test $(GO_TEST_FLAGS) -count=1 ./... 
+	KUBEBUILDER_ASSETS="$$assets" MCP_NPM_PEERS="$$peers" go test $(GO_TEST_FLAGS) -count=1 ./... && \
+	cd test/monitoring && KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) -count=1 ./...
+
+.PHONY: test-monitoring
+test-monitoring: ## The alerts and the dashboard against Prometheus's rule engine and a real manager's metrics (make test runs it).
+	@assets=$$(hack/envtest-assets.sh) && cd test/monitoring && \
+	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) -count=1 ./...
 
 .PHONY: test-faults
 test-faults: ## The fault-injection suite alone (about 2 minutes; make test runs it too).

@@ -21,14 +21,18 @@ const (
 var everything = filepath.Join("testdata", "values-everything.yaml")
 
 var _ = Describe("The Helm chart", func() {
-	It("ships config/crd/bases and the generated role byte for byte", func() {
+	It("ships config/crd/bases, the generated role, the alerts and the dashboard byte for byte", func() {
 		bases, err := filepath.Glob(filepath.Join(configDir, "crd", "bases", "*.yaml"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(bases).NotTo(BeEmpty())
 		copies, err := filepath.Glob(filepath.Join(chartDir, "crds", "*.yaml"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(names(copies)).To(Equal(names(bases)), "charts/mcp-operator/crds must hold exactly config/crd/bases: run `make manifests`")
-		pairs := map[string]string{filepath.Join(configDir, "rbac", "role.yaml"): filepath.Join(chartDir, "files", "manager-role.yaml")}
+		pairs := map[string]string{
+			filepath.Join(configDir, "rbac", "role.yaml"):                    filepath.Join(chartDir, "files", "manager-role.yaml"),
+			filepath.Join(configDir, "prometheus", "prometheusrule.yaml"):    filepath.Join(chartDir, "files", "prometheusrule.yaml"),
+			filepath.Join(configDir, "prometheus", "grafana-dashboard.json"): filepath.Join(chartDir, "files", "grafana-dashboard.json"),
+		}
 		for _, base := range bases {
 			pairs[base] = filepath.Join(chartDir, "crds", filepath.Base(base))
 		}
@@ -201,3 +205,29 @@ func toAny(m map[string]string) map[string]any {
 	}
 	return out
 }
+
+var _ = Describe("The chart's alerts and dashboard", func() {
+	It("are config/prometheus's, in objects the API server accepts", func() {
+		kustomized := serverDryRun(renderKustomize("prometheus"))
+		Expect(kustomized).To(HaveLen(2), "config/prometheus renders %s", keysOf(kustomized))
+		charted := serverDryRun(renderChart(everything))
+		for key, want := range kustomized {
+			got, ok := charted[key]
+			Expect(ok).To(BeTrue(), "the chart with metrics.prometheusRule and metrics.grafanaDashboard enabled renders no %s; it renders %s", key, keysOf(charted))
+			for name, value := range want.GetLabels() {
+				Expect(got.GetLabels()).To(HaveKeyWithValue(name, value), key)
+			}
+			if got.GetKind() == "PrometheusRule" {
+				Expect(got.GetLabels()).To(HaveKeyWithValue("release", "prometheus"), "metrics.prometheusRule.labels")
+			}
+			Expect(fieldDifferences(key, comparable(want), comparable(got))).To(BeEmpty())
+		}
+	})
+
+	It("are not rendered by default", func() {
+		charted := serverDryRun(renderChart())
+		for key := range serverDryRun(renderKustomize("prometheus")) {
+			Expect(charted).NotTo(HaveKey(key))
+		}
+	})
+})

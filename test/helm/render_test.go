@@ -48,10 +48,15 @@ func renderChart(valuesFiles ...string) string {
 	return writeTemp("chart-*.yaml", out)
 }
 
-// renderKustomize is `kustomize build config/default`, with kubectl's kustomize.
-func renderKustomize() string {
-	out, err := exec.Command("kubectl", "kustomize", filepath.Join(configDir, "default")).Output()
-	Expect(err).NotTo(HaveOccurred(), "kubectl kustomize config/default")
+// renderKustomize is `kustomize build config/<overlay>` (default if none),
+// with kubectl's kustomize.
+func renderKustomize(overlay ...string) string {
+	dir := "default"
+	if len(overlay) > 0 {
+		dir = overlay[0]
+	}
+	out, err := exec.Command("kubectl", "kustomize", filepath.Join(configDir, dir)).Output()
+	Expect(err).NotTo(HaveOccurred(), "kubectl kustomize config/%s", dir)
 	return writeTemp("kustomize-*.yaml", string(out))
 }
 
@@ -68,7 +73,8 @@ func writeTemp(pattern, content string) string {
 // dry run) and returns the objects as it would store them: defaulted,
 // validated, converted. An object it refuses fails the test.
 func serverDryRun(manifests string) map[string]*unstructured.Unstructured {
-	out, err := kubectl("apply", "--server-side", "--force-conflicts", "--dry-run=server", "-o", "json", "-f", manifests)
+	// Objects without a namespace (config/prometheus) go to the release's.
+	out, err := kubectl("apply", "--server-side", "--force-conflicts", "--dry-run=server", "-o", "json", "-n", namespace, "-f", manifests)
 	Expect(err).NotTo(HaveOccurred(), out)
 	var list struct {
 		Kind  string           `json:"kind"`

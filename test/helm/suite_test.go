@@ -42,8 +42,8 @@ var _ = BeforeSuite(func() {
 	Expect(env.Kubeconfig(kubeconfig)).To(Succeed())
 	// Namespaced objects are dry-run into the namespace config/default creates.
 	Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})).To(Succeed())
-	// The chart's ServiceMonitor is validated by the Prometheus Operator's own CRD.
-	crds, err := promoperator.CRDPaths("servicemonitors")
+	// The ServiceMonitor and PrometheusRules are validated by the Prometheus Operator's own CRDs.
+	crds, err := promoperator.CRDPaths("servicemonitors", "prometheusrules")
 	Expect(err).NotTo(HaveOccurred())
 	_, err = envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: crds, ErrorIfPathMissing: true})
 	Expect(err).NotTo(HaveOccurred())
