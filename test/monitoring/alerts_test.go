@@ -156,8 +156,7 @@ func firing(t *testing.T, rule *rules.AlertingRule) []string {
 		if alert.State != rules.StateFiring {
 			continue
 		}
-		own := alert.Labels.DropMetricName()
-		own = labels.NewBuilder(own).Del(labels.AlertName, "severity").Labels()
+		own := labels.NewBuilder(alert.Labels).Del(labels.AlertName, "severity").Labels()
 		out = append(out, own.String())
 		alert.Annotations.Range(func(a labels.Label) {
 			if strings.Contains(a.Value, "<error expanding template") || strings.Contains(a.Value, "<no value>") {

@@ -100,14 +100,14 @@ func TestAgainstTheManager(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, s := range series {
-				labelNames, ok := known[s.Get(labels.MetricName)]
+				labelNames, ok := known[s.Get(model.MetricNameLabel)]
 				if !ok {
-					t.Errorf("%s: %s is neither exported nor listed", tc.name, s.Get(labels.MetricName))
+					t.Errorf("%s: %s is neither exported nor listed", tc.name, s.Get(model.MetricNameLabel))
 					continue
 				}
 				s.Range(func(l labels.Label) {
-					if l.Name != labels.MetricName && !labelNames[l.Name] {
-						t.Errorf("%s: %s has no label %q", tc.name, s.Get(labels.MetricName), l.Name)
+					if l.Name != model.MetricNameLabel && !labelNames[l.Name] {
+						t.Errorf("%s: %s has no label %q", tc.name, s.Get(model.MetricNameLabel), l.Name)
 					}
 				})
 			}
@@ -228,11 +228,12 @@ func runManager(t *testing.T) []map[string]*dto.MetricFamily {
 	scrapes = append(scrapes, scrape(t, metricsAddr))
 
 	// An agent holds an MCP session; doomed stops answering (SIGSTOP: the
-	// connection stays, no answer comes, the 1s timeout ends each call).
+	// connection stays, no answer comes, the 1s timeout ends each call) and,
+	// with one call in flight and one waiting, turns the next away (busy).
 	openSession(t, c.base+"assistant/mcp")
 	servers["doomed"].pause(t)
 	for phase := 0; phase < 2; phase++ {
-		c.callFails("mcp_doomed_convert_units", `{"value": 1, "from": "kg", "to": "lb"}`)
+		c.burst("mcp_doomed_convert_units", `{"value": 1, "from": "kg", "to": "lb"}`)
 		c.call("mcp_steady_convert_units", `{"value": 1, "from": "km", "to": "mi"}`, false)
 		c.call("mcp_steady_time_add", `{"time": "2026-11-30T12:00:00Z", "duration": "soon"}`, true)
 		scrapes = append(scrapes, scrape(t, metricsAddr))
@@ -240,7 +241,8 @@ func runManager(t *testing.T) []map[string]*dto.MetricFamily {
 	return scrapes
 }
 
-// manifests: steady and doomed are selected by the assistant collection;
+// manifests: steady and doomed are selected by the assistant collection
+// (doomed takes one call at a time);
 // broken points at an address nothing listens on, so its discovery fails;
 // the pinned collection approves nothing, so it withholds steady's tools.
 func manifests(steady, doomed, nowhere string) string {
@@ -257,7 +259,7 @@ spec: {url: "http://%[2]s/mcp", refreshInterval: 1h}
 apiVersion: mcp.toolmesh.io/v1alpha1
 kind: MCPServer
 metadata: {name: doomed, namespace: %[1]s, labels: {team: monitoring}}
-spec: {url: "http://%[3]s/mcp", refreshInterval: 1h, timeout: 1s}
+spec: {url: "http://%[3]s/mcp", refreshInterval: 1h, timeout: 1s, maxConcurrentCalls: 1}
 ---
 apiVersion: mcp.toolmesh.io/v1alpha1
 kind: MCPServer
@@ -285,53 +287,75 @@ type catalog struct {
 	base string
 }
 
-func (c catalog) do(method, url, body string) (int, []byte) {
-	c.t.Helper()
+// do sends one request; it does not fail the test itself, so that
+// goroutines may call it.
+func (c catalog) do(method, url, body string) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
 	if err != nil {
-		c.t.Fatal(err)
+		return 0, nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, url, err)
+		return 0, nil, fmt.Errorf("%s %s: %w", method, url, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	out, err := io.ReadAll(resp.Body)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return resp.StatusCode, out
+	return resp.StatusCode, out, err
+}
+
+// execute calls a tool through the assistant collection.
+func (c catalog) execute(tool, arguments string) (int, []byte, error) {
+	return c.do(http.MethodPost, c.base+"assistant/execute", `{"name": "`+tool+`", "arguments": `+arguments+`}`)
 }
 
 func (c catalog) menu(collection string) {
 	c.t.Helper()
-	if code, body := c.do(http.MethodGet, c.base+collection+"/tools", ""); code != http.StatusOK {
-		c.t.Fatalf("menu of %s: %d %s", collection, code, body)
+	code, body, err := c.do(http.MethodGet, c.base+collection+"/tools", "")
+	if err != nil || code != http.StatusOK {
+		c.t.Fatalf("menu of %s: %d %s %v", collection, code, body, err)
 	}
 }
 
-// call executes a tool through the assistant collection and checks that
-// it answered, as a tool error or not.
+// call executes a tool and checks that it answered, as a tool error or not.
 func (c catalog) call(tool, arguments string, isError bool) {
 	c.t.Helper()
-	code, body := c.do(http.MethodPost, c.base+"assistant/execute", `{"name": "`+tool+`", "arguments": `+arguments+`}`)
+	code, body, err := c.execute(tool, arguments)
 	var envelope struct {
 		IsError bool `json:"isError"`
 	}
-	if code != http.StatusOK || json.Unmarshal(body, &envelope) != nil || envelope.IsError != isError {
-		c.t.Fatalf("calling %s: %d %s, want 200 with isError %v", tool, code, body, isError)
+	if err != nil || code != http.StatusOK || json.Unmarshal(body, &envelope) != nil || envelope.IsError != isError {
+		c.t.Fatalf("calling %s: %d %s %v, want 200 with isError %v", tool, code, body, err, isError)
 	}
 }
 
-// callFails executes a tool whose server does not answer: the catalog
-// answers 502 or 504.
-func (c catalog) callFails(tool, arguments string) {
+// burst sends three calls at once to a server that takes one at a time and
+// does not answer: one is in flight, one waits, one is turned away (429);
+// the two it took time out (504, or 502 once the session is dropped).
+func (c catalog) burst(tool, arguments string) {
 	c.t.Helper()
-	code, body := c.do(http.MethodPost, c.base+"assistant/execute", `{"name": "`+tool+`", "arguments": `+arguments+`}`)
-	if code != http.StatusBadGateway && code != http.StatusGatewayTimeout {
-		c.t.Fatalf("calling %s on a stopped server: %d %s, want 502 or 504", tool, code, body)
+	type answer struct {
+		code int
+		err  error
+	}
+	answers := make(chan answer, 3)
+	for range 3 {
+		go func() {
+			code, _, err := c.execute(tool, arguments)
+			answers <- answer{code, err}
+		}()
+	}
+	count := map[int]int{}
+	for range 3 {
+		a := <-answers
+		if a.err != nil {
+			c.t.Fatal(a.err)
+		}
+		count[a.code]++
+	}
+	if count[http.StatusTooManyRequests] != 1 || count[http.StatusGatewayTimeout]+count[http.StatusBadGateway] != 2 {
+		c.t.Fatalf("three calls at once to %s (one at a time, not answering): status codes %v, want one 429 and two 502/504", tool, count)
 	}
 }
 
@@ -416,7 +440,7 @@ type sample struct {
 func samplesOf(name string, kind dto.MetricType, m *dto.Metric) []sample {
 	series := func(seriesName string, value float64, extra ...string) sample {
 		b := labels.NewScratchBuilder(len(m.GetLabel()) + 2)
-		b.Add(labels.MetricName, seriesName)
+		b.Add(model.MetricNameLabel, seriesName)
 		for _, l := range m.GetLabel() {
 			b.Add(l.GetName(), l.GetValue())
 		}

@@ -144,7 +144,7 @@ func fileFilled(path string) func() bool {
 }
 
 // kubectl runs the real kubectl against the control plane.
-func kubectl(t *testing.T, kubeconfig, stdin string, args ...string) string {
+func kubectl(t *testing.T, kubeconfig, stdin string, args ...string) {
 	t.Helper()
 	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", kubeconfig}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
@@ -152,7 +152,6 @@ func kubectl(t *testing.T, kubeconfig, stdin string, args ...string) string {
 	if err != nil {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	return string(out)
 }
 
 // lockedBuffer collects a process's output for the test to read.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 )
@@ -96,7 +97,7 @@ func selectorName(vs *parser.VectorSelector) string {
 		return vs.Name
 	}
 	for _, m := range vs.LabelMatchers {
-		if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+		if m.Name == model.MetricNameLabel && m.Type == labels.MatchEqual {
 			return m.Value
 		}
 	}
@@ -118,7 +119,7 @@ func unknownUses(k knownSeries, expr parser.Expr) []string {
 				return nil
 			}
 			for _, m := range n.LabelMatchers {
-				if m.Name != labels.MetricName && !labelNames[m.Name] {
+				if m.Name != model.MetricNameLabel && !labelNames[m.Name] {
 					problems = append(problems, fmt.Sprintf("%s has no label %q (it has %s)", name, m.Name, strings.Join(slices.Sorted(maps.Keys(labelNames)), ", ")))
 				}
 			}
