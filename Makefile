@@ -1,4 +1,4 @@
-# mcp-operator: every target works on a fresh machine with Go, kubectl and
+# mcp-operator: every target works on a fresh machine with Go, kubectl, curl and
 # Node/npm; tools are run through `go run` at pinned versions.
 
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
