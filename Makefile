@@ -1,10 +1,12 @@
-# mcp-operator: every target works on a fresh machine with Go, kubectl and
+# mcp-operator: every target works on a fresh machine with Go, kubectl, curl and
 # Node/npm; tools are run through `go run` at pinned versions.
 
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 CONTROLLER_GEN ?= go run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 GOLANGCI_LINT ?= go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+HELM_VERSION ?= v4.3.1
+HELM ?= go run helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
 IMG ?= ghcr.io/toolmesh/mcp-operator:dev
 # VERSION is stamped into the binaries (--version prints it).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -21,6 +23,14 @@ all: build
 .PHONY: manifests
 manifests: ## Generate CRDs and RBAC from the markers in the code.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	@$(MAKE) --no-print-directory chart-sync
+
+.PHONY: chart-sync
+chart-sync: ## Copy the CRDs, the manager role, the alerts and the dashboard into the Helm chart (make manifests does).
+	rm -f charts/mcp-operator/crds/*.yaml
+	cp config/crd/bases/*.yaml charts/mcp-operator/crds/
+	cp config/rbac/role.yaml charts/mcp-operator/files/manager-role.yaml
+	cp config/prometheus/prometheusrule.yaml config/prometheus/grafana-dashboard.json charts/mcp-operator/files/
 
 .PHONY: generate
 generate: ## Generate DeepCopy methods.
@@ -39,11 +49,17 @@ lint: ## gofmt, go vet and golangci-lint.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	$(GOLANGCI_LINT) run ./...
+	cd test/monitoring && go vet ./... && $(GOLANGCI_LINT) run --config ../../.golangci.yml ./...
 
 .PHONY: verify-generated
 verify-generated: manifests generate ## Fail when generated files differ from what is committed.
-	@git diff --exit-code -- config api || (echo "generated files are out of date: run 'make manifests generate' and commit"; exit 1)
-	@test -z "$$(git status --porcelain -- config api)" || (git status --porcelain -- config api; echo "generated files are not committed"; exit 1)
+	@git diff --exit-code -- config api charts/mcp-operator/crds charts/mcp-operator/files || (echo "generated files are out of date: run 'make manifests generate' and commit"; exit 1)
+	@test -z "$$(git status --porcelain -- config api charts/mcp-operator/crds charts/mcp-operator/files)" || (git status --porcelain -- config api charts/mcp-operator/crds charts/mcp-operator/files; echo "generated files are not committed"; exit 1)
+
+.PHONY: helm-lint
+helm-lint: ## helm lint --strict on the chart, with the default values and with every option set.
+	$(HELM) lint --strict charts/mcp-operator
+	$(HELM) lint --strict charts/mcp-operator --values test/helm/testdata/values-everything.yaml
 
 .PHONY: envtest-assets
 envtest-assets: ## Build kube-apiserver and etcd from source into the cache (once).
@@ -54,9 +70,15 @@ npm-peers: ## Install the npm MCP reference server used by the tests.
 	@hack/npm-peers.sh "$(NPM_PEERS_DIR)" >/dev/null
 
 .PHONY: test
-test: ## Unit and envtest suites against a real kube-apiserver and etcd.
+test: ## Unit and envtest suites against a real kube-apiserver and etcd, then test/monitoring (its own module).
 	@assets=$$(hack/envtest-assets.sh) && peers=$$(hack/npm-peers.sh "$(NPM_PEERS_DIR)") && \
-	KUBEBUILDER_ASSETS="$$assets" MCP_NPM_PEERS="$$peers" go test $(GO_TEST_FLAGS) -count=1 ./... 
+	KUBEBUILDER_ASSETS="$$assets" MCP_NPM_PEERS="$$peers" go test $(GO_TEST_FLAGS) -count=1 ./... && \
+	cd test/monitoring && KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) -count=1 ./...
+
+.PHONY: test-monitoring
+test-monitoring: ## The alerts and the dashboard against Prometheus's rule engine and a real manager's metrics (make test runs it).
+	@assets=$$(hack/envtest-assets.sh) && cd test/monitoring && \
+	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) -count=1 ./...
 
 .PHONY: test-faults
 test-faults: ## The fault-injection suite alone (about 2 minutes; make test runs it too).

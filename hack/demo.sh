@@ -29,23 +29,17 @@ trap 'exit 130' INT TERM
 # it spawned.
 start() { local log="$1"; shift; setsid "$@" >"${log}" 2>&1 & pids+=("$!"); }
 
-# SO_REUSEADDR as Go's listeners set it, so that connections of a previous
-# run waiting in TIME_WAIT do not count as the port being in use.
-port_free() {
-  python3 -c 'import socket,sys; h,p=sys.argv[1].rsplit(":",1); s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((h,int(p)))' "$1" 2>/dev/null
-}
-wait_for_port() {
-  for _ in $(seq 1 100); do
-    python3 -c 'import socket,sys; h,p=sys.argv[1].rsplit(":",1); socket.create_connection((h,int(p)),0.2)' "$1" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  return 1
-}
+# hack/demotool checks ports and prints the catalog's JSON, so the demo
+# needs nothing but Go, kubectl and curl. It builds in seconds, before the
+# ports are checked, so a port in use is reported before the long build.
+go build -o "${work}/demotool" ./hack/demotool || fail "building ./hack/demotool"
+port_free() { "${work}/demotool" portfree "$1" 2>/dev/null; }
+wait_for_port() { "${work}/demotool" waitport "$1" 2>/dev/null; }
 
 port_free "${DEMO_MCP_ADDR}" || fail "${DEMO_MCP_ADDR} is in use; the samples expect the demo MCP server there"
 port_free "${CATALOG_ADDR}" || fail "${CATALOG_ADDR} is in use; set CATALOG_ADDR=127.0.0.1:PORT"
 
-say "Building kube-apiserver and etcd from source if not cached (first run: about 15 minutes on 2 cores)"
+say "The local control plane: kube-apiserver and etcd, built from source on the first run only (about 10 minutes on 2 cores; progress every 30 s)"
 assets="$(hack/envtest-assets.sh)" || fail "building the control plane; see the messages above"
 say "Building the manager and the demo MCP server"
 for cmd in manager demo-mcp-server; do
@@ -86,13 +80,12 @@ echo
 say "The assistant's menu, as an agent passes it to a model"
 echo "\$ curl ${catalog}/v1/namespaces/default/toolcollections/assistant/tools"
 curl -fsS "${catalog}/v1/namespaces/default/toolcollections/assistant/tools" |
-  python3 -c 'import json,sys; m=json.load(sys.stdin); print("revision", m["revision"][:12]);
-[print("  %-26s %s" % (t["function"]["name"], t["function"]["description"][:70])) for t in m["tools"]]'
+  "${work}/demotool" menu
 echo
 say "A tool call through the catalog"
 call='{"id":"call_1","type":"function","function":{"name":"convert","arguments":"{\"value\": 26.2, \"from\": \"mi\", \"to\": \"km\"}"}}'
 echo "\$ curl -X POST ${catalog}/v1/namespaces/default/toolcollections/assistant/execute -d '${call}'"
-curl -fsS -X POST "${catalog}/v1/namespaces/default/toolcollections/assistant/execute" -d "${call}" | python3 -m json.tool
+curl -fsS -X POST "${catalog}/v1/namespaces/default/toolcollections/assistant/execute" -d "${call}" | "${work}/demotool" indent
 echo
 echo "Kubeconfig:  export KUBECONFIG=${kubeconfig}"
 echo "Catalog:     ${catalog}  (GET /v1/tools, ?format=anthropic|mcp; POST /v1/execute)"

@@ -1,0 +1,233 @@
+package helm
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive,staticcheck // Ginkgo's DSL reads best dot-imported
+	. "github.com/onsi/gomega"    //nolint:revive,staticcheck // so does Gomega's
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+const (
+	deploymentKey     = "Deployment.apps " + namespace + "/mcp-operator-controller-manager"
+	metricsServiceKey = "Service " + namespace + "/mcp-operator-metrics"
+	serviceMonitorKey = "ServiceMonitor.monitoring.coreos.com " + namespace + "/mcp-operator-metrics"
+	pdbKey            = "PodDisruptionBudget.policy " + namespace + "/mcp-operator-controller-manager"
+)
+
+var everything = filepath.Join("testdata", "values-everything.yaml")
+
+var _ = Describe("The Helm chart", func() {
+	It("ships config/crd/bases, the generated role, the alerts and the dashboard byte for byte", func() {
+		bases, err := filepath.Glob(filepath.Join(configDir, "crd", "bases", "*.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(bases).NotTo(BeEmpty())
+		copies, err := filepath.Glob(filepath.Join(chartDir, "crds", "*.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(names(copies)).To(Equal(names(bases)), "charts/mcp-operator/crds must hold exactly config/crd/bases: run `make manifests`")
+		pairs := map[string]string{
+			filepath.Join(configDir, "rbac", "role.yaml"):                    filepath.Join(chartDir, "files", "manager-role.yaml"),
+			filepath.Join(configDir, "prometheus", "prometheusrule.yaml"):    filepath.Join(chartDir, "files", "prometheusrule.yaml"),
+			filepath.Join(configDir, "prometheus", "grafana-dashboard.json"): filepath.Join(chartDir, "files", "grafana-dashboard.json"),
+		}
+		for _, base := range bases {
+			pairs[base] = filepath.Join(chartDir, "crds", filepath.Base(base))
+		}
+		for source, copied := range pairs {
+			want, err := os.ReadFile(source)
+			Expect(err).NotTo(HaveOccurred())
+			got, err := os.ReadFile(copied)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(got)).To(Equal(string(want)), "%s is not a copy of %s: run `make manifests`", copied, source)
+		}
+	})
+
+	It("renders what config/default renders, field for field, as the API server stores them", func() {
+		kustomized := serverDryRun(renderKustomize())
+		charted := serverDryRun(renderChart())
+		Expect(kustomized).To(HaveKey(deploymentKey), "config/default renders %s", keysOf(kustomized))
+		Expect(differences(kustomized, charted)).To(BeEmpty(),
+			"charts/mcp-operator and config/default differ: make the chart (values.yaml, templates/) render what config/default does")
+	})
+
+	It("reports each difference by object and field", func() {
+		// Against config/default itself, changed, so this holds whatever the chart says.
+		kustomized := serverDryRun(renderKustomize())
+		changed := map[string]*unstructured.Unstructured{}
+		for key, obj := range kustomized {
+			changed[key] = obj.DeepCopy()
+		}
+		deployment := changed[deploymentKey]
+		container := []string{"spec", "template", "spec", "containers"}
+		containers, _, _ := unstructured.NestedSlice(deployment.Object, container...)
+		manager := containers[0].(map[string]any)
+		args := len(manager["args"].([]any))
+		manager["args"] = append(manager["args"].([]any), "--no-such-flag")
+		delay, _, _ := unstructured.NestedInt64(manager, "livenessProbe", "initialDelaySeconds")
+		Expect(unstructured.SetNestedField(manager, delay+5, "livenessProbe", "initialDelaySeconds")).To(Succeed())
+		Expect(unstructured.SetNestedSlice(deployment.Object, containers, container...)).To(Succeed())
+		labels := deployment.GetLabels()
+		delete(labels, "app.kubernetes.io/component")
+		labels["team"] = "x"
+		deployment.SetLabels(labels)
+		delete(changed, metricsServiceKey)
+		delete(changed, "Namespace "+namespace)
+
+		Expect(differences(kustomized, changed)).To(ConsistOf(
+			deploymentKey+`: metadata.labels[app.kubernetes.io/component]: config/default has "manager", the chart has ""`,
+			deploymentKey+`: metadata.labels[team]: the chart adds "x", config/default has no such label`,
+			fmt.Sprintf(`%s: spec.template.spec.containers[0].args[%d]: config/default has nothing, the chart has "--no-such-flag"`, deploymentKey, args),
+			fmt.Sprintf(`%s: spec.template.spec.containers[0].livenessProbe.initialDelaySeconds: config/default has %d, the chart has %d`, deploymentKey, delay, delay+5),
+			metricsServiceKey+`: config/default has it, the chart does not render it`,
+		))
+	})
+
+	It("passes helm lint --strict with the default values and with every option set", func() {
+		for _, args := range [][]string{{}, {"--values", everything}} {
+			out, err := helm(append([]string{"lint", "--strict", chartDir}, args...)...)
+			Expect(err).NotTo(HaveOccurred(), out)
+			Expect(out).To(ContainSubstring("0 chart(s) failed"))
+		}
+	})
+
+	It("puts every non-default value where it belongs, in objects the API server accepts", func() {
+		charted := serverDryRun(renderChart(everything))
+		deployment := charted[deploymentKey]
+		Expect(deployment).NotTo(BeNil(), "rendered: %s", keysOf(charted))
+		Expect(deployment.Object).To(HaveKeyWithValue("spec", HaveKeyWithValue("replicas", BeEquivalentTo(3))))
+		manager := containerOf(deployment)
+		Expect(manager).To(HaveKeyWithValue("image", "ghcr.io/toolmesh/mcp-operator@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"))
+		Expect(manager).To(HaveKeyWithValue("imagePullPolicy", "Always"))
+		Expect(manager["args"]).To(ContainElements(
+			"--catalog-auth=none", "--egress-deny-cidrs=", "--egress-allow-cidrs=10.0.0.0/8,fd00::/8", "--max-tools=500"))
+		Expect(manager["args"]).NotTo(ContainElement("--catalog-auth=kubernetes"))
+		Expect(manager["env"]).To(ContainElements(
+			map[string]any{"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": "http://otel-collector.observability:4318"},
+			map[string]any{"name": "OTEL_EXPORTER_OTLP_PROTOCOL", "value": "http/protobuf"},
+			map[string]any{"name": "OTEL_SERVICE_NAME", "value": "mcp-operator"},
+			map[string]any{"name": "OTEL_EXPORTER_OTLP_HEADERS", "valueFrom": map[string]any{
+				"secretKeyRef": map[string]any{"name": "otel-auth", "key": "headers"}}},
+			map[string]any{"name": "GOMEMLIMIT", "value": "400MiB"},
+		))
+
+		podLabels, _, _ := unstructured.NestedStringMap(deployment.Object, "spec", "template", "metadata", "labels")
+		spread, _, _ := unstructured.NestedSlice(deployment.Object, "spec", "template", "spec", "topologySpreadConstraints")
+		Expect(spread).To(ConsistOf(HaveKeyWithValue("labelSelector", map[string]any{"matchLabels": toAny(podLabels)})),
+			"a constraint without labelSelector spreads the manager's own pods")
+
+		pdb := charted[pdbKey]
+		Expect(pdb).NotTo(BeNil(), "rendered: %s", keysOf(charted))
+		Expect(pdb.Object["spec"]).To(HaveKeyWithValue("minAvailable", BeEquivalentTo(1)))
+		Expect(pdb.Object["spec"]).To(HaveKeyWithValue("selector", deployment.Object["spec"].(map[string]any)["selector"]))
+
+		monitor := charted[serviceMonitorKey]
+		Expect(monitor).NotTo(BeNil(), "rendered: %s", keysOf(charted))
+		Expect(monitor.GetLabels()).To(HaveKeyWithValue("release", "prometheus"))
+		selector, _, _ := unstructured.NestedStringMap(monitor.Object, "spec", "selector", "matchLabels")
+		metricsService := charted[metricsServiceKey]
+		for k, v := range selector {
+			Expect(metricsService.GetLabels()).To(HaveKeyWithValue(k, v), "the ServiceMonitor selects the metrics Service")
+		}
+		ports, _, _ := unstructured.NestedSlice(metricsService.Object, "spec", "ports")
+		Expect(ports).To(ContainElement(HaveKeyWithValue("name", "metrics")))
+		Expect(monitor.Object["spec"]).To(HaveKeyWithValue("endpoints", ConsistOf(HaveKeyWithValue("port", "metrics"))))
+	})
+
+	It("renders no ServiceMonitor, PodDisruptionBudget or OTEL_* variable with the default values", func() {
+		charted := serverDryRun(renderChart())
+		Expect(charted).NotTo(HaveKey(serviceMonitorKey))
+		Expect(charted).NotTo(HaveKey(pdbKey))
+		Expect(containerOf(charted[deploymentKey])).NotTo(HaveKey("env"))
+	})
+
+	It("renders only flags the manager accepts", func() {
+		bin := filepath.Join(GinkgoT().TempDir(), "manager")
+		out, err := exec.Command("go", "build", "-o", bin, "github.com/toolmesh/mcp-operator/cmd/manager").CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), string(out))
+		for _, values := range [][]string{nil, {everything}} {
+			args := toStrings(containerOf(serverDryRun(renderChart(values...))[deploymentKey])["args"])
+			// --version exits after parsing every flag; a flag the manager does
+			// not know, or a value it cannot parse, fails the parse first.
+			out, err := exec.Command(bin, append(args, "--version")...).CombinedOutput()
+			Expect(err).NotTo(HaveOccurred(), "the manager refused %v:\n%s", args, out)
+			Expect(string(out)).To(HavePrefix("mcp-operator "))
+		}
+		out, err = exec.Command(bin, "--egress-allow-cidrs=10.0.0.0", "--version").CombinedOutput()
+		Expect(err).To(HaveOccurred(), "a CIDR without a prefix length must fail the parse: %s", out)
+	})
+
+	It("refuses values the manager would refuse, naming the value", func() {
+		for value, path := range map[string]string{
+			"catalog.auth=oauth":              "/catalog/auth",
+			"egress.allowCIDRs={10.0.0.1}":    "/egress/allowCIDRs/0",
+			"tracing.protocol=thrift":         "/tracing/protocol",
+			"extraArgs={catalog-auth=none}":   "/extraArgs/0",
+			"podDisruptionBudget.enable=true": "enable",
+		} {
+			out, err := helm("template", release, chartDir, "--namespace", namespace, "--set", value)
+			Expect(err).To(HaveOccurred(), "--set %s rendered:\n%s", value, out)
+			Expect(out).To(ContainSubstring(path), "--set %s", value)
+		}
+	})
+})
+
+// containerOf is the manager container of a Deployment.
+func containerOf(deployment *unstructured.Unstructured) map[string]any {
+	Expect(deployment).NotTo(BeNil())
+	containers, _, _ := unstructured.NestedSlice(deployment.Object, "spec", "template", "spec", "containers")
+	Expect(containers).To(HaveLen(1))
+	return containers[0].(map[string]any)
+}
+
+func names(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = filepath.Base(p)
+	}
+	return out
+}
+
+func toStrings(v any) []string {
+	var out []string
+	for _, s := range v.([]any) {
+		out = append(out, s.(string))
+	}
+	return out
+}
+
+func toAny(m map[string]string) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+var _ = Describe("The chart's alerts and dashboard", func() {
+	It("are config/prometheus's, in objects the API server accepts", func() {
+		kustomized := serverDryRun(renderKustomize("prometheus"))
+		Expect(kustomized).To(HaveLen(2), "config/prometheus renders %s", keysOf(kustomized))
+		charted := serverDryRun(renderChart(everything))
+		for key, want := range kustomized {
+			got, ok := charted[key]
+			Expect(ok).To(BeTrue(), "the chart with metrics.prometheusRule and metrics.grafanaDashboard enabled renders no %s; it renders %s", key, keysOf(charted))
+			for name, value := range want.GetLabels() {
+				Expect(got.GetLabels()).To(HaveKeyWithValue(name, value), key)
+			}
+			if got.GetKind() == "PrometheusRule" {
+				Expect(got.GetLabels()).To(HaveKeyWithValue("release", "prometheus"), "metrics.prometheusRule.labels")
+			}
+			Expect(fieldDifferences(key, comparable(want), comparable(got))).To(BeEmpty())
+		}
+	})
+
+	It("are not rendered by default", func() {
+		charted := serverDryRun(renderChart())
+		for key := range serverDryRun(renderKustomize("prometheus")) {
+			Expect(charted).NotTo(HaveKey(key))
+		}
+	})
+})
