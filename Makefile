@@ -71,14 +71,19 @@ npm-peers: ## Install the npm MCP reference server used by the tests.
 
 .PHONY: test
 test: ## Unit and envtest suites against a real kube-apiserver and etcd, then test/monitoring (its own module).
-	@assets=$$(hack/envtest-assets.sh) && peers=$$(hack/npm-peers.sh "$(NPM_PEERS_DIR)") && \
-	KUBEBUILDER_ASSETS="$$assets" MCP_NPM_PEERS="$$peers" go test $(GO_TEST_FLAGS) -count=1 ./... && \
+	@assets=$$(hack/envtest-assets.sh) && peers=$$(hack/npm-peers.sh "$(NPM_PEERS_DIR)") && conformance=$$(hack/conformance.sh) && \
+	KUBEBUILDER_ASSETS="$$assets" MCP_NPM_PEERS="$$peers" MCP_CONFORMANCE="$$conformance" go test $(GO_TEST_FLAGS) -count=1 ./... && \
 	cd test/monitoring && KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) -count=1 ./...
 
 .PHONY: test-monitoring
 test-monitoring: ## The alerts and the dashboard against Prometheus's rule engine and a real manager's metrics (make test runs it).
 	@assets=$$(hack/envtest-assets.sh) && cd test/monitoring && \
 	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) -count=1 ./...
+
+.PHONY: test-conformance
+test-conformance: ## The official MCP conformance suite against a ToolCollection's MCP endpoint (make test runs it).
+	@assets=$$(hack/envtest-assets.sh) && conformance=$$(hack/conformance.sh) && \
+	KUBEBUILDER_ASSETS="$$assets" MCP_CONFORMANCE="$$conformance" go test $(GO_TEST_FLAGS) -count=1 -v ./test/conformance/
 
 .PHONY: test-faults
 test-faults: ## The fault-injection suite alone (about 2 minutes; make test runs it too).

@@ -1,0 +1,180 @@
+package faults
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	. "github.com/onsi/ginkgo/v2" //nolint:revive,staticcheck // Ginkgo's DSL reads best dot-imported
+	. "github.com/onsi/gomega"    //nolint:revive,staticcheck // so does Gomega's
+
+	"github.com/toolmesh/mcp-operator/internal/testenv"
+	"github.com/toolmesh/mcp-operator/internal/testmcp"
+)
+
+// mcpExchange is one HTTP exchange with a catalog's MCP endpoint: the
+// status, the session id it set, and the JSON-RPC messages it carried
+// (one for a JSON answer, each event of a stream).
+type mcpExchange struct {
+	status   int
+	session  string
+	messages []string
+}
+
+// rawMCP posts one JSON-RPC message, with the headers of a revision.
+func rawMCP(url, session, revision, body string) mcpExchange {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	Expect(err).NotTo(HaveOccurred())
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
+	if revision != "" {
+		req.Header.Set("MCP-Protocol-Version", revision)
+	}
+	var msg struct {
+		Method string `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	_ = json.Unmarshal([]byte(body), &msg)
+	if mcp.IsModernProtocol(revision) {
+		req.Header.Set("Mcp-Method", msg.Method)
+		if msg.Params.Name != "" {
+			req.Header.Set("Mcp-Name", msg.Params.Name)
+		}
+	}
+	resp, err := callers.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = resp.Body.Close() }()
+	out := mcpExchange{status: resp.StatusCode, session: resp.Header.Get("Mcp-Session-Id")}
+	var raw bytes.Buffer
+	_, _ = raw.ReadFrom(resp.Body)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		for _, event := range strings.Split(raw.String(), "\n\n") {
+			for _, line := range strings.Split(event, "\n") {
+				if data, ok := strings.CutPrefix(line, "data: "); ok {
+					out.messages = append(out.messages, data)
+				}
+			}
+		}
+	} else if raw.Len() > 0 {
+		out.messages = []string{raw.String()}
+	}
+	return out
+}
+
+// modernMeta is the _meta a 2026-07-28 request carries.
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}`
+
+// listenFor opens a stream for list changes on a catalog (the GET of a
+// session, or subscriptions/listen in 2026-07-28) and sends each message
+// it carries to the returned channel until ctx ends.
+func listenFor(ctx context.Context, url, session, revision string) <-chan string {
+	var req *http.Request
+	var err error
+	if mcp.IsModernProtocol(revision) {
+		body := `{"jsonrpc":"2.0","id":"l","method":"subscriptions/listen","params":{` + modernMeta + `,"notifications":{"toolsListChanged":true}}}`
+		req, err = http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+		Expect(err).NotTo(HaveOccurred())
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Mcp-Method", "subscriptions/listen")
+	} else {
+		req, err = http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		Expect(err).NotTo(HaveOccurred())
+		req.Header.Set("Mcp-Session-Id", session)
+	}
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", revision)
+	resp, err := http.DefaultClient.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	messages := make(chan string, 16)
+	go func() {
+		defer func() { _ = resp.Body.Close() }()
+		lines := bufio.NewScanner(resp.Body)
+		for lines.Scan() {
+			if data, ok := strings.CutPrefix(lines.Text(), "data: "); ok {
+				messages <- data
+			}
+		}
+	}()
+	return messages
+}
+
+// Two replicas serve the catalog behind one Service, which spreads new
+// connections across them: a caller's requests land on either. Nothing a
+// replica keeps per session is needed to answer them.
+var _ = Describe("Sessions on any replica", Ordered, func() {
+	var (
+		plane      *testenv.Env
+		kubeconfig string
+		bin        string
+	)
+	BeforeAll(func() {
+		var err error
+		plane, err = testenv.Start(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(plane.Stop)
+		dir := GinkgoT().TempDir()
+		kubeconfig = filepath.Join(dir, "kubeconfig")
+		Expect(plane.Kubeconfig(kubeconfig)).To(Succeed())
+		bin = buildManager(dir)
+	})
+
+	It("serves a session begun on one replica from the other, listening stream and menu changes included, in every revision", func() {
+		ns := plane.Namespace()
+		up := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP, ListChanged: true})
+		up.AddTool("echo", "Echoes.", `{"type":"object","properties":{"message":{"type":"string"}}}`)
+		lease := []string{"--leader-elect", "--leader-election-namespace=" + ns,
+			"--leader-election-lease-duration=6s", "--leader-election-renew-deadline=4s", "--leader-election-retry-period=1s"}
+		a, b := startManager(bin, kubeconfig, lease...), startManager(bin, kubeconfig, lease...)
+		srv := plane.CreateServer(ns, "shared", up.URL())
+		Eventually(plane.ReadyOf(srv)).Should(Equal("True/ToolsDiscovered"))
+		for _, m := range []*managerProcess{a, b} {
+			Eventually(func() string { return get(m.catalog, "/v1/tools").body }).Should(ContainSubstring("mcp_shared_echo"), m.String())
+		}
+		onA, onB := a.catalog+"/mcp", b.catalog+"/mcp"
+
+		By("2025-11-25: initialize on A, everything else on B")
+		init := rawMCP(onA, "", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+		Expect(init.status).To(Equal(http.StatusOK))
+		Expect(init.session).NotTo(BeEmpty())
+		Expect(rawMCP(onB, init.session, "2025-11-25", `{"jsonrpc":"2.0","method":"notifications/initialized"}`).status).To(Equal(http.StatusAccepted))
+		listed := rawMCP(onB, init.session, "2025-11-25", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+		Expect(listed.status).To(Equal(http.StatusOK))
+		Expect(listed.messages).To(ContainElement(ContainSubstring(`"name":"mcp_shared_echo"`)))
+		called := rawMCP(onB, init.session, "2025-11-25", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"mcp_shared_echo","arguments":{"message":"via B"}}}`)
+		Expect(called.status).To(Equal(http.StatusOK))
+		Expect(called.messages).To(ContainElement(ContainSubstring(`via B`)))
+
+		By("2026-07-28: no session at all, any replica")
+		modernCall := rawMCP(onA, "", "2026-07-28", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"mcp_shared_echo","arguments":{"message":"stateless"},`+modernMeta+`}}`)
+		Expect(modernCall.status).To(Equal(http.StatusOK))
+		Expect(modernCall.messages).To(ContainElement(ContainSubstring(`stateless`)))
+
+		By("listening on B, for both revisions, while the menu changes")
+		listenCtx, stop := context.WithCancel(ctx)
+		DeferCleanup(stop)
+		legacy := listenFor(listenCtx, onB, init.session, "2025-11-25")
+		modern := listenFor(listenCtx, onB, "", "2026-07-28")
+		Eventually(modern).Should(Receive(ContainSubstring("notifications/subscriptions/acknowledged")))
+		up.AddTools("second")
+		Eventually(legacy, 30*time.Second).Should(Receive(ContainSubstring("notifications/tools/list_changed")))
+		Eventually(modern, 30*time.Second).Should(Receive(ContainSubstring("notifications/tools/list_changed")))
+		listed = rawMCP(onB, init.session, "2025-11-25", `{"jsonrpc":"2.0","id":5,"method":"tools/list"}`)
+		Expect(listed.messages).To(ContainElement(ContainSubstring(`"name":"mcp_shared_second"`)))
+
+		By("a cancel for a call the replica does not run is accepted and changes nothing")
+		Expect(rawMCP(onA, init.session, "2025-11-25", fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, 99)).status).To(Equal(http.StatusAccepted))
+	})
+})
