@@ -123,8 +123,9 @@ fuzz-smoke: ## Each fuzz target briefly, on top of its committed seed corpus (CI
 ##@ Build
 
 .PHONY: build
-build: ## Build the manager binary.
+build: ## Build the manager and mcp-bridge binaries (static, as the image holds them).
 	CGO_ENABLED=0 go build -trimpath -ldflags='$(LDFLAGS)' -o bin/manager ./cmd/manager
+	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o bin/mcp-bridge ./cmd/mcp-bridge
 
 .PHONY: run
 run: ## Run the manager against the current kubeconfig.

@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEMO_MCP_ADDR="${DEMO_MCP_ADDR:-127.0.0.1:8765}"  # the samples point here
+DEMO_BRIDGE_ADDR="${DEMO_BRIDGE_ADDR:-127.0.0.1:8766}"  # and here: a stdio server behind mcp-bridge
 CATALOG_ADDR="${CATALOG_ADDR:-127.0.0.1:8090}"
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
@@ -37,12 +38,13 @@ port_free() { "${work}/demotool" portfree "$1" 2>/dev/null; }
 wait_for_port() { "${work}/demotool" waitport "$1" 2>/dev/null; }
 
 port_free "${DEMO_MCP_ADDR}" || fail "${DEMO_MCP_ADDR} is in use; the samples expect the demo MCP server there"
+port_free "${DEMO_BRIDGE_ADDR}" || fail "${DEMO_BRIDGE_ADDR} is in use; the samples expect mcp-bridge there"
 port_free "${CATALOG_ADDR}" || fail "${CATALOG_ADDR} is in use; set CATALOG_ADDR=127.0.0.1:PORT"
 
 say "The local control plane: kube-apiserver and etcd, built from source on the first run only (about 10 minutes on 2 cores; progress every 30 s)"
 assets="$(hack/envtest-assets.sh)" || fail "building the control plane; see the messages above"
-say "Building the manager and the demo MCP server"
-for cmd in manager demo-mcp-server; do
+say "Building the manager, mcp-bridge and the demo MCP server"
+for cmd in manager mcp-bridge demo-mcp-server; do
   go build -o "${work}/${cmd}" "./cmd/${cmd}" || fail "building ./cmd/${cmd}"
 done
 go build -o "${work}/controlplane" ./hack/controlplane || fail "building ./hack/controlplane"
@@ -57,6 +59,13 @@ export KUBECONFIG="${kubeconfig}"
 say "Starting the demo MCP server on ${DEMO_MCP_ADDR}"
 start "${work}/demo-mcp-server.log" "${work}/demo-mcp-server" --listen "${DEMO_MCP_ADDR}"
 wait_for_port "${DEMO_MCP_ADDR}" || fail "the demo MCP server did not start: $(tail -5 "${work}/demo-mcp-server.log")"
+
+# In a cluster, an MCPServer with spec.workload runs a stdio server in a pod
+# behind mcp-bridge; here there is no kubelet, so the bridge runs as a local
+# process and config/samples points an MCPServer at it.
+say "Starting the demo MCP server over stdio, behind mcp-bridge on ${DEMO_BRIDGE_ADDR}"
+start "${work}/mcp-bridge.log" "${work}/mcp-bridge" --listen "${DEMO_BRIDGE_ADDR}" -- "${work}/demo-mcp-server" --stdio
+wait_for_port "${DEMO_BRIDGE_ADDR}" || fail "mcp-bridge did not start: $(tail -5 "${work}/mcp-bridge.log")"
 
 say "Starting the manager (controllers and the catalog on ${CATALOG_ADDR})"
 start "${work}/manager.log" "${work}/manager" --kubeconfig "${kubeconfig}" \
@@ -81,6 +90,10 @@ say "The assistant's menu, as an agent passes it to a model"
 echo "\$ curl ${catalog}/v1/namespaces/default/toolcollections/assistant/tools"
 curl -fsS "${catalog}/v1/namespaces/default/toolcollections/assistant/tools" |
   "${work}/demotool" menu
+echo
+say "The tools of the stdio server behind mcp-bridge"
+echo "\$ curl ${catalog}/v1/namespaces/default/mcpservers/demo-stdio/tools"
+curl -fsS "${catalog}/v1/namespaces/default/mcpservers/demo-stdio/tools" | "${work}/demotool" menu
 echo
 say "A tool call through the catalog"
 call='{"id":"call_1","type":"function","function":{"name":"convert","arguments":"{\"value\": 26.2, \"from\": \"mi\", \"to\": \"km\"}"}}'

@@ -95,6 +95,8 @@ func TestDemo(t *testing.T) {
 		regexp.MustCompile(`mcpserver.mcp.toolmesh.io/demo\s+True\s+6\s+StreamableHTTP`),
 		regexp.MustCompile(`mcpserver.mcp.toolmesh.io/demo-sse\s+True\s+2\s+SSE`),
 		regexp.MustCompile(`mcpserver.mcp.toolmesh.io/demo-private\s+True\s+6\s+StreamableHTTP`),
+		regexp.MustCompile(`mcpserver.mcp.toolmesh.io/demo-stdio\s+True\s+6\s+StreamableHTTP`),
+		regexp.MustCompile(`mcp_stdio_time_now\s+The current date and time`),
 		regexp.MustCompile(`toolcollection.mcp.toolmesh.io/assistant\s+True\s+2\s+7\s+0`),
 		regexp.MustCompile(`convert\s+Converts length, mass and temperature`),
 		regexp.MustCompile(`"output": "42.1648 km"`),
@@ -130,7 +132,7 @@ func TestDemo(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("the demo did not stop within 60s of Ctrl-C")
 	}
-	for _, addr := range []string{catalogAddr, "127.0.0.1:8765"} {
+	for _, addr := range []string{catalogAddr, "127.0.0.1:8765", "127.0.0.1:8766"} {
 		if listening(addr) {
 			t.Errorf("%s is still listening after Ctrl-C", addr)
 		}
