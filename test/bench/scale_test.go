@@ -3,85 +3,156 @@ package bench
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
-	"github.com/toolmesh/mcp-operator/internal/testmcp"
 )
 
-// BenchmarkDiscovery creates 500 MCPServers at once, each at its own
-// loopback server with 20 tools, and reports the time until all are Ready
-// with their tools, then how long a tool added upstream takes to reach a
-// collection's menu after the server's status shows it.
-func BenchmarkDiscovery(b *testing.B) {
-	r := setup(b)
-	const servers, tools = 500, 20
-	for b.Loop() {
-		ns := r.namespace(b)
-		names := make([]string, tools)
-		for i := range names {
-			names[i] = fmt.Sprintf("t%02d", i)
-		}
-		ups := make([]*testmcp.Server, servers)
-		for i := range ups {
-			ups[i] = upstream(b, testmcp.Options{Transport: testmcp.StreamableHTTP, ListChanged: true})
-			ups[i].AddTools(names...)
-		}
-		start := time.Now()
-		for i, up := range ups {
-			r.server(b, ns, fmt.Sprintf("s%03d", i), up.URL(), func(s *mcpv1alpha1.MCPServer) {
-				s.Labels = map[string]string{"fleet": "yes"}
-			})
-		}
-		r.waitReady(b, ns, servers, tools, 5*time.Minute)
-		b.ReportMetric(time.Since(start).Seconds(), "s-to-all-ready")
-
-		tc := &mcpv1alpha1.ToolCollection{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet"},
-			Spec: mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Names: []string{"s000"}}}}
-		if err := r.env.Client.Create(context.Background(), tc); err != nil {
-			b.Fatal(err)
-		}
-		menu := r.catalog.URL + "/v1/namespaces/" + ns + "/toolcollections/fleet/tools"
-		waitFor(b, func() bool { code, _ := get(b, menu); return code == 200 })
-		waitFor(b, func() bool { return ups[0].Listeners() > 0 }) // the controller listens
-		ups[0].AddTools("added")
-		statusAt := time.Time{}
-		waitFor(b, func() bool {
-			var srv mcpv1alpha1.MCPServer
-			_ = r.env.Client.Get(context.Background(), keyOf(ns, "s000"), &srv)
-			if srv.Status.ToolCount == tools+1 && statusAt.IsZero() {
-				statusAt = time.Now()
-			}
-			return !statusAt.IsZero()
-		})
-		waitFor(b, func() bool { _, body := get(b, menu); return strings.Contains(string(body), "mcp_s000_added") })
-		b.ReportMetric(time.Since(statusAt).Seconds(), "s-status-to-menu")
-		b.ReportMetric(peakRSS(), "peak-RSS-MiB")
-	}
+// fleetSize is one size of the scale benchmark.
+type fleetSize struct {
+	servers int
+	// refresh is spec.refreshInterval of every server: the quiet window
+	// is three of them.
+	refresh time.Duration
 }
 
-// BenchmarkQuiet watches 100 unchanged servers (refreshing every 10s) for
-// three refresh intervals and counts the writes the manager sends.
-func BenchmarkQuiet(b *testing.B) {
-	r := setup(b)
-	r.bigMenu(b)
-	for b.Loop() {
-		before := r.writes.Load()
-		time.Sleep(32 * time.Second)
-		b.ReportMetric(float64(r.writes.Load()-before), "api-writes")
-	}
+// toolsPerServer is every fleet server's tool count.
+const toolsPerServer = 20
+
+// scaleConcurrency is --mcpserver-concurrency of the scale managers.
+const scaleConcurrency = 16
+
+// BenchmarkScale is issue 17's fleet: 5,000 MCPServers × 20 tools
+// (100,000 tools) in one namespace. `make bench-smoke` leaves it out and
+// runs BenchmarkScaleSmall, the same steps at 250 servers.
+func BenchmarkScale(b *testing.B) {
+	benchScale(b, fleetSize{servers: 5000, refresh: 30 * time.Second})
 }
 
-func waitFor(b *testing.B, cond func() bool) {
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			b.Fatal("condition not met within a minute")
-		}
-		time.Sleep(20 * time.Millisecond)
+// BenchmarkScaleSmall is BenchmarkScale at 250 servers, refreshing every
+// 10s (the least spec.refreshInterval allows).
+func BenchmarkScaleSmall(b *testing.B) {
+	benchScale(b, fleetSize{servers: 250, refresh: 10 * time.Second})
+}
+
+// scaleRun is one run of the scale benchmark: the control plane, the
+// fleet of upstreams and the namespace of MCPServers.
+type scaleRun struct {
+	b     *testing.B
+	cp    *controlPlane
+	fleet *fleet
+	size  fleetSize
+	ns    string
+	// probe is s0000's own upstream, whose tools change; the others share
+	// one.
+	probe   *streamable
+	added   int
+	metrics map[string]float64
+}
+
+// set records a figure, and logs it at once, so that a run that fails
+// later still shows it.
+func (r *scaleRun) set(metric string, v float64) {
+	r.metrics[metric] = v
+	r.b.Logf("%s: %.3f", metric, v)
+}
+
+func (r *scaleRun) tools() int { return r.size.servers*toolsPerServer + r.added }
+
+func serverName(i int) string { return fmt.Sprintf("s%04d", i) }
+
+// managerFlags are the scale managers' flags: leader election on, so that
+// a second manager can run the catalog alone.
+func managerFlags() []string {
+	return []string{"--leader-elect", "--leader-election-namespace=default",
+		fmt.Sprintf("--mcpserver-concurrency=%d", scaleConcurrency)}
+}
+
+func benchScale(b *testing.B, size fleetSize) {
+	cp, err := sharedPlane()
+	if err != nil {
+		b.Fatal(err)
 	}
+	f, err := startFleet()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(f.stop)
+	r := &scaleRun{b: b, cp: cp, fleet: f, size: size, metrics: map[string]float64{}}
+
+	leader := startManager(b, cp, "scale-a", managerFlags()...)
+	holder := r.leaseHolder("")
+	baseline := time.Now()
+	r.createFleet(leader)
+	r.changeSettles(leader)
+	r.quiet(leader, baseline)
+	r.catalogOnly(holder)
+	r.restart(leader)
+	report(b, fmt.Sprintf("servers-%d", size.servers), r.metrics)
+}
+
+// createFleet serves the upstreams, creates the MCPServers at once and
+// reports how long until all are Ready with their tools.
+func (r *scaleRun) createFleet(m *manager) {
+	b := r.b
+	r.ns = namespace(b, r.cp, "fleet")
+	names := make([]string, toolsPerServer)
+	for i := range names {
+		names[i] = fmt.Sprintf("t%02d", i)
+	}
+	shared := newStreamable(false, names)
+	r.probe = newStreamable(false, names)
+	urls := make([]string, r.size.servers)
+	for i := range urls {
+		up := shared
+		if i == 0 {
+			up = r.probe
+		}
+		urls[i] = r.fleet.serve("/"+serverName(i)+"/mcp", up)
+	}
+	tc := &mcpv1alpha1.ToolCollection{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: "probe"},
+		Spec: mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Names: []string{serverName(0)}}}}
+	if err := r.cp.client.Create(context.Background(), tc); err != nil {
+		b.Fatal(err)
+	}
+	rw := watchReady(b, r.cp, r.ns, withTools(toolsPerServer))
+	prof := profileCPU(b, m, fmt.Sprintf("scale-%d-discovery", r.size.servers))
+	cpu, writes := m.cpuTime(), r.cp.counts.snapshot()
+	start := time.Now()
+	createServers(b, r.cp, r.ns, r.size.servers, serverName, func(i int) string { return urls[i] }, func(s *mcpv1alpha1.MCPServer) {
+		s.Spec.RefreshInterval = &metav1.Duration{Duration: r.size.refresh}
+	})
+	created := time.Now()
+	r.set("s-to-create", created.Sub(start).Seconds())
+	done := rw.wait(b, r.size.servers, 5*time.Minute)
+	r.set("s-to-all-ready", done.Sub(start).Seconds())
+	r.set("s-last-create-to-all-ready", done.Sub(created).Seconds())
+	r.set("discovery-cpu-ms/server", float64((m.cpuTime()-cpu).Milliseconds())/float64(r.size.servers))
+	n, what := r.cp.counts.writesSince(writes)
+	r.set("discovery-api-writes/server", float64(n)/float64(r.size.servers))
+	b.Logf("the manager's writes while the fleet became Ready: %s", what)
+	prof.stop(b)
+}
+
+// leaseHolder waits until the leader election Lease has a holder other
+// than not, and returns it.
+func (r *scaleRun) leaseHolder(not string) string {
+	var holder string
+	eventually(r.b, "a manager holding the Lease", func() error {
+		var lease coordinationv1.Lease
+		if err := r.cp.client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "mcp-operator.mcp.toolmesh.io"}, &lease); err != nil {
+			return err
+		}
+		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" || *lease.Spec.HolderIdentity == not {
+			return fmt.Errorf("the Lease is held by %v", lease.Spec.HolderIdentity)
+		}
+		holder = *lease.Spec.HolderIdentity
+		return nil
+	})
+	return holder
 }

@@ -1,0 +1,202 @@
+package bench
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// callStats is what one path of one scenario measured.
+type callStats struct {
+	latencies []time.Duration
+	// cpu is the CPU time of the process the path goes through (the
+	// manager, the bare proxy) during this path's latency blocks, over
+	// cpuCalls calls: what a call costs that process.
+	cpu      time.Duration
+	cpuCalls int
+	// throughput rounds: calls made, the time they took and the process's
+	// CPU time meanwhile.
+	busyCalls int
+	busyTime  time.Duration
+	busyCPU   time.Duration
+	errors    int
+	firstErr  error
+}
+
+type pathKey struct{ scenario, path string }
+
+type allStats map[pathKey]*callStats
+
+func (a allStats) of(s *callScenario, p *callPath) *callStats {
+	k := pathKey{s.name, p.name}
+	if a[k] == nil {
+		a[k] = &callStats{}
+	}
+	return a[k]
+}
+
+func (st *callStats) failed(err error) {
+	st.errors++
+	if st.firstErr == nil {
+		st.firstErr = err
+	}
+}
+
+// latencyRounds is how many rounds the sequential calls are split into.
+const latencyRounds = 20
+
+// measureLatency makes calls sequential calls by each path of each
+// scenario, in rounds: each round gives every path of every scenario a
+// block of calls, in an order that rotates from round to round, so that
+// whatever else the machine does hits all of them alike.
+func measureLatency(env *callEnv, calls int) allStats {
+	stats := allStats{}
+	rounds := min(latencyRounds, calls)
+	perBlock := (calls + rounds - 1) / rounds
+	for r := range rounds {
+		for i := range env.scenarios {
+			s := env.scenarios[(i+r)%len(env.scenarios)]
+			for j := range s.paths {
+				p := s.paths[(j+r)%len(s.paths)]
+				st := stats.of(s, p)
+				var cpuBefore time.Duration
+				if p.cpu != nil {
+					cpuBefore = p.cpu()
+				}
+				for range perBlock {
+					start := time.Now()
+					if err := p.one(); err != nil {
+						st.failed(err)
+						continue
+					}
+					st.latencies = append(st.latencies, time.Since(start))
+				}
+				if p.cpu != nil {
+					st.cpu += p.cpu() - cpuBefore
+					st.cpuCalls += perBlock
+				}
+			}
+		}
+	}
+	return stats
+}
+
+// throughputRounds is how many rounds the concurrent calls are split into.
+const throughputRounds = 8
+
+// measureThroughput has 32 callers make 4×calls calls by each path of
+// each scenario, in rotating rounds as measureLatency does.
+func measureThroughput(env *callEnv, calls int, stats allStats) {
+	perBlock := max(throughputCallers, 4*calls/throughputRounds)
+	for r := range throughputRounds {
+		for i := range env.scenarios {
+			s := env.scenarios[(i+r)%len(env.scenarios)]
+			for j := range s.paths {
+				p := s.paths[(j+r)%len(s.paths)]
+				st := stats.of(s, p)
+				var cpuBefore time.Duration
+				if p.cpu != nil {
+					cpuBefore = p.cpu()
+				}
+				elapsed, errs := busy(p.many, perBlock)
+				if p.cpu != nil {
+					st.busyCPU += p.cpu() - cpuBefore
+				}
+				st.busyTime += elapsed
+				st.busyCalls += perBlock
+				for _, err := range errs {
+					st.failed(err)
+				}
+			}
+		}
+	}
+}
+
+// busy has one goroutine per caller make n calls between them.
+func busy(callers []func() error, n int) (time.Duration, []error) {
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	start := time.Now()
+	for _, call := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(n) {
+				if err := call(); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return time.Since(start), errs
+}
+
+// baselinePaths reach the echo server without the manager: their figures
+// do not depend on the menu, so the goals read them pooled over every
+// scenario, five times the samples of one.
+var baselinePaths = []string{"direct", "proxy", "proxy-inproc"}
+
+// pooled merges the baseline paths' figures of every scenario into a
+// scenario of its own, "baseline".
+func (a allStats) pooled(scenarios []*callScenario) *callScenario {
+	base := &callScenario{name: "baseline"}
+	for _, name := range baselinePaths {
+		all := &callStats{}
+		var cpu func() time.Duration
+		for _, s := range scenarios {
+			for _, p := range s.paths {
+				st := a[pathKey{s.name, p.name}]
+				if p.name != name || st == nil {
+					continue
+				}
+				cpu = p.cpu
+				all.latencies = append(all.latencies, st.latencies...)
+				all.cpu += st.cpu
+				all.cpuCalls += st.cpuCalls
+				all.busyCalls += st.busyCalls
+				all.busyTime += st.busyTime
+				all.busyCPU += st.busyCPU
+				all.errors += st.errors
+			}
+		}
+		a[pathKey{base.name, name}] = all
+		base.paths = append(base.paths, &callPath{name: name, cpu: cpu})
+	}
+	return base
+}
+
+// metrics are a scenario's figures, named for benchreport:
+// <path>-p50-µs, <path>-p99-µs, <path>-calls/s, errors, and for the paths
+// through the manager or the bare proxy that process's CPU per call,
+// sequential (<path>-cpu-µs/call) and at 32 callers
+// (<path>-busy-cpu-µs/call).
+func (a allStats) metrics(s *callScenario) map[string]float64 {
+	out := map[string]float64{"errors": 0}
+	for _, p := range s.paths {
+		st := a[pathKey{s.name, p.name}]
+		if st == nil {
+			continue
+		}
+		sortDurations(st.latencies)
+		out[p.name+"-p50-µs"] = quantile(st.latencies, 0.50)
+		out[p.name+"-p99-µs"] = quantile(st.latencies, 0.99)
+		if st.busyTime > 0 {
+			out[p.name+"-calls/s"] = float64(st.busyCalls-st.errors) / st.busyTime.Seconds()
+		}
+		if p.cpu != nil && st.cpuCalls > 0 {
+			out[p.name+"-cpu-µs/call"] = float64(st.cpu.Microseconds()) / float64(st.cpuCalls)
+		}
+		if p.cpu != nil && st.busyCalls > 0 {
+			out[p.name+"-busy-cpu-µs/call"] = float64(st.busyCPU.Microseconds()) / float64(st.busyCalls)
+		}
+		out["errors"] += float64(st.errors)
+	}
+	return out
+}

@@ -1,0 +1,237 @@
+package bench
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/toolmesh/mcp-operator/internal/mcpclient"
+)
+
+// callScenario is one menu shape the call path is measured at: servers
+// of toolsEach tools each (echo among them), in a namespace of their own,
+// all in one ToolCollection that REST and MCP calls go through. The echo
+// tool of the last server is the one called.
+type callScenario struct {
+	name      string
+	servers   int
+	toolsEach int
+	// prefix starts the servers' names, distinct across scenarios so that
+	// no two exposed tool names collide.
+	prefix  string
+	ns      string
+	echoURL string
+	tool    string
+	restURL string
+	mcpURL  string
+	paths   []*callPath
+}
+
+// bigServerFlags let one MCPServer hold 10,000 tools: more tools read
+// than the default 5,000, and a status budget (default 768 KiB) large
+// enough for 10,000 of the smallest definitions (155 bytes each in status:
+// name, originalName, {"type":"object"} and the 64-character hash), so the
+// object (about 1.55 MB) stays under etcd's request limit of 1.5 MiB
+// (1,572,864 bytes). 1,536,000 keeps only 9,909 of them.
+var bigServerFlags = []string{"--max-tools=10000", "--status-tools-budget=" + strconv.Itoa(bigStatusBudget)}
+
+const bigStatusBudget = 1_560_000
+
+// callScenarios are the shapes of issue 17: 10, 1,000 and 10,000 tools,
+// spread over servers of 10 tools and held by one server (at 10 tools the
+// two shapes are the same). A smoke run leaves out the thousand servers
+// of spread-10000 and keeps the largest server.
+func callScenarios() []*callScenario {
+	all := []*callScenario{
+		{name: "tools-10", servers: 1, toolsEach: 10, prefix: "c"},
+		{name: "spread-1000", servers: 100, toolsEach: 10, prefix: "s"},
+		{name: "spread-10000", servers: 1000, toolsEach: 10, prefix: "w"},
+		{name: "one-1000", servers: 1, toolsEach: 1000, prefix: "k"},
+		{name: "one-10000", servers: 1, toolsEach: 10000, prefix: "m"},
+	}
+	if smoke() {
+		return append(all[:2], all[3:]...)
+	}
+	return all
+}
+
+func (s *callScenario) serverName(i int) string { return fmt.Sprintf("%s%04d", s.prefix, i) }
+
+// create serves the scenario's upstreams from the fleet and creates its
+// MCPServers and collection; ready waits for them.
+func (s *callScenario) create(b *testing.B, cp *controlPlane, f *fleet) *readyWatch {
+	s.ns = namespace(b, cp, "calls")
+	var shared *streamable
+	if s.servers > 1 {
+		shared = newStreamable(true, toolNames(s.toolsEach-1))
+	}
+	urls := make([]string, s.servers)
+	for i := range urls {
+		up := shared
+		if up == nil {
+			up = newStreamable(true, toolNames(s.toolsEach-1))
+		}
+		urls[i] = f.serve("/"+s.name+"/"+s.serverName(i)+"/mcp", up)
+	}
+	last := s.servers - 1
+	s.echoURL, s.tool = urls[last], "mcp_"+s.serverName(last)+"_echo"
+	rw := watchReady(b, cp, s.ns, withTools(s.toolsEach))
+	collectionOfAll(b, cp, s.ns, "all")
+	createServers(b, cp, s.ns, s.servers, s.serverName, func(i int) string { return urls[i] }, nil)
+	return rw
+}
+
+// callEnv is the manager and the scenarios, shared by the measurements.
+type callEnv struct {
+	cp        *controlPlane
+	fleet     *fleet
+	manager   *manager
+	scenarios []*callScenario
+}
+
+// setUpCalls starts a manager as deployed (one replica, no leader
+// election) and the scenarios, and waits until every server is Ready.
+func setUpCalls(b *testing.B) *callEnv {
+	cp, err := sharedPlane()
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := startFleet()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(f.stop)
+	env := &callEnv{cp: cp, fleet: f, scenarios: callScenarios()}
+	env.manager = startManager(b, cp, "calls", append([]string{"--leader-elect=false"}, bigServerFlags...)...)
+	started := time.Now()
+	watches := make([]*readyWatch, len(env.scenarios))
+	for i, s := range env.scenarios {
+		watches[i] = s.create(b, cp, f)
+	}
+	for i, s := range env.scenarios {
+		watches[i].wait(b, s.servers, time.Minute)
+	}
+	b.Logf("%d scenarios Ready in %s", len(env.scenarios), time.Since(started).Round(time.Millisecond))
+	for _, s := range env.scenarios {
+		s.restURL = env.manager.catalog + "/v1/namespaces/" + s.ns + "/toolcollections/all/execute"
+		s.mcpURL = env.manager.catalog + "/v1/namespaces/" + s.ns + "/toolcollections/all/mcp"
+	}
+	return env
+}
+
+// callPath is one way of calling the echo tool: one caller for the
+// latency rounds and 32 for the throughput rounds.
+type callPath struct {
+	name string
+	// cpu, for the paths through another process of ours (the manager,
+	// the bare proxy), reads that process's CPU time.
+	cpu  func() time.Duration
+	one  func() error
+	many []func() error
+}
+
+// throughputCallers is how many callers the throughput rounds run.
+const throughputCallers = 32
+
+// paths builds the scenario's paths: direct to the server, through the
+// bare proxy (in a process of its own, and in this one), REST execute and
+// /mcp tools/call over the catalog in both session styles (2026-07-28
+// stateless, and a 2025-11-25 session).
+func (s *callScenario) buildPaths(b *testing.B, m *manager, proxyBase string, proxyPID int, inProcessBase string) {
+	body := executeBody(s.tool)
+	rest := func() error { return restCall(s.restURL, body) }
+	eventually(b, "REST execute through "+s.name, rest)
+	managerCPU, proxyCPU := m.cpuTime, func() time.Duration { return processCPU(proxyPID) }
+	mcpPath := func(name, target, revision, tool string, cpu func() time.Duration) *callPath {
+		var first *mcpclient.Session
+		eventually(b, "MCP call through "+name+" of "+s.name, func() error {
+			var err error
+			if first, err = connect(target, revision); err != nil {
+				return err
+			}
+			if err := mcpCall(first, tool); err != nil {
+				first.Close()
+				return err
+			}
+			return nil
+		})
+		b.Cleanup(first.Close)
+		want := revision
+		if want == "" {
+			want = mcpclient.RevisionModern
+		}
+		if got := first.Info().ProtocolVersion; got != want {
+			b.Fatalf("%s of %s speaks %s, not %s", name, s.name, got, want)
+		}
+		p := &callPath{name: name, cpu: cpu, one: func() error { return mcpCall(first, tool) }}
+		for range throughputCallers {
+			sess := session(b, target, revision)
+			p.many = append(p.many, func() error { return mcpCall(sess, tool) })
+		}
+		return p
+	}
+	restPath := &callPath{name: "rest", cpu: managerCPU, one: rest}
+	for range throughputCallers {
+		restPath.many = append(restPath.many, rest)
+	}
+	s.paths = []*callPath{
+		mcpPath("direct", s.echoURL, "", "echo", nil),
+		mcpPath("proxy", proxyBase+pathOf(s.echoURL), "", "echo", proxyCPU),
+		mcpPath("proxy-inproc", inProcessBase+pathOf(s.echoURL), "", "echo", nil),
+		restPath,
+		mcpPath("mcp", s.mcpURL, "", s.tool, managerCPU),
+		mcpPath("mcp2025", s.mcpURL, "2025-11-25", s.tool, managerCPU),
+	}
+}
+
+// pathOf is the path of a URL.
+func pathOf(raw string) string {
+	u, _ := url.Parse(raw)
+	return u.Path
+}
+
+// BenchmarkCatalog measures the manager's catalog from outside, as
+// callers see it, against baselines measured in the same rounds: call
+// latency and throughput by every path at every scenario, tools/list over
+// /mcp and the REST menu at 10,000 tools. Its sub-benchmarks report.
+func BenchmarkCatalog(b *testing.B) {
+	env := setUpCalls(b)
+	proxyBase, proxyPID := bareProxy(b, env.fleet.base)
+	inProcessBase := inProcessProxy(b, env.fleet.base)
+	for _, s := range env.scenarios {
+		s.buildPaths(b, env.manager, proxyBase, proxyPID, inProcessBase)
+	}
+	calls := callsPerPath()
+	prof := profileCPU(b, env.manager, "calls")
+	stats := measureLatency(env, calls)
+	measureThroughput(env, calls, stats)
+	prof.stop(b)
+	for key, st := range stats {
+		if st.firstErr != nil {
+			b.Logf("%s through %s: %d errors, the first: %v", key.scenario, key.path, st.errors, st.firstErr)
+		}
+	}
+
+	prof = profileCPU(b, env.manager, "lists")
+	lists := map[string][2]map[string]float64{}
+	for _, s := range env.scenarios {
+		if s.servers*s.toolsEach == 10000 {
+			toolsList, menu := measureLists(b, s, calls)
+			lists[s.name] = [2]map[string]float64{toolsList, menu}
+		}
+	}
+	prof.stop(b)
+
+	report(b, "call/baseline", stats.metrics(stats.pooled(env.scenarios)))
+	for _, s := range env.scenarios {
+		report(b, "call/"+s.name, stats.metrics(s))
+	}
+	for _, s := range env.scenarios {
+		if l, ok := lists[s.name]; ok {
+			report(b, "tools-list/"+s.name, l[0])
+			report(b, "menu/"+s.name, l[1])
+		}
+	}
+}
