@@ -137,6 +137,8 @@ func main() {
 		add("100 unchanged servers over 3 refresh intervals: writes to the API server", "0", true, w == 0, fmt.Sprintf("%.0f", w))
 	}
 
+	goals = append(goals, managerGoals(get)...)
+
 	out := os.Stdout
 	fmt.Fprintf(out, "# Benchmarks\n\nWritten by `make bench` on %s: %s, %s, GOMAXPROCS %d, cpu %q.\n",
 		time.Now().UTC().Format("2006-01-02"), runtime.GOOS+"/"+runtime.GOARCH, runtime.Version(), runtime.GOMAXPROCS(0), cpu)
@@ -160,6 +162,7 @@ func main() {
 			fmt.Fprintf(out, "\n## CPU profile of the call and menu benchmarks\n\n%s\n```\n%s```\n", profileNotes, top)
 		}
 	}
+	finishReport(out, get, goals)
 }
 
 // profileNotes is what the profile was read for; keep it in step with the
