@@ -88,7 +88,7 @@ func callGoal(get getter, scenario, path string) (goal, bool) {
 	added50, added99 := m(path+"-p50-µs")-direct50, m(path+"-p99-µs")-direct99
 	busy := m(path+"-calls/s") / base("proxy-calls/s")
 	errors := m("errors")
-	g.met = added50/proxy50 <= maxAddedP50 && added99/proxy99 <= maxAddedP99 && busy >= minBusyRatio && errors == 0
+	g.met = added50 <= maxAddedP50*proxy50 && added99 <= maxAddedP99*proxy99 && busy >= minBusyRatio && errors == 0
 	g.measured = fmt.Sprintf("%.2f× (+%.0f vs +%.0f µs) / %.2f× (+%.0f vs +%.0f µs) / %.2f× (%.0f vs %.0f), %.0f errors",
 		added50/proxy50, added50, proxy50, added99/proxy99, added99, proxy99, busy, m(path+"-calls/s"), base("proxy-calls/s"), errors)
 	return g, true
@@ -108,7 +108,7 @@ func driftGoal(get getter, shape, path string) (goal, bool) {
 	held := map[string]string{"spread": "spread over 1,000 servers", "one": "held by one server"}[shape]
 	latency, busy := p50b/p50s-1, busyB/busyS-1
 	return goal{what: fmt.Sprintf("%s, 10,000 tools %s vs 10 tools: p50 / calls/s at 32 callers", pathLabels[path], held),
-		target: "≤ +10% / ≥ −10%", known: true, met: latency <= maxDrift && busy >= -maxDrift,
+		target: "≤ +10% / ≥ −10%", known: true, met: p50b <= p50s*(1+maxDrift) && busyB >= busyS*(1-maxDrift),
 		measured: fmt.Sprintf("%+.1f%% (%.0f vs %.0f µs) / %+.1f%% (%.0f vs %.0f)", latency*100, p50b, p50s, busy*100, busyB, busyS)}, true
 }
 

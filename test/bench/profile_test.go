@@ -216,7 +216,7 @@ func (b *profileBuilder) location(frame string) *profile.Location {
 		return loc
 	}
 	ip, _ := strconv.ParseUint(ipText, 16, 64)
-	file, line := "["+filepath.Base(dso)+"]", 0
+	file, line := filepath.Base(dso), 0
 	if filepath.Base(dso) == b.binary {
 		pc := ip + b.symbols.slide
 		if _, l, fn := b.symbols.table.PCToLine(pc); fn != nil {
