@@ -156,11 +156,25 @@ func scaleGoals(get getter) []goal {
 	}
 	reported("Manager CPU while the fleet became Ready, per server", "discovery-cpu-ms/server", "ms")
 	reported("Manager's writes to the API server while the fleet became Ready, per server", "discovery-api-writes/server", "")
-	limit("First byte of the global menu (100,000 tools) once a change shows in status", "global-ttfb-ms", "ms", 50, "≤ 50 ms")
-	limit("First byte of a collection's menu once a change shows in status", "collection-ttfb-ms", "ms", 50, "≤ 50 ms")
-	reported("A call through the global REST execute 100 ms after a change shows in status (before any menu is read)", "execute-after-change-ms", "ms")
-	reported("First byte of the first tools/list page of /mcp (100,000 tools) once a change shows in status", "global-mcp-ttfb-ms", "ms")
-	reported("First byte of the first tools/list page of a collection's /mcp once a change shows in status", "collection-mcp-ttfb-ms", "ms")
+	firstByte := func(what, probe string, isGoal bool) {
+		v, ok := m(probe + "-ttfb-ms")
+		if !ok {
+			return
+		}
+		worst, _ := m(probe + "-ttfb-max-ms")
+		lag, _ := m(probe + "-lag-ms")
+		g := goal{what: what + " once a change shows in status, median of 5 changes", target: "reported", known: true, met: true,
+			measured: fmt.Sprintf("%.1f ms (worst %.1f ms; current at most %.0f ms after the status)", v, worst, lag)}
+		if isGoal {
+			g.target, g.met = "≤ 50 ms", v <= 50
+		}
+		goals = append(goals, g)
+	}
+	firstByte("First byte of the global menu (100,000 tools)", "global", true)
+	firstByte("First byte of a collection's menu (one server)", "collection", true)
+	firstByte("First byte of the first tools/list page of /mcp (100,000 tools)", "global-mcp", false)
+	firstByte("First byte of the first tools/list page of a collection's /mcp", "collection-mcp", false)
+	reported("A call through the global REST execute 100 ms after a change shows in status (before any menu is read), median of 5", "execute-after-change-ms", "ms")
 	limit("Live heap per tool of the leader (controllers and catalog), over an empty manager's", "leader-heap-B/tool", "B", 1536, "≤ 1.5 KiB")
 	reported("Live heap of the leader (controllers and catalog)", "leader-heap-MiB", "MiB")
 	reported("Live heap of a catalog-only replica (follower), its cache synced, before serving a menu", "catalog-cache-heap-MiB", "MiB")
@@ -249,8 +263,10 @@ process of its own (the baseline, since the manager is one too);
 proxy-inproc is the same proxy inside the benchmark's process (the hop
 between processes is the difference); rest, mcp and mcp2025 go through the
 manager. Latency: 20 rounds, each giving every path of every scenario a
-block of sequential calls, in rotating order. Throughput: 8 such rounds of
-32 concurrent callers. baseline is direct and proxy pooled over every
+block of sequential calls, in rotating order. Throughput: 16 such rounds
+of 32 concurrent callers; calls/s is the median round's, so that a burst
+of other work on this shared machine spoils a round, not the figure.
+baseline is direct and proxy pooled over every
 scenario (they do not go through a menu); the goals read it. CPU is the
 manager's or the proxy process's threads' scheduler time (all of it,
 background work included) over the calls made meanwhile.`

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,8 +20,10 @@ type callStats struct {
 	busyCalls int
 	busyTime  time.Duration
 	busyCPU   time.Duration
-	errors    int
-	firstErr  error
+	// rates are the calls/s of each throughput block.
+	rates    []float64
+	errors   int
+	firstErr error
 }
 
 type pathKey struct{ scenario, path string }
@@ -81,8 +84,10 @@ func measureLatency(env *callEnv, calls int) allStats {
 	return stats
 }
 
-// throughputRounds is how many rounds the concurrent calls are split into.
-const throughputRounds = 8
+// throughputRounds is how many rounds the concurrent calls are split into:
+// many short blocks, whose median rate is the throughput, so that a burst
+// of other work on the machine spoils a block or two, not the figure.
+const throughputRounds = 16
 
 // measureThroughput has 32 callers make 4×calls calls by each path of
 // each scenario, in rotating rounds as measureLatency does.
@@ -104,6 +109,7 @@ func measureThroughput(env *callEnv, calls int, stats allStats) {
 				}
 				st.busyTime += elapsed
 				st.busyCalls += perBlock
+				st.rates = append(st.rates, float64(perBlock-len(errs))/elapsed.Seconds())
 				for _, err := range errs {
 					st.failed(err)
 				}
@@ -163,6 +169,7 @@ func (a allStats) pooled(scenarios []*callScenario) *callScenario {
 				all.busyCalls += st.busyCalls
 				all.busyTime += st.busyTime
 				all.busyCPU += st.busyCPU
+				all.rates = append(all.rates, st.rates...)
 				all.errors += st.errors
 			}
 		}
@@ -172,8 +179,15 @@ func (a allStats) pooled(scenarios []*callScenario) *callScenario {
 	return base
 }
 
+func median(v []float64) float64 {
+	sorted := append([]float64(nil), v...)
+	sort.Float64s(sorted)
+	return sorted[len(sorted)/2]
+}
+
 // metrics are a scenario's figures, named for benchreport:
-// <path>-p50-µs, <path>-p99-µs, <path>-calls/s, errors, and for the paths
+// <path>-p50-µs, <path>-p99-µs, <path>-calls/s (the median block's),
+// errors, and for the paths
 // through the manager or the bare proxy that process's CPU per call,
 // sequential (<path>-cpu-µs/call) and at 32 callers
 // (<path>-busy-cpu-µs/call).
@@ -187,8 +201,8 @@ func (a allStats) metrics(s *callScenario) map[string]float64 {
 		sortDurations(st.latencies)
 		out[p.name+"-p50-µs"] = quantile(st.latencies, 0.50)
 		out[p.name+"-p99-µs"] = quantile(st.latencies, 0.99)
-		if st.busyTime > 0 {
-			out[p.name+"-calls/s"] = float64(st.busyCalls-st.errors) / st.busyTime.Seconds()
+		if len(st.rates) > 0 {
+			out[p.name+"-calls/s"] = median(st.rates)
 		}
 		if p.cpu != nil && st.cpuCalls > 0 {
 			out[p.name+"-cpu-µs/call"] = float64(st.cpu.Microseconds()) / float64(st.cpuCalls)
