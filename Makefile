@@ -103,7 +103,7 @@ bench: ## Benchmarks against same-run baselines; writes docs/benchmarks.md and f
 	@mkdir -p $(BENCH_OUT)
 	@assets=$$(hack/envtest-assets.sh) && export KUBEBUILDER_ASSETS="$$assets" && \
 	go test -run '^$$' -bench . -benchmem -benchtime=$(BENCH_TIME) ./internal/toolname ./internal/toolcatalog | tee $(BENCH_OUT)/micro.txt && \
-	(BENCH_PROFILE_DIR=$(abspath $(BENCH_OUT)) go test -run '^$$' -bench 'BenchmarkCatalog|BenchmarkScale$$' -benchtime=$(BENCH_CALLS)x \
+	(BENCH_PROFILE_DIR=$(abspath $(BENCH_OUT)) go test -v -run '^$$' -bench 'BenchmarkCatalog|BenchmarkScale$$' -benchtime=$(BENCH_CALLS)x \
 	  -timeout 60m ./test/bench; echo $$? > $(BENCH_OUT)/status) | tee $(BENCH_OUT)/manager.txt && exit $$(cat $(BENCH_OUT)/status)
 	@for p in $(BENCH_PROFILES); do \
 	  echo "### $$p: own time"; go tool pprof -top -nodecount=20 $(BENCH_OUT)/$$p.pprof 2>/dev/null | tail -n +4; \

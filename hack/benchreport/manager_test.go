@@ -73,6 +73,32 @@ func TestDriftGoal(t *testing.T) {
 	}
 }
 
+// TestDriftGoalNoise: a throughput drift within the spread the bare proxy
+// showed between scenarios in the same run is noise.
+func TestDriftGoalNoise(t *testing.T) {
+	small := map[string]float64{"rest-p50-µs": 500, "rest-calls/s": 4000, "proxy-calls/s": 5000}
+	for _, tc := range []struct {
+		name     string
+		bigProxy float64
+		met      bool
+	}{
+		{"the proxy steady: 15% lower is a regression", 5000, false},
+		{"the proxy 20% apart: 15% lower is noise", 4000, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			big := map[string]float64{"rest-p50-µs": 500, "rest-calls/s": 3400, "proxy-calls/s": tc.bigProxy}
+			g, ok := driftGoal(results(map[string]map[string]float64{
+				"BenchmarkCatalog/call/tools-10": small, "BenchmarkCatalog/call/one-10000": big}), "one", "rest")
+			if !ok {
+				t.Fatal("no goal from the results")
+			}
+			if g.met != tc.met {
+				t.Errorf("met = %v, want %v (%s)", g.met, tc.met, g.measured)
+			}
+		})
+	}
+}
+
 func TestScaleGoals(t *testing.T) {
 	goals := scaleGoals(results(map[string]map[string]float64{"BenchmarkScale/servers-5000": {
 		"s-to-all-ready": 61, "s-to-create": 30, "api-writes": 0, "s-restart-to-full-menu": 4.9, "first-execute-max-connects": 2,
