@@ -103,13 +103,16 @@ bench: ## Benchmarks against same-run baselines; writes docs/benchmarks.md and f
 	@mkdir -p $(BENCH_OUT)
 	@assets=$$(hack/envtest-assets.sh) && export KUBEBUILDER_ASSETS="$$assets" && \
 	go test -run '^$$' -bench . -benchmem -benchtime=$(BENCH_TIME) ./internal/toolname ./internal/toolcatalog | tee $(BENCH_OUT)/micro.txt && \
-	(BENCH_PROFILE_DIR=$(abspath $(BENCH_OUT)) go test -v -run '^$$' -bench 'BenchmarkCatalog|BenchmarkScale$$' -benchtime=$(BENCH_CALLS)x \
+	(BENCH_PROFILE_DIR=$(abspath $(BENCH_OUT)) go test -v -run '^$$' -bench 'BenchmarkCatalog|BenchmarkScale$$|BenchmarkHeapInProcess' -benchtime=$(BENCH_CALLS)x \
 	  -timeout 60m ./test/bench; echo $$? > $(BENCH_OUT)/status) | tee $(BENCH_OUT)/manager.txt && exit $$(cat $(BENCH_OUT)/status)
 	@for p in $(BENCH_PROFILES); do \
 	  echo "### $$p: own time"; go tool pprof -top -nodecount=20 $(BENCH_OUT)/$$p.pprof 2>/dev/null | tail -n +4; \
 	  echo "### $$p: the operator's code and what it calls, cumulative"; \
 	  go tool pprof -top -cum -focus=toolmesh -nodecount=40 $(BENCH_OUT)/$$p.pprof 2>/dev/null | tail -n +5; \
 	done > $(BENCH_OUT)/profiles.txt
+	@echo "### heap-inprocess: live heap by allocation site, the operator's code and what it calls" >> $(BENCH_OUT)/profiles.txt
+	@go tool pprof -sample_index=inuse_space -top -cum -focus='toolmesh|controller-runtime|client-go' -nodecount=40 \
+	  $(BENCH_OUT)/heap-inprocess.pprof 2>/dev/null | tail -n +5 >> $(BENCH_OUT)/profiles.txt
 	cat $(BENCH_OUT)/micro.txt $(BENCH_OUT)/manager.txt | go run ./hack/benchreport -profiles $(BENCH_OUT)/profiles.txt > docs/benchmarks.md
 	@echo "wrote docs/benchmarks.md"
 

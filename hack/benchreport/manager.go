@@ -302,8 +302,10 @@ const profileNotes17 = `The manager binary serves no /debug/pprof, so test/bench
 process with Linux perf (user and kernel stacks through frame pointers,
 499 Hz) and writes the samples as pprof profiles: calls (the call-path
 rounds), lists (tools/list and menu listings at 10,000 tools) and the
-scale benchmark's discovery and quiet windows. Inlined functions are
-counted in their caller; finish_task_switch is the kernel switching to
-the process (time the process waited to run, attributed on return). The
-reading of these profiles, function by function, is in
-docs/performance-notes.md.`
+scale benchmark's discovery, change and quiet windows. Inlined functions
+are counted in their caller; finish_task_switch is the kernel switching
+to the process (time the process waited to run, attributed on return).
+heap-inprocess is the live heap of the controllers and the catalog run in
+the benchmark's process (BenchmarkHeapInProcess, 1,000 servers × 20
+tools, after the menus were served), by allocation site. The reading of
+these profiles, function by function, is in docs/performance-notes.md.`
