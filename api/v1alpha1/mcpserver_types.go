@@ -394,6 +394,12 @@ type ToolAnnotations struct {
 // +kubebuilder:printcolumn:name="Tools",type=integer,JSONPath=`.status.toolCount`
 // +kubebuilder:printcolumn:name="Transport",type=string,JSONPath=`.status.serverInfo.transport`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="URL",type=string,priority=1,JSONPath=`.spec.url`
+// +kubebuilder:printcolumn:name="Service",type=string,priority=1,JSONPath=`.spec.service.name`
+// +kubebuilder:printcolumn:name="Image",type=string,priority=1,JSONPath=`.spec.workload.image`
+// +kubebuilder:printcolumn:name="Revision",type=string,priority=1,JSONPath=`.status.serverInfo.protocolVersion`
+// +kubebuilder:printcolumn:name="Last-Sync",type=date,priority=1,JSONPath=`.status.lastSyncTime`
 // +kubebuilder:printcolumn:name="Message",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
 type MCPServer struct {
 	metav1.TypeMeta   `json:",inline"`

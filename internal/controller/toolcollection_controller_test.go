@@ -250,7 +250,9 @@ var _ = Describe("kubectl", func() {
 		}
 		Expect(kubectl("get", "mcps")).To(MatchRegexp(`NAME\s+READY\s+TOOLS\s+TRANSPORT\s+AGE\nshown\s+True\s+2\s+StreamableHTTP\s+`))
 		Expect(kubectl("get", "tc")).To(MatchRegexp(`NAME\s+READY\s+SERVERS\s+TOOLS\s+CONFLICTS\s+AGE\nshown\s+True\s+1\s+2\s+0\s+`))
-		Expect(kubectl("get", "mcps", "-o", "wide")).To(ContainSubstring("Discovered 2 tools"))
+		wide := kubectl("get", "mcps", "-o", "wide")
+		Expect(wide).To(MatchRegexp(`NAME\s+READY\s+TOOLS\s+TRANSPORT\s+AGE\s+REASON\s+URL\s+SERVICE\s+IMAGE\s+REVISION\s+LAST-SYNC\s+MESSAGE\n` +
+			`shown\s+True\s+2\s+StreamableHTTP\s+\S+\s+ToolsDiscovered\s+http://127\.0\.0\.1:\d+/mcp\s+2026-07-28\s+\S+\s+Discovered 2 tools`))
 		Expect(kubectl("wait", "--for=condition=Ready", "mcps/shown", "tc/shown", "--timeout=5s")).To(ContainSubstring("condition met"))
 	})
 })
