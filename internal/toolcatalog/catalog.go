@@ -120,7 +120,7 @@ func New(reader client.Reader, opts Options) (*Catalog, error) {
 	if opts.DrainTimeout <= 0 {
 		opts.DrainTimeout = defaultDrainTimeout
 	}
-	c := &Catalog{reader: reader, opts: opts, log: opts.Log, pool: &mcpclient.Pool{}, schemas: newSchemaCache(),
+	c := &Catalog{reader: reader, opts: opts, log: opts.Log, pool: &mcpclient.Pool{Owner: "catalog"}, schemas: newSchemaCache(),
 		upstreams: newUpstreams(), callers: newCallerLimits(opts.CallerRate, opts.CallerBurst)}
 	c.streams, c.endStreams = context.WithCancel(context.Background())
 	c.menus = newMenuCache(c)

@@ -61,6 +61,7 @@ func (m *mcpHandlers) forget(key viewKey) {
 	delete(m.byKey, key)
 	m.mu.Unlock()
 	refusedTools.DeleteLabelValues(menuLabel(key))
+	catalogSessions.DeleteLabelValues(menuLabel(key))
 }
 
 func (m *mcpHandlers) size() int {
@@ -121,6 +122,11 @@ func (m *mcpHandlers) handlerFor(key viewKey) *mcpHandler {
 		name = "mcp-operator/" + key.namespace + "/" + key.name
 		path = "/v1/namespaces/" + key.namespace + "/toolcollections/" + key.name + "/mcp"
 	}
+	sessions := catalogSessions.WithLabelValues(menuLabel(key))
+	hooks := &server.Hooks{}
+	hooks.AddOnRegisterSession(func(context.Context, server.ClientSession) { sessions.Inc() })
+	hooks.AddOnUnregisterSession(func(context.Context, server.ClientSession) { sessions.Dec() })
+	opts = append(opts, server.WithHooks(hooks))
 	h.server = server.NewMCPServer(name, "v1alpha1", opts...)
 	h.http = server.NewStreamableHTTPServer(h.server,
 		server.WithEndpointPath(path),

@@ -43,6 +43,11 @@ var (
 		Help: "Tools left out of an MCP endpoint because the MCP library refuses their definition, by menu (global or collection ns/name).",
 	}, []string{"menu"})
 
+	catalogSessions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mcp_catalog_sessions",
+		Help: "MCP sessions clients hold open on this replica's catalog endpoints, by menu (global or collection ns/name).",
+	}, []string{"menu"})
+
 	mcpSyncFailures = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "mcp_catalog_mcp_sync_failures_total",
 		Help: "Times an MCP endpoint could not take up a new menu revision (the catalog's cache could not be read).",
@@ -55,7 +60,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(toolCalls, toolCallDuration, upstreamErrors, toolsServed, menuRevisions, busyCalls, refusedTools, mcpSyncFailures)
+	metrics.Registry.MustRegister(toolCalls, toolCallDuration, upstreamErrors, toolsServed, menuRevisions, busyCalls, refusedTools, mcpSyncFailures, catalogSessions)
 }
 
 // menuLabel names a view for metrics.
