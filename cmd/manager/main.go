@@ -26,6 +26,7 @@ import (
 	"github.com/toolmesh/mcp-operator/internal/controller"
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/toolcatalog"
+	"github.com/toolmesh/mcp-operator/internal/tracing"
 )
 
 // imageRepository is where the operator's image is published; with the
@@ -49,10 +50,14 @@ type config struct {
 	catalog                toolcatalog.Options
 	catalogAuth            string
 	showVersion            bool
+	tracing                bool
 	zap                    zap.Options
 }
 
 func main() {
+	// Exits with exitCode after deferred work (flushing traces) is done.
+	exitCode := 0
+	defer func() { os.Exit(exitCode) }()
 	cfg, err := parseFlags(flag.CommandLine, os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -71,6 +76,18 @@ func main() {
 		os.Exit(1)
 	}
 	ctx := ctrl.SetupSignalHandler()
+	stopTracing, err := tracing.Setup(ctx, version, cfg.tracing)
+	if err != nil {
+		log.Error(err, "Setting up tracing")
+		os.Exit(1)
+	}
+	defer func() {
+		flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(flush); err != nil {
+			log.Error(err, "Flushing traces")
+		}
+	}()
 	if err := setUp(ctx, mgr, cfg); err != nil {
 		log.Error(err, "Setting up the manager")
 		os.Exit(1)
@@ -80,7 +97,7 @@ func main() {
 	// close, the lease is released, then Start returns.
 	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "Running the manager")
-		os.Exit(1)
+		exitCode = 1
 	}
 }
 
@@ -98,6 +115,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (*config, error) {
 	bindControllerFlags(fs, &cfg.controllers)
 	bindCatalogFlags(fs, cfg)
 	fs.BoolVar(&cfg.showVersion, "version", false, "Print the version and exit.")
+	fs.BoolVar(&cfg.tracing, "tracing", false, "Send OpenTelemetry traces over OTLP/HTTP even when no OTEL_EXPORTER_OTLP_ENDPOINT is set (the exporter's default endpoint). With OTEL_EXPORTER_OTLP_ENDPOINT set, traces are sent anyway; the other OTEL_* variables configure them.")
 	cfg.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,6 +36,7 @@ import (
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/reach"
+	"github.com/toolmesh/mcp-operator/internal/tracing"
 )
 
 const (
@@ -150,11 +153,14 @@ func (r *MCPServerReconciler) forget(key string) {
 // ends itself and is replaced on the next use; a failed listing alone
 // keeps it.
 func (r *MCPServerReconciler) discover(ctx context.Context, key types.NamespacedName, target mcpclient.Target) (list mcpclient.ToolList, info mcpclient.ServerInfo, err error) {
+	ctx, span := tracing.Tracer().Start(ctx, "discover", trace.WithAttributes(tracing.Server.String(key.String())))
 	defer func(started time.Time) {
 		outcome := "success"
 		if err != nil {
 			outcome = "failure"
+			span.SetStatus(codes.Error, string(mcpclient.KindOf(err)))
 		}
+		span.End()
 		discoveryDuration.WithLabelValues(key.String(), outcome).Observe(time.Since(started).Seconds())
 	}(time.Now())
 	err = r.sessions.Do(ctx, key.String(), target, func(s *mcpclient.Session) error {
