@@ -21,6 +21,9 @@ import (
 // logLevels are MCP's log levels, least severe first.
 var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
+// KnownLogLevel reports whether level is one of MCP's log levels.
+func KnownLogLevel(level string) bool { return levelRank(level) >= 0 }
+
 func levelRank(level string) int {
 	for i, l := range logLevels {
 		if l == level {

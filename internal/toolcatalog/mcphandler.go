@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/menu"
 )
 
@@ -317,17 +318,8 @@ func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey)
 		// The header is required after initialize (mcp-go answers 404).
 		writeRPCError(w, http.StatusBadRequest, msg.ID, mcp.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
 		return true
-	case msg.Method == string(mcp.MethodSetLogLevel) && levelKnown(msg.Params.Level):
+	case msg.Method == string(mcp.MethodSetLogLevel) && mcpclient.KnownLogLevel(msg.Params.Level):
 		m.sessions.levels.Add(session, msg.Params.Level)
-	}
-	return false
-}
-
-func levelKnown(level string) bool {
-	for _, l := range []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"} {
-		if l == level {
-			return true
-		}
 	}
 	return false
 }

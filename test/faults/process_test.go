@@ -2,7 +2,6 @@ package faults
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -26,15 +25,8 @@ var _ = Describe("Managers as processes", Ordered, func() {
 		bin        string
 	)
 	BeforeAll(func() {
-		var err error
-		plane, err = testenv.Start(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(plane.Stop)
-		dir := GinkgoT().TempDir()
-		kubeconfig = filepath.Join(dir, "kubeconfig")
-		Expect(plane.Kubeconfig(kubeconfig)).To(Succeed())
-		By("building the manager")
-		bin = buildManager(dir)
+		rig := newProcessRig()
+		plane, kubeconfig, bin = rig.plane, rig.kubeconfig, rig.bin
 	})
 
 	// servers lists the MCPServers of a namespace.
