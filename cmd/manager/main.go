@@ -54,18 +54,19 @@ type config struct {
 	zap                    zap.Options
 }
 
-func main() {
-	// Exits with exitCode after deferred work (flushing traces) is done.
-	exitCode := 0
-	defer func() { os.Exit(exitCode) }()
+func main() { os.Exit(run()) }
+
+// run is the manager's life; it returns the exit code once deferred work
+// (flushing traces) is done.
+func run() int {
 	cfg, err := parseFlags(flag.CommandLine, os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+		return 2
 	}
 	if cfg.showVersion {
 		fmt.Println("mcp-operator", version)
-		return
+		return 0
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&cfg.zap)))
 	log := ctrl.Log.WithName("setup")
@@ -73,13 +74,13 @@ func main() {
 	mgr, err := newManager(cfg)
 	if err != nil {
 		log.Error(err, "Creating the manager")
-		os.Exit(1)
+		return 1
 	}
 	ctx := ctrl.SetupSignalHandler()
 	stopTracing, err := tracing.Setup(ctx, version, cfg.tracing)
 	if err != nil {
 		log.Error(err, "Setting up tracing")
-		os.Exit(1)
+		return 1
 	}
 	defer func() {
 		flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -90,15 +91,16 @@ func main() {
 	}()
 	if err := setUp(ctx, mgr, cfg); err != nil {
 		log.Error(err, "Setting up the manager")
-		os.Exit(1)
+		return 1
 	}
 	log.Info("Starting the manager", "version", version)
 	// SIGTERM cancels ctx: the catalog drains, controllers stop, sessions
 	// close, the lease is released, then Start returns.
 	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "Running the manager")
-		exitCode = 1
+		return 1
 	}
+	return 0
 }
 
 // parseFlags reads the command line into a config and checks it.

@@ -33,7 +33,7 @@ func Connect(ctx context.Context, t Target, onToolsChanged func()) (s *Session, 
 	defer func() {
 		var e *Error
 		if errors.As(err, &e) {
-			failSpan(span, e)
+			_ = failSpan(span, e)
 		}
 		if s != nil {
 			span.SetAttributes(tracing.ProtocolVersion.String(s.info.ProtocolVersion))

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
-	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -166,7 +165,6 @@ type tappedBody struct {
 	tap   func(method string, params json.RawMessage)
 	lines bytes.Buffer
 	data  bytes.Buffer
-	once  sync.Once
 }
 
 func (t *tappedBody) Read(p []byte) (int, error) {

@@ -212,7 +212,7 @@ func (s *Session) request(ctx context.Context, c call, doing string) (json.RawMe
 		case s.answersOnStream && cause != nil:
 			// The stream that would carry the answer broke: say why.
 			err = fmt.Errorf("%w: %w", errStreamLost, cause)
-		case context.Cause(ctx) == context.DeadlineExceeded:
+		case errors.Is(context.Cause(ctx), context.DeadlineExceeded):
 			err = errors.Join(context.DeadlineExceeded, err)
 			s.cancelUpstream(id, "the request timed out")
 		case parent.Err() != nil:

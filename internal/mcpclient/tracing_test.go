@@ -75,7 +75,7 @@ func TestTraceContextReachesTheServer(t *testing.T) {
 
 func hasAttr(attrs []attribute.KeyValue, key, value string) bool {
 	for _, a := range attrs {
-		if string(a.Key) == key && a.Value.Emit() == value {
+		if string(a.Key) == key && a.Value.AsString() == value {
 			return true
 		}
 	}

@@ -2,6 +2,7 @@ package toolcatalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"runtime"
@@ -133,8 +134,8 @@ var _ = Describe("Memory a caller can grow", func() {
 		req.Header.Set("Authorization", "Bearer "+token)
 		_, err := a.authenticate(ctx, req)
 		var authErr *authError
-		Expect(err).To(BeAssignableToTypeOf(authErr))
-		Expect(err.(*authError).code).To(Equal(http.StatusServiceUnavailable))
+		Expect(errors.As(err, &authErr)).To(BeTrue(), "%v", err)
+		Expect(authErr.code).To(Equal(http.StatusServiceUnavailable))
 		Expect(err.Error()).To(Equal("the token could not be checked with the API server; retry"))
 		Expect(err.Error()).NotTo(ContainSubstring(token))
 

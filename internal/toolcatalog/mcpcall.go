@@ -129,7 +129,7 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 			if err == nil {
 				err = c.notReady(down)
 			}
-			m.answerFailure(w, r, key, msg, down, started, err, modern)
+			m.answerFailure(w, key, msg, down, started, err, modern)
 			return
 		}
 		c.record(key, msg.Params.Name, nil, started, "unknown_tool")
@@ -137,7 +137,7 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 		return
 	}
 	if err := c.authorizeCall(r.Context(), key, entry); err != nil {
-		m.answerFailure(w, r, key, msg, entry, started, err, modern)
+		m.answerFailure(w, key, msg, entry, started, err, modern)
 		return
 	}
 	ctx, cancel := context.WithCancelCause(r.Context())
@@ -170,7 +170,7 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 			c.record(key, msg.Params.Name, entry, started, "cancelled")
 			return // a cancelled request gets no answer
 		}
-		m.answerFailure(stream, r, key, msg, entry, started, err, modern)
+		m.answerFailure(stream, key, msg, entry, started, err, modern)
 		return
 	}
 	outcome := "success"
@@ -183,7 +183,7 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 
 // answerFailure answers a failed call as mcpFailure decides: a tool
 // result the model reads, or a JSON-RPC error for the client.
-func (m *mcpHandlers) answerFailure(w http.ResponseWriter, r *http.Request, key viewKey, msg *rpcMessage, entry *menu.Entry, started time.Time, err error, modern bool) {
+func (m *mcpHandlers) answerFailure(w http.ResponseWriter, key viewKey, msg *rpcMessage, entry *menu.Entry, started time.Time, err error, modern bool) {
 	result, rpcErr := m.catalog.mcpFailure(key, msg.Params.Name, entry, started, err)
 	if rpcErr != nil {
 		if cs, ok := w.(*callStream); ok {
@@ -326,7 +326,7 @@ func (s *callStream) finish(body any) {
 	}
 	s.Header().Set("Content-Type", "application/json")
 	s.WriteHeader(http.StatusOK)
-	_, _ = s.ResponseWriter.Write(raw)
+	_, _ = s.Write(raw)
 }
 
 type rpcErrorObject struct {

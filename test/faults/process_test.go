@@ -138,7 +138,7 @@ var _ = Describe("Managers as processes", Ordered, func() {
 		// Call the survivor's catalog without pause from here on.
 		var failures []string
 		var calls atomic.Int64
-		callsSoFar := func() int64 { return calls.Load() }
+		callsSoFar := calls.Load
 		stop := repeat(50*time.Millisecond, func() {
 			for _, a := range []answer{get(survivor.catalog, "/v1/tools"), post(survivor.catalog, "/v1/execute", `{"name":"mcp_before_echo"}`)} {
 				calls.Add(1)
