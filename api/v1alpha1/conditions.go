@@ -134,6 +134,10 @@ const (
 	// served over REST and left out of the collection's MCP endpoint.
 	// Absent otherwise.
 	ConditionToolsRefused = "ToolsRefused"
+	// ConditionUnmatchedAlwaysInclude is True when exposure is Search and
+	// spec.alwaysInclude names a tool the menu does not offer. Absent
+	// otherwise.
+	ConditionUnmatchedAlwaysInclude = "UnmatchedAlwaysInclude"
 )
 
 // Reasons for ToolCollection conditions.
@@ -158,4 +162,7 @@ const (
 	ReasonToolsNotApproved = "ToolsNotApproved"
 	// ReasonInvalidForMCP: tool definitions MCP clients cannot be offered.
 	ReasonInvalidForMCP = "InvalidForMCP"
+	// ReasonAlwaysIncludeTargetMissing: spec.alwaysInclude names a tool the
+	// menu does not offer.
+	ReasonAlwaysIncludeTargetMissing = "AlwaysIncludeTargetMissing"
 )
