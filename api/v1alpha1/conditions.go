@@ -122,8 +122,9 @@ const (
 	// tool no selected, Ready server offers. Absent otherwise.
 	ConditionUnmatchedOverrides = "UnmatchedOverrides"
 	// ConditionTooManyTools is True when the menu was cut at spec.maxTools,
-	// or holds more tools than many function-calling APIs accept. Absent
-	// otherwise.
+	// or holds more tools than many function-calling APIs accept and its
+	// exposure is All (with Search, agents search rather than take them
+	// all). Absent otherwise.
 	ConditionTooManyTools = "TooManyTools"
 	// ConditionUnapprovedTools is True when spec.pinning does not approve
 	// the current definition of some tools. Absent otherwise.
