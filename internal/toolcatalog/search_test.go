@@ -207,8 +207,10 @@ var _ = Describe("Tool search over REST", func() {
 		By("a change to the menu's tools builds a new one")
 		tc := &mcpv1alpha1.ToolCollection{}
 		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "desk"}, tc)).To(Succeed())
+		before := tc.DeepCopy()
 		tc.Spec.Servers.Names = []string{"files", "slack"}
-		Expect(env.Client.Update(ctx, tc)).To(Succeed())
+		// A merge patch: the controller writes status meanwhile.
+		Expect(env.Client.Patch(ctx, tc, client.MergeFrom(before))).To(Succeed())
 		Eventually(func() []string { return searchOf(get(base + "/search?q=" + q("merge the PR"))).names() }).
 			ShouldNot(ContainElement("mcp_github_merge_pull_request"))
 		Expect(held()).NotTo(BeIdenticalTo(first))
