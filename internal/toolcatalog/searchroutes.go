@@ -22,7 +22,7 @@ const (
 // searchBody is a search answer: the menu's body with the tools ranked
 // best first, and scores[i] the score of tools[i]. The scores sit beside
 // the tools, not inside them, so that tools can be handed to a model API
-// as they are: OpenAI's and Anthropic's refuse keys they do not know.
+// as they are, without a key the API does not expect in a tool.
 type searchBody struct {
 	Revision string    `json:"revision"`
 	Tools    []any     `json:"tools"`
