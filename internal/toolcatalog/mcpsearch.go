@@ -76,19 +76,19 @@ func searchToolDefinitions() (find, call mcp.Tool) {
 }
 
 // searchTools are the tools a Search endpoint lists: find_tools, call_tool
-// and the tools always included. Their handlers serve the requests mcp-go
-// answers itself (JSON-RPC batches of older revisions); single calls are
-// answered in serveCall.
+// and the tools always included. serveCall answers their calls; these
+// handlers serve only a call mcp-go answers itself (one route could not
+// read, as for every other tool's mcpCall), with the same meaning.
 func (c *Catalog) searchTools(key viewKey, vw *view, skip map[string]bool) []server.ServerTool {
 	find, call := searchToolDefinitions()
 	tools := []server.ServerTool{
 		{Tool: find, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			started := time.Now()
-			vw, err := c.menus.view(ctx, key)
+			current, err := c.menus.view(ctx, key)
 			if err != nil {
 				return nil, errors.New("the catalog cannot read its cache yet; retry")
 			}
-			result, err := c.findTools(vw, argumentsOf(req))
+			result, err := c.findTools(current, argumentsOf(req))
 			if err != nil {
 				return c.mcpFailure(key, findToolsName, nil, started, err)
 			}

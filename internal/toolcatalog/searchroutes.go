@@ -29,7 +29,7 @@ type searchBody struct {
 	Scores   []float64 `json:"scores"`
 }
 
-// searchParams reads q and limit, the same for REST and find_tools.
+// searchParams are a search request's q and limit.
 type searchParams struct {
 	query string
 	limit int
