@@ -93,6 +93,7 @@ var _ = Describe("A collection with exposure Search over MCP", func() {
 		readyServer(ns, "calc", calcServer().URL())
 		readyServer(ns, "files", corpusServer("filesystem").URL())
 		base = searchedCollection(ns, "finder", []string{"mcp_calc_add"}, "calc", "files")
+		menuHolds(base+"/tools", 6+14)
 	})
 
 	It("lists find_tools, call_tool and alwaysInclude to a stateless client, which finds and calls the right tool", func() {
@@ -196,6 +197,7 @@ var _ = Describe("A collection with exposure Search over MCP", func() {
 		upstream.AddProgressTool(3)
 		readyServer(ns, "up", upstream.URL(), func(s *mcpv1alpha1.MCPServer) { s.Spec.Timeout = &metav1.Duration{Duration: 30 * time.Second} })
 		relay := searchedCollection(ns, "relay", nil, "up")
+		menuHolds(relay+"/tools", 1)
 		for _, revision := range []string{"", "2025-11-25", "2025-06-18"} {
 			caller := callerOf(catalog.URL+relay+"/mcp", revision)
 			p := &sdk.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": "mcp_up_steps"}}
@@ -242,6 +244,7 @@ var _ = Describe("A collection with exposure Search over MCP", func() {
 		upstream.AddRawTool("plain", "Searches records without a filter.", `{"type":"object"}`, func(json.RawMessage) string { return "plain answer" })
 		readyServer(ns, "odd", rewriting(upstream.URL(), "x-stand-in", "x-mcp-header"))
 		mixed := searchedCollection(ns, "mixed", []string{"mcp_odd_search", "mcp_odd_plain"}, "odd")
+		menuHolds(mixed+"/tools", 2)
 
 		s := connectMCP(catalog.URL+mixed+"/mcp", nil, nil)
 		Expect(listedNames(s)).To(ConsistOf("find_tools", "call_tool", "mcp_odd_plain"))
@@ -291,6 +294,7 @@ var _ = Describe("A collection with exposure Search and authorization", func() {
 		ns := env.Namespace()
 		readyServer(ns, "calc", calcServer().URL())
 		base := searchedCollection(ns, "kit", nil, "calc")
+		menuHolds(base+"/tools", 6)
 		reader := serviceAccountToken(ns, "reader")
 		bind(ns, "reader", "catalog-reader", "reader")
 		s := connectMCP(authCatalog.URL+base+"/mcp", map[string]string{"Authorization": "Bearer " + reader}, nil)

@@ -76,6 +76,21 @@ func searchOf(r response) searchAnswer {
 
 func q(text string) string { return url.QueryEscape(text) }
 
+// menuHolds waits until a menu lists n tools: the catalog's cache may hold
+// a new collection before the status of a server it selects.
+func menuHolds(path string, n int) {
+	Eventually(func() int {
+		var body struct {
+			Tools []json.RawMessage `json:"tools"`
+		}
+		r := get(path)
+		if r.code != http.StatusOK || json.Unmarshal(r.body, &body) != nil {
+			return -1
+		}
+		return len(body.Tools)
+	}).Should(Equal(n), path)
+}
+
 // fetch GETs a catalog path without Gomega, for goroutines.
 func fetch(base, path string) (int, []byte, error) {
 	resp, err := http.Get(base + path)
@@ -96,6 +111,7 @@ var _ = Describe("Tool search over REST", func() {
 		}
 		collection(ns, "desk", "files", "github", "slack", "memory")
 		base = "/v1/namespaces/" + ns + "/toolcollections/desk/tools"
+		menuHolds(base, 14+26+8+9)
 	})
 
 	It("ranks real servers' tools best first, each with its score, and serves the menu's revision", func() {
@@ -302,6 +318,7 @@ var _ = Describe("Tool search and authorization", func() {
 		ns = env.Namespace()
 		readyServer(ns, "calc", calcServer().URL())
 		collection(ns, "kit", "calc")
+		menuHolds("/v1/namespaces/"+ns+"/toolcollections/kit/tools", 6)
 	})
 
 	searchAs := func(path, token string) response {
@@ -333,8 +350,9 @@ var _ = Describe("Tool search and authorization", func() {
 		query := "/v1/tools/search?q=" + q("add two numbers")
 
 		// Over the unfiltered catalog the hidden tool ranks first...
+		Eventually(func() []string { return searchOf(get(query + "&limit=50")).names() }).
+			Should(ContainElements("mcp_secret_add_two_numbers", "mcp_calc_add"))
 		everyone := searchOf(get(query + "&limit=50"))
-		Expect(everyone.names()).To(ContainElements("mcp_secret_add_two_numbers", "mcp_calc_add"))
 		Expect(everyone.names()[0]).To(Equal("mcp_secret_add_two_numbers"))
 
 		// ...and the reader never sees it, yet gets the best of theirs even
