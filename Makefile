@@ -92,9 +92,13 @@ test-faults: ## The fault-injection suite alone (about 2 minutes; make test runs
 
 BENCH_TIME ?= 3000x
 BENCH_OUT ?= bin/bench
+# SEARCH_QUERIES is how many searches give tool search's latency percentiles.
+SEARCH_QUERIES ?= 20000x
+# The tool search benchmarks whose goals (issue 16) a run must check.
+SEARCH_BENCHMARKS := BenchmarkRetrieval,BenchmarkSearch10k,BenchmarkBuild10k,BenchmarkBuild100k
 
 .PHONY: bench
-bench: ## Benchmarks against same-run baselines; writes docs/benchmarks.md (about 5 minutes).
+bench: bench-search-results ## Every benchmark; writes docs/benchmarks.md and fails when a goal is missed (about 7 minutes).
 	@mkdir -p $(BENCH_OUT)
 	@assets=$$(hack/envtest-assets.sh) && export KUBEBUILDER_ASSETS="$$assets" && \
 	go test -run '^$$' -bench . -benchmem -benchtime=$(BENCH_TIME) ./internal/toolname ./internal/toolcatalog | tee $(BENCH_OUT)/micro.txt && \
@@ -103,13 +107,28 @@ bench: ## Benchmarks against same-run baselines; writes docs/benchmarks.md (abou
 	go test -run '^$$' -bench 'BenchmarkDiscovery|BenchmarkQuiet' -benchtime=1x ./test/bench | tee $(BENCH_OUT)/scale.txt
 	go tool pprof -top -nodecount=20 $(BENCH_OUT)/bench.test $(BENCH_OUT)/cpu.out > $(BENCH_OUT)/cpu-top.txt
 	go tool pprof -top -cum -focus=toolcatalog -nodecount=25 $(BENCH_OUT)/bench.test $(BENCH_OUT)/cpu.out >> $(BENCH_OUT)/cpu-top.txt
-	cat $(BENCH_OUT)/micro.txt $(BENCH_OUT)/rig.txt $(BENCH_OUT)/scale.txt | go run ./hack/benchreport -profile $(BENCH_OUT)/cpu-top.txt > docs/benchmarks.md
-	@echo "wrote docs/benchmarks.md"
+	cat $(BENCH_OUT)/micro.txt $(BENCH_OUT)/rig.txt $(BENCH_OUT)/scale.txt $(BENCH_OUT)/search.txt | \
+	  go run ./hack/benchreport -require $(SEARCH_BENCHMARKS) -profile $(BENCH_OUT)/cpu-top.txt > $(BENCH_OUT)/benchmarks.md; \
+	  status=$$?; cp $(BENCH_OUT)/benchmarks.md docs/benchmarks.md && echo "wrote docs/benchmarks.md"; exit $$status
+
+# bench-search-results runs tool search's benchmarks into $(BENCH_OUT)/search.txt:
+# retrieval once (it is deterministic), $(SEARCH_QUERIES) searches, 3 builds of each size.
+.PHONY: bench-search-results
+bench-search-results:
+	@mkdir -p $(BENCH_OUT)
+	go test -run '^$$' -bench 'BenchmarkRetrieval' -benchtime=1x ./internal/toolsearch | tee $(BENCH_OUT)/search.txt
+	go test -run '^$$' -bench 'BenchmarkSearch10k' -benchmem -benchtime=$(SEARCH_QUERIES) ./internal/toolsearch | tee -a $(BENCH_OUT)/search.txt
+	go test -run '^$$' -bench 'BenchmarkBuild' -benchmem -benchtime=3x ./internal/toolsearch | tee -a $(BENCH_OUT)/search.txt
+
+.PHONY: bench-search
+bench-search: bench-search-results ## Tool search's benchmarks alone, merged into docs/benchmarks.md; fails when a goal is missed (about 2 minutes).
+	go run ./hack/benchreport -require $(SEARCH_BENCHMARKS) -merge docs/benchmarks.md < $(BENCH_OUT)/search.txt > $(BENCH_OUT)/benchmarks.md; \
+	  status=$$?; cp $(BENCH_OUT)/benchmarks.md docs/benchmarks.md && echo "wrote docs/benchmarks.md"; exit $$status
 
 .PHONY: bench-smoke
 bench-smoke: ## Every benchmark once, no thresholds: keeps them from rotting (CI).
 	@assets=$$(hack/envtest-assets.sh) && export KUBEBUILDER_ASSETS="$$assets" && \
-	go test -run '^$$' -bench . -benchtime=1x ./internal/toolname ./internal/toolcatalog ./test/bench
+	go test -run '^$$' -bench . -benchtime=1x ./internal/toolname ./internal/toolcatalog ./internal/toolsearch ./test/bench
 
 FUZZ_TIME ?= 10s
 

@@ -28,7 +28,43 @@ type ToolCollectionSpec struct {
 	// person approves it, for example in a GitOps pull request.
 	// +optional
 	Pinning *ToolPinning `json:"pinning,omitempty"`
+
+	// exposure says how the collection's MCP endpoint offers its tools: All
+	// (the default) lists every tool; Search lists only find_tools, which
+	// ranks the tools against what the agent asks for and returns the best
+	// matches' full definitions, and call_tool, which calls one of them by
+	// name exactly as a direct call would, plus the tools named in
+	// alwaysInclude. Search suits collections too large to hand a model
+	// whole. The REST menu lists every tool either way, and every tool can
+	// still be called directly by name.
+	// +optional
+	// +kubebuilder:default=All
+	Exposure Exposure `json:"exposure,omitempty"`
+
+	// alwaysInclude names tools (exposed names in this collection) that the
+	// MCP endpoint lists beside find_tools and call_tool when exposure is
+	// Search, for tools an agent needs on every turn. Ignored with exposure
+	// All. A name the menu does not offer is reported in the
+	// UnmatchedAlwaysInclude condition. At most 32.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=64
+	AlwaysInclude []string `json:"alwaysInclude,omitempty"`
 }
+
+// Exposure says how a collection's MCP endpoint offers its tools.
+// +kubebuilder:validation:Enum=All;Search
+type Exposure string
+
+const (
+	// ExposureAll lists every tool of the menu on the MCP endpoint.
+	ExposureAll Exposure = "All"
+	// ExposureSearch lists find_tools and call_tool (and spec.alwaysInclude)
+	// on the MCP endpoint: the agent searches for the tools it needs.
+	ExposureSearch Exposure = "Search"
+)
 
 // PinningMode says what happens to a tool whose definition is not approved.
 // +kubebuilder:validation:Enum=Enforce;Warn
@@ -187,6 +223,12 @@ type ToolCollectionStatus struct {
 	// descriptions, schemas.
 	// +optional
 	MenuHash string `json:"menuHash,omitempty"`
+
+	// exposure is how the MCP endpoint offers the menu for the observed
+	// generation: All (every tool) or Search (find_tools and call_tool, and
+	// spec.alwaysInclude).
+	// +optional
+	Exposure Exposure `json:"exposure,omitempty"`
 }
 
 // CollectionServer is one selected MCPServer.
@@ -241,6 +283,7 @@ type ToolConflict struct {
 // +kubebuilder:printcolumn:name="Servers",type=integer,JSONPath=`.status.serverCount`
 // +kubebuilder:printcolumn:name="Tools",type=integer,JSONPath=`.status.toolCount`
 // +kubebuilder:printcolumn:name="Conflicts",type=integer,JSONPath=`.status.conflictCount`
+// +kubebuilder:printcolumn:name="Exposure",type=string,JSONPath=`.status.exposure`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Message",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
 type ToolCollection struct {

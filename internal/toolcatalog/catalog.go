@@ -151,7 +151,9 @@ func (c *Catalog) WatchChanges(ctx context.Context, cache ctrlcache.Cache) error
 	}
 	collections := toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
 		if tc, ok := unwrapTombstone(obj).(*mcpv1alpha1.ToolCollection); ok {
-			c.mcp.forget(viewKey{kind: collectionView, namespace: tc.Namespace, name: tc.Name})
+			key := viewKey{kind: collectionView, namespace: tc.Namespace, name: tc.Name}
+			c.mcp.forget(key)
+			c.menus.forget(key)
 		}
 	}}
 	for _, watch := range []struct {
@@ -198,6 +200,7 @@ func (c *Catalog) observeServer(obj any, deleted bool) {
 	key := srv.Namespace + "/" + srv.Name
 	c.upstreams.forget(key)
 	c.pool.Drop(key)
+	c.menus.forget(viewKey{kind: serverView, namespace: srv.Namespace, name: srv.Name})
 }
 
 func unwrapTombstone(obj any) any {

@@ -426,7 +426,11 @@ var _ = Describe("The catalog against @modelcontextprotocol/server-everything", 
 		everything, err := testmcp.StartEverything("streamableHttp")
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(everything.Stop)
-		readyServer(env.Namespace(), "everything", everything.URL())
+		ns := env.Namespace()
+		readyServer(ns, "everything", everything.URL())
+		// The catalog reads the manager's cache, which may not hold the status
+		// readyServer saw yet.
+		Eventually(func() string { return string(get("/v1/tools?namespace=" + ns).body) }).Should(ContainSubstring("mcp_everything_echo"))
 
 		r := post("/v1/execute", `{"name":"mcp_everything_echo","arguments":{"message":"hello catalog"}}`)
 		Expect(r.code).To(Equal(http.StatusOK), string(r.body))

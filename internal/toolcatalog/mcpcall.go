@@ -122,6 +122,12 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 		writeRPCError(w, http.StatusServiceUnavailable, msg.ID, mcp.INTERNAL_ERROR, "the catalog cannot read its cache yet; retry")
 		return
 	}
+	if vw.exposure.Search {
+		var answered bool
+		if msg, answered = m.serveSearchCall(w, r, key, msg, vw, started, modern); answered {
+			return
+		}
+	}
 	entry, ok := vw.byName[msg.Params.Name]
 	if !ok {
 		if down, withheld := vw.withheld[msg.Params.Name]; withheld {

@@ -36,10 +36,11 @@ type mcpHandlers struct {
 }
 
 type mcpHandler struct {
-	key      viewKey
-	server   *server.MCPServer
-	http     http.Handler
-	mu       sync.Mutex
+	key    viewKey
+	server *server.MCPServer
+	http   http.Handler
+	mu     sync.Mutex
+	// revision is the view's mcpRevision whose tools the server lists.
 	revision string
 }
 
@@ -143,9 +144,11 @@ func (m *mcpHandlers) handlerFor(key viewKey) *mcpHandler {
 	return h
 }
 
-// sync gives the handler the tools of its menu's current revision. A tool
-// MCP clients cannot be offered (menu.Refusal) is left out of this
-// endpoint only, counted and reported; every other tool is served.
+// sync gives the handler the tools of its menu's current revision: every
+// tool, or with exposure Search find_tools, call_tool and the tools always
+// included. A tool MCP clients cannot be offered (menu.Refusal) is left
+// out of this endpoint only, counted and reported; every other tool is
+// served.
 func (m *mcpHandlers) sync(ctx context.Context, h *mcpHandler) error {
 	vw, err := m.catalog.menus.view(ctx, h.key)
 	if err != nil {
@@ -153,17 +156,22 @@ func (m *mcpHandlers) sync(ctx context.Context, h *mcpHandler) error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if vw.revision == h.revision {
+	if vw.mcpRevision == h.revision {
 		return nil
 	}
 	skip := make(map[string]bool, len(vw.menu.Refused))
 	for _, e := range vw.menu.Refused {
 		skip[e.Name] = true
 	}
-	tools := make([]server.ServerTool, 0, len(vw.menu.Tools))
-	for i := range vw.menu.Tools {
-		if e := &vw.menu.Tools[i]; !skip[e.Name] {
-			tools = append(tools, server.ServerTool{Tool: mcpToolOf(e), Handler: m.catalog.mcpCall(h.key)})
+	var tools []server.ServerTool
+	if vw.exposure.Search {
+		tools = m.catalog.searchTools(h.key, vw, skip)
+	} else {
+		tools = make([]server.ServerTool, 0, len(vw.menu.Tools))
+		for i := range vw.menu.Tools {
+			if e := &vw.menu.Tools[i]; !skip[e.Name] {
+				tools = append(tools, server.ServerTool{Tool: mcpToolOf(e), Handler: m.catalog.mcpCall(h.key)})
+			}
 		}
 	}
 	refusedHere := setTools(h.server, tools)
@@ -171,7 +179,7 @@ func (m *mcpHandlers) sync(ctx context.Context, h *mcpHandler) error {
 		m.catalog.log.Info("The MCP library refused tool definitions the menu check let through; they are left out", "menu", menuLabel(h.key), "count", refusedHere)
 	}
 	refusedTools.WithLabelValues(menuLabel(h.key)).Set(float64(len(skip) + refusedHere))
-	h.revision = vw.revision
+	h.revision = vw.mcpRevision
 	return nil
 }
 

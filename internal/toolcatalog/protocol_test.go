@@ -84,6 +84,9 @@ var _ = Describe("MCP revisions through the catalog", func() {
 		upstream.AddMetaTool()
 		readyServer(ns, "up", upstream.URL(), func(s *mcpv1alpha1.MCPServer) { s.Spec.Timeout = &metav1.Duration{Duration: 30 * time.Second} })
 		collection(ns, "relay", "up")
+		// The catalog reads the manager's cache, which may hold the collection
+		// before the status readyServer saw.
+		Eventually(func() string { return string(get("/v1/namespaces/" + ns + "/toolcollections/relay/tools").body) }).Should(ContainSubstring("mcp_up_steps"))
 		endpoint = catalog.URL + "/v1/namespaces/" + ns + "/toolcollections/relay/mcp"
 	}
 

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -187,15 +188,24 @@ func acceptsGzip(acceptEncoding string) bool {
 	return false
 }
 
+// formatOf reads the format a menu or search is asked in; openai when
+// none is named.
+func formatOf(req *http.Request) (string, error) {
+	switch format := req.URL.Query().Get("format"); format {
+	case "":
+		return formatOpenAI, nil
+	case formatOpenAI, formatAnthropic, formatMCP:
+		return format, nil
+	default:
+		return "", fmt.Errorf("unknown format %s: use openai, anthropic or mcp", format)
+	}
+}
+
 // serveMenu is the shared body of the three menu routes.
 func (c *Catalog) serveMenu(w http.ResponseWriter, req *http.Request, key viewKey) {
-	format := req.URL.Query().Get("format")
-	switch format {
-	case "":
-		format = formatOpenAI
-	case formatOpenAI, formatAnthropic, formatMCP:
-	default:
-		writeError(w, http.StatusBadRequest, "unknown format "+format+": use openai, anthropic or mcp")
+	format, err := formatOf(req)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	if err := c.authorizeMenu(req.Context(), key); err != nil {
