@@ -61,6 +61,9 @@ func Setup(ctx context.Context, version string, force bool) (shutdown func(conte
 	if !force && !Configured() {
 		return func(context.Context) error { return nil }, nil
 	}
+	if err := checkProtocol(); err != nil {
+		return nil, err
+	}
 	exporter, err := otlptracehttp.New(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("creating the OTLP trace exporter: %w", err)
@@ -74,6 +77,18 @@ func Setup(ctx context.Context, version string, force bool) (shutdown func(conte
 	otel.SetTracerProvider(provider)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	return provider.Shutdown, nil
+}
+
+// checkProtocol refuses an OTLP protocol other than the one the manager
+// exports with, rather than sending OTLP/HTTP to a gRPC port and losing
+// every span in silence.
+func checkProtocol() error {
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
+		if v := os.Getenv(name); v != "" && v != "http/protobuf" {
+			return fmt.Errorf("%s=%q: the manager exports traces over OTLP/HTTP only; set it to http/protobuf (or unset it) and point the endpoint at the collector's OTLP/HTTP port (4318)", name, v)
+		}
+	}
+	return nil
 }
 
 // serviceName is OTEL_SERVICE_NAME, or mcp-operator.
