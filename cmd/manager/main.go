@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"net/netip"
 	"os"
@@ -51,6 +52,7 @@ type config struct {
 	catalogAuth            string
 	showVersion            bool
 	tracing                bool
+	auditLog               string
 	zap                    zap.Options
 }
 
@@ -167,6 +169,7 @@ func bindCatalogFlags(fs *flag.FlagSet, cfg *config) {
 	fs.Float64Var(&opts.CallerRate, "catalog-caller-rate", 0, "Tool calls per second one authenticated caller may make (--catalog-auth=kubernetes); past it, 429. 0 turns the limit off.")
 	fs.IntVar(&opts.CallerBurst, "catalog-caller-burst", 0, "Tool calls one caller may make at once above --catalog-caller-rate (default: the rate, rounded up).")
 	fs.DurationVar(&opts.DrainTimeout, "catalog-drain-timeout", 20*time.Second, "How long tool calls in flight may finish after SIGTERM before they are cut.")
+	fs.StringVar(&cfg.auditLog, "audit-log", "stdout", "Where the audit trail goes, one JSON line per tool call: stdout (the manager's logs go to stderr), stderr, a file path (appended to), or off.")
 }
 
 // check refuses flag combinations that cannot work.
@@ -226,6 +229,11 @@ func setUp(ctx context.Context, mgr ctrl.Manager, cfg *config) error {
 	cfg.catalog.Log = ctrl.Log.WithName("catalog")
 	cfg.catalog.Reviewer = mgr.GetClient()
 	cfg.catalog.Egress = cfg.controllers.Egress
+	audit, err := auditWriter(cfg.auditLog)
+	if err != nil {
+		return err
+	}
+	cfg.catalog.Audit = audit
 	c, err := toolcatalog.New(mgr.GetClient(), cfg.catalog)
 	if err != nil {
 		return err
@@ -259,6 +267,23 @@ func cacheSynced(mgr ctrl.Manager) healthz.Checker {
 		}
 		return nil
 	}
+}
+
+// auditWriter opens where --audit-log says the audit trail goes.
+func auditWriter(where string) (io.Writer, error) {
+	switch where {
+	case "off", "":
+		return nil, nil
+	case "stdout":
+		return os.Stdout, nil
+	case "stderr":
+		return os.Stderr, nil
+	}
+	f, err := os.OpenFile(where, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening the audit log: %w", err)
+	}
+	return f, nil
 }
 
 // commaList splits a comma-separated flag value, dropping empty items.

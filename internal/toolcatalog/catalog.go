@@ -8,6 +8,7 @@ package toolcatalog
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync/atomic"
 	"time"
 
@@ -62,6 +63,9 @@ type Options struct {
 	// DrainTimeout bounds how long calls in flight may finish once the
 	// catalog stops (default 20s).
 	DrainTimeout time.Duration
+	// Audit, when set, receives the audit trail: one JSON line per tool
+	// call (see AuditRecord).
+	Audit io.Writer
 }
 
 const (
@@ -89,6 +93,7 @@ type Catalog struct {
 	callers   *callerLimits
 	mcp       *mcpHandlers
 	browsers  *browserGuard
+	audit     *auditor
 	// version moves on every change to an MCPServer or ToolCollection;
 	// rendered menus are reused while it stands still.
 	version atomic.Uint64
@@ -124,7 +129,9 @@ func New(reader client.Reader, opts Options) (*Catalog, error) {
 		upstreams: newUpstreams(), callers: newCallerLimits(opts.CallerRate, opts.CallerBurst)}
 	c.streams, c.endStreams = context.WithCancel(context.Background())
 	c.menus = newMenuCache(c)
+	c.audit = newAuditor(opts.Audit)
 	c.authz = newAuthorizer(opts.Auth, opts.Reviewer, opts.AuthCacheTTL, maxCachedDecisions)
+	c.authz.refused = c.refused
 	c.mcp = newMCPHandlers(c)
 	browsers, err := newBrowserGuard(opts.AllowedOrigins, opts.AllowedHosts)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/menu"
+	"github.com/toolmesh/mcp-operator/internal/tracing"
 )
 
 // mcpPageSize is how many tools one tools/list page holds.
@@ -257,9 +259,19 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, m.catalog.opts.MaxRequestBytes)
-		if r.Method == http.MethodPost && m.route(w, r, key) {
-			return
+		var msg *rpcMessage
+		if r.Method == http.MethodPost {
+			var handled bool
+			if handled, msg = m.route(w, r, key); handled {
+				return
+			}
 		}
+		ctx, span := m.catalog.startSpan(r.Context(), r, spanName(r, msg), msgMeta(msg))
+		defer span.End()
+		if msg != nil && methodShape.MatchString(msg.Method) {
+			span.SetAttributes(tracing.MethodName.String(msg.Method))
+		}
+		r = r.WithContext(ctx)
 		h := m.handlerFor(key)
 		if err := m.sync(r.Context(), h); err != nil {
 			mcpSyncFailures.Inc()
@@ -279,9 +291,34 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 	})
 }
 
+// methodShape is what an MCP method name looks like; a span is named after
+// a caller's method only when it has this shape, so a caller cannot put
+// arbitrary text in the trace.
+var methodShape = regexp.MustCompile(`^[a-z]{1,32}(/[a-zA-Z_]{1,32}){0,2}$`)
+
+// spanName names the span of an MCP request mcp-go answers: its method.
+func spanName(r *http.Request, msg *rpcMessage) string {
+	switch {
+	case msg != nil && methodShape.MatchString(msg.Method):
+		return msg.Method
+	case msg != nil:
+		return "unknown method"
+	case r.Method == http.MethodGet:
+		return "listen"
+	}
+	return r.Method
+}
+
+func msgMeta(msg *rpcMessage) map[string]json.RawMessage {
+	if msg == nil {
+		return nil
+	}
+	return msg.Params.Meta
+}
+
 // route answers the POSTs the catalog handles itself and reports whether
 // it did; the others go on to mcp-go with their body put back.
-func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey) bool {
+func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey) (bool, *rpcMessage) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
@@ -290,12 +327,12 @@ func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey)
 		} else {
 			writeRPCError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST, "the request body could not be read")
 		}
-		return true
+		return true, nil
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	var msg rpcMessage
 	if json.Unmarshal(body, &msg) != nil || msg.Method == "" {
-		return false // batches and junk: mcp-go answers them
+		return false, nil // batches and junk: mcp-go answers them
 	}
 	session := r.Header.Get("Mcp-Session-Id")
 	notification := len(msg.ID) == 0
@@ -303,10 +340,10 @@ func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey)
 	case msg.Method == string(mcp.MethodToolsCall) && !notification:
 		if !msg.modern(r) && session == "" {
 			writeRPCError(w, http.StatusBadRequest, msg.ID, mcp.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
-			return true
+			return true, nil
 		}
 		m.serveCall(w, r, key, &msg)
-		return true
+		return true, nil
 	case notification && msg.Method == string(mcp.MethodNotificationCancelled):
 		// Before 2026-07-28 a cancel names the session's request; this
 		// replica cancels it if it runs it (in 2026-07-28 closing the
@@ -315,21 +352,21 @@ func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey)
 			m.catalog.log.V(1).Info("A cancel for a call this replica does not run", "menu", menuLabel(key))
 		}
 		w.WriteHeader(http.StatusAccepted)
-		return true
+		return true, nil
 	case notification && msg.modern(r):
 		// A 2026-07-28 client expects 202 for any notification; mcp-go
 		// refuses one without _meta with 400, which ends go-sdk clients'
 		// connections.
 		w.WriteHeader(http.StatusAccepted)
-		return true
+		return true, nil
 	case !msg.modern(r) && session == "" && msg.Method != string(mcp.MethodInitialize):
 		// The header is required after initialize (mcp-go answers 404).
 		writeRPCError(w, http.StatusBadRequest, msg.ID, mcp.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
-		return true
+		return true, nil
 	case msg.Method == string(mcp.MethodSetLogLevel) && mcpclient.KnownLogLevel(msg.Params.Level):
 		m.sessions.levels.Add(session, msg.Params.Level)
 	}
-	return false
+	return false, &msg
 }
 
 // visibleTools keeps the global endpoint's tools whose server the caller
@@ -360,7 +397,7 @@ func (c *Catalog) visibleTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool
 // model reads; a caller without execute gets a JSON-RPC error.
 func (c *Catalog) mcpCall(key viewKey) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		started := time.Now()
+		ctx = context.WithValue(ctx, callNoteKey{}, &callNote{via: "mcp", started: time.Now()})
 		vw, err := c.menus.view(ctx, key)
 		if err != nil {
 			return nil, errors.New("the catalog cannot read its cache yet; retry")
@@ -370,7 +407,7 @@ func (c *Catalog) mcpCall(key viewKey) server.ToolHandlerFunc {
 			return nil, fmt.Errorf("tool %s is no longer offered", req.Params.Name)
 		}
 		if err := c.authorizeCall(ctx, key, entry); err != nil {
-			c.record(key, req.Params.Name, entry, started, "forbidden")
+			c.record(ctx, key, req.Params.Name, entry, "forbidden")
 			return nil, err
 		}
 		arguments, err := json.Marshal(req.Params.Arguments)
@@ -379,13 +416,13 @@ func (c *Catalog) mcpCall(key viewKey) server.ToolHandlerFunc {
 		}
 		envelope, err := c.invoke(ctx, entry, arguments)
 		if err != nil {
-			return c.mcpFailure(key, req.Params.Name, entry, started, err)
+			return c.mcpFailure(ctx, key, req.Params.Name, entry, err)
 		}
 		outcome := "success"
 		if envelope.IsError {
 			outcome = "tool_error"
 		}
-		c.record(key, req.Params.Name, entry, started, outcome)
+		c.record(ctx, key, req.Params.Name, entry, outcome)
 		return callResultOf(envelope), nil
 	}
 }
@@ -394,9 +431,9 @@ func (c *Catalog) mcpCall(key viewKey) server.ToolHandlerFunc {
 // arguments: SEP-1303 in MCP 2025-11-25; a server down) is a tool result
 // with isError; being told to slow down (the caller's rate, a busy server)
 // is a JSON-RPC error the client's code handles, as 429 is over REST.
-func (c *Catalog) mcpFailure(key viewKey, name string, entry *menu.Entry, started time.Time, err error) (*mcp.CallToolResult, error) {
+func (c *Catalog) mcpFailure(ctx context.Context, key viewKey, name string, entry *menu.Entry, err error) (*mcp.CallToolResult, error) {
 	outcome := outcomeOf(err)
-	c.record(key, name, entry, started, outcome)
+	c.record(ctx, key, name, entry, outcome)
 	var reqErr *requestError
 	var upErr *upstreamError
 	switch {

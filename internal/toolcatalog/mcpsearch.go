@@ -8,7 +8,6 @@ import (
 	"math"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -83,22 +82,21 @@ func (c *Catalog) searchTools(key viewKey, vw *view, skip map[string]bool) []ser
 	find, call := searchToolDefinitions()
 	tools := []server.ServerTool{
 		{Tool: find, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			started := time.Now()
 			current, err := c.menus.view(ctx, key)
 			if err != nil {
 				return nil, errors.New("the catalog cannot read its cache yet; retry")
 			}
 			result, err := c.findTools(current, argumentsOf(req))
 			if err != nil {
-				return c.mcpFailure(key, findToolsName, nil, started, err)
+				return c.mcpFailure(ctx, key, findToolsName, nil, err)
 			}
-			c.record(key, findToolsName, nil, started, "success")
+			c.record(ctx, key, findToolsName, nil, "success")
 			return result, nil
 		}},
 		{Tool: call, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			name, arguments, err := c.callToolTarget(argumentsOf(req))
 			if err != nil {
-				return c.mcpFailure(key, callToolName, nil, time.Now(), err)
+				return c.mcpFailure(ctx, key, callToolName, nil, err)
 			}
 			req.Params.Name, req.Params.Arguments = name, arguments
 			return c.mcpCall(key)(ctx, req)
@@ -183,22 +181,22 @@ func (c *Catalog) callToolTarget(arguments json.RawMessage) (string, json.RawMes
 // call_tool into the direct call it names, which serveCall then answers
 // like any other: same lookup, errors, authorization, validation and
 // progress. It reports whether it answered.
-func (m *mcpHandlers) serveSearchCall(w http.ResponseWriter, r *http.Request, key viewKey, msg *rpcMessage, vw *view, started time.Time, modern bool) (*rpcMessage, bool) {
+func (m *mcpHandlers) serveSearchCall(ctx context.Context, w http.ResponseWriter, key viewKey, msg *rpcMessage, vw *view, modern bool) (*rpcMessage, bool) {
 	c := m.catalog
 	switch msg.Params.Name {
 	case findToolsName:
 		result, err := c.findTools(vw, msg.Params.Arguments)
 		if err != nil {
-			m.answerFailure(w, key, msg, nil, started, err, modern)
+			m.answerFailure(ctx, w, key, msg, nil, err, modern)
 			return nil, true
 		}
-		c.record(key, findToolsName, nil, started, "success")
+		c.record(ctx, key, findToolsName, nil, "success")
 		newCallStream(w, msg.ID, modern).result(resultOf(result, modern))
 		return nil, true
 	case callToolName:
 		name, arguments, err := c.callToolTarget(msg.Params.Arguments)
 		if err != nil {
-			m.answerFailure(w, key, msg, nil, started, err, modern)
+			m.answerFailure(ctx, w, key, msg, nil, err, modern)
 			return nil, true
 		}
 		direct := *msg

@@ -1,12 +1,8 @@
 package toolcatalog
 
 import (
-	"time"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-
-	"github.com/toolmesh/mcp-operator/internal/menu"
 )
 
 // Metrics on the manager's metrics endpoint. Servers are labelled
@@ -74,22 +70,4 @@ func menuLabel(key viewKey) string {
 	// The namespace a caller filters the global menu by is not a label:
 	// any caller could make up thousands of them.
 	return "global"
-}
-
-// record logs one line and counts one call. Argument values are never
-// logged.
-func (c *Catalog) record(key viewKey, tool string, entry *menu.Entry, started time.Time, outcome string) {
-	elapsed := time.Since(started)
-	server := ""
-	if entry != nil {
-		server = entry.Namespace + "/" + entry.Server
-		toolCalls.WithLabelValues(server, entry.Tool.OriginalName, outcome).Inc()
-		toolCallDuration.WithLabelValues(server).Observe(elapsed.Seconds())
-	}
-	collection := ""
-	if key.kind == collectionView {
-		collection = key.namespace + "/" + key.name
-	}
-	c.log.Info("Tool call", "collection", collection, "tool", tool, "server", server,
-		"duration", elapsed.String(), "outcome", outcome)
 }

@@ -20,5 +20,5 @@ func (c *Catalog) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such route: "+r.Method+" "+r.URL.Path)
 	})
-	return c.browsers.middleware(c.authz.middleware(mux))
+	return c.traced(mux, c.browsers.middleware(c.authz.middleware(mux)))
 }
