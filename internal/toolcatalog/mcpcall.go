@@ -36,6 +36,7 @@ type rpcMessage struct {
 		Arguments json.RawMessage            `json:"arguments"`
 		Level     string                     `json:"level"`
 		RequestID json.RawMessage            `json:"requestId"`
+		Cursor    json.RawMessage            `json:"cursor"`
 		Meta      map[string]json.RawMessage `json:"_meta"`
 	} `json:"params"`
 }

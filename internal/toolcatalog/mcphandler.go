@@ -44,6 +44,8 @@ type mcpHandler struct {
 	mu     sync.Mutex
 	// revision is the view's mcpRevision whose tools the server lists.
 	revision string
+	// listed holds the revision's tools/list pages (mcplist.go).
+	listed listPages
 }
 
 func newMCPHandlers(c *Catalog) *mcpHandlers {
@@ -108,7 +110,7 @@ func (m *mcpHandlers) handlerFor(key viewKey) *mcpHandler {
 	if h, ok := m.byKey[key]; ok {
 		return h
 	}
-	h := &mcpHandler{key: key}
+	h := &mcpHandler{key: key, listed: newListPages()}
 	opts := []server.ServerOption{
 		server.WithToolCapabilities(true),
 		server.WithLogging(),
@@ -182,6 +184,7 @@ func (m *mcpHandlers) sync(ctx context.Context, h *mcpHandler) error {
 	}
 	refusedTools.WithLabelValues(menuLabel(h.key)).Set(float64(len(skip) + refusedHere))
 	h.revision = vw.mcpRevision
+	h.listed = newListPages()
 	return nil
 }
 
@@ -286,6 +289,10 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 			defer context.AfterFunc(m.catalog.streams, cancel)()
 			defer cancel()
 			r = r.WithContext(ctx)
+		}
+		if listable(key, msg) {
+			m.serveList(w, r, h, msg)
+			return
 		}
 		h.http.ServeHTTP(w, r)
 	})

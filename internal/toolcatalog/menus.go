@@ -136,6 +136,13 @@ func (m *menuCache) keys() []viewKey {
 	return out
 }
 
+// sharedFromCache lists the cache's own objects instead of deep copies: a
+// menu of thousands of tools is rebuilt on every change, and copying every
+// server's status (each tool's schemas) was most of that work. Views only
+// read what they point to, and the cache replaces an object on change
+// rather than editing it, so what a view holds never changes under it.
+var sharedFromCache = client.UnsafeDisableDeepCopy
+
 // buildView builds a view from the cache.
 func (c *Catalog) buildView(ctx context.Context, key viewKey) (*view, error) {
 	var m menu.Menu
@@ -143,7 +150,7 @@ func (c *Catalog) buildView(ctx context.Context, key viewKey) (*view, error) {
 	switch key.kind {
 	case globalView:
 		var servers mcpv1alpha1.MCPServerList
-		if err := c.reader.List(ctx, &servers, client.InNamespace(key.namespace)); err != nil {
+		if err := c.reader.List(ctx, &servers, client.InNamespace(key.namespace), sharedFromCache); err != nil {
 			return nil, fmt.Errorf("listing MCPServers: %w", err)
 		}
 		m = menu.Global(servers.Items)
@@ -157,7 +164,7 @@ func (c *Catalog) buildView(ctx context.Context, key viewKey) (*view, error) {
 		}
 		if menu.Validate(&tc.Spec) == nil {
 			var servers mcpv1alpha1.MCPServerList
-			if err := c.reader.List(ctx, &servers, client.InNamespace(key.namespace)); err != nil {
+			if err := c.reader.List(ctx, &servers, client.InNamespace(key.namespace), sharedFromCache); err != nil {
 				return nil, fmt.Errorf("listing MCPServers: %w", err)
 			}
 			m = menu.ForCollection(&tc.Spec, servers.Items)

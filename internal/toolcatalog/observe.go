@@ -131,7 +131,9 @@ func (c *Catalog) record(ctx context.Context, key viewKey, tool string, entry *m
 	if key.kind == collectionView {
 		collection = key.namespace + "/" + key.name
 	}
-	c.log.Info("Tool call", "collection", collection, "tool", tool, "server", server,
+	// Debug level: the audit trail is the record of every call; this line
+	// is for following calls among the manager's other logs.
+	c.log.V(1).Info("Tool call", "collection", collection, "tool", tool, "server", server,
 		"duration", elapsed.String(), "outcome", outcome, "requestId", note.requestID)
 
 	span := trace.SpanFromContext(ctx)
