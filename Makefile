@@ -70,9 +70,9 @@ npm-peers: ## Install the npm MCP reference server used by the tests.
 	@hack/npm-peers.sh "$(NPM_PEERS_DIR)" >/dev/null
 
 .PHONY: test
-test: ## Unit and envtest suites against a real kube-apiserver and etcd, then test/monitoring (its own module).
+test: ## Unit and envtest suites against a real kube-apiserver and etcd, with the race detector, then test/monitoring (its own module).
 	@assets=$$(hack/envtest-assets.sh) && peers=$$(hack/npm-peers.sh "$(NPM_PEERS_DIR)") && conformance=$$(hack/conformance.sh) && \
-	KUBEBUILDER_ASSETS="$$assets" MCP_NPM_PEERS="$$peers" MCP_CONFORMANCE="$$conformance" go test $(GO_TEST_FLAGS) -count=1 ./... && \
+	KUBEBUILDER_ASSETS="$$assets" MCP_NPM_PEERS="$$peers" MCP_CONFORMANCE="$$conformance" go test -race $(GO_TEST_FLAGS) -count=1 ./... && \
 	cd test/monitoring && KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) -count=1 ./...
 
 .PHONY: test-monitoring
