@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,17 +23,7 @@ import (
 
 // callTo posts an execute request to a catalog and reads the answer.
 func callTo(base, path, body string, headers ...string) response {
-	req, err := http.NewRequest(http.MethodPost, base+path, strings.NewReader(body))
-	Expect(err).NotTo(HaveOccurred())
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	Expect(err).NotTo(HaveOccurred())
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	Expect(err).NotTo(HaveOccurred())
-	return response{code: resp.StatusCode, header: resp.Header, body: raw}
+	return doAt(base, http.MethodPost, path, body, headers...)
 }
 
 // holdingServer is a real MCP server whose "hold" tool answers "held N"

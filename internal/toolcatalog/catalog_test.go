@@ -99,7 +99,13 @@ func (r response) json() map[string]any {
 }
 
 func do(method, path, body string, headers ...string) response {
-	req, err := http.NewRequest(method, catalog.URL+path, strings.NewReader(body))
+	return doAt(catalog.URL, method, path, body, headers...)
+}
+
+// doAt sends a request to the catalog at base; headers come as name,
+// value pairs.
+func doAt(base, method, path, body string, headers ...string) response {
+	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
 	Expect(err).NotTo(HaveOccurred())
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])

@@ -201,6 +201,25 @@ func formatOf(req *http.Request) (string, error) {
 	}
 }
 
+// readableView is the menu a read route serves, once the caller may read
+// it; otherwise it answers why not and reports false.
+func (c *Catalog) readableView(w http.ResponseWriter, req *http.Request, key viewKey) (*view, bool) {
+	if err := c.authorizeMenu(req.Context(), key); err != nil {
+		writeAuthError(w, err)
+		return nil, false
+	}
+	vw, err := c.menus.view(req.Context(), key)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "the catalog cannot read its cache yet; retry")
+		return nil, false
+	}
+	if vw.missing != "" {
+		writeError(w, http.StatusNotFound, vw.missing)
+		return nil, false
+	}
+	return vw, true
+}
+
 // serveMenu is the shared body of the three menu routes.
 func (c *Catalog) serveMenu(w http.ResponseWriter, req *http.Request, key viewKey) {
 	format, err := formatOf(req)
@@ -208,17 +227,8 @@ func (c *Catalog) serveMenu(w http.ResponseWriter, req *http.Request, key viewKe
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if err := c.authorizeMenu(req.Context(), key); err != nil {
-		writeAuthError(w, err)
-		return
-	}
-	vw, err := c.menus.view(req.Context(), key)
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, "the catalog cannot read its cache yet; retry")
-		return
-	}
-	if vw.missing != "" {
-		writeError(w, http.StatusNotFound, vw.missing)
+	vw, ok := c.readableView(w, req, key)
+	if !ok {
 		return
 	}
 	if key.kind == globalView {

@@ -326,17 +326,7 @@ var _ = Describe("Tool search and authorization", func() {
 		if token != "" {
 			headers = append(headers, "Authorization", "Bearer "+token)
 		}
-		req, err := http.NewRequest(http.MethodGet, authCatalog.URL+path, nil)
-		Expect(err).NotTo(HaveOccurred())
-		for i := 0; i+1 < len(headers); i += 2 {
-			req.Header.Set(headers[i], headers[i+1])
-		}
-		resp, err := http.DefaultClient.Do(req)
-		Expect(err).NotTo(HaveOccurred())
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		Expect(err).NotTo(HaveOccurred())
-		return response{code: resp.StatusCode, header: resp.Header, body: body}
+		return doAt(authCatalog.URL, http.MethodGet, path, "", headers...)
 	}
 
 	It("finds in the global menu only the tools of servers the caller may get, the best of them first", func() {

@@ -81,17 +81,8 @@ func (c *Catalog) serveSearch(w http.ResponseWriter, req *http.Request, key view
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if err := c.authorizeMenu(req.Context(), key); err != nil {
-		writeAuthError(w, err)
-		return
-	}
-	vw, err := c.menus.view(req.Context(), key)
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, "the catalog cannot read its cache yet; retry")
-		return
-	}
-	if vw.missing != "" {
-		writeError(w, http.StatusNotFound, vw.missing)
+	vw, ok := c.readableView(w, req, key)
+	if !ok {
 		return
 	}
 	revision := vw.revision
