@@ -130,7 +130,7 @@ func TestExplainProblem(t *testing.T) {
 		{"example of another field", "port.\n\nExample: name: github-mcp", port, "not port alone"},
 		{"example of two fields", "port.\n\nExample:\n  port: 8080\n  name: github-mcp", port, "not port alone"},
 		{"value of the wrong type", "port.\n\nExample: port: http", port, "does not decode"},
-		{"misspelled nested field", "service.\n\nExample:\n  service:\n    nmae: github-mcp", service, `unknown field "nmae"`},
+		{"misspelled nested field", "service.\n\nExample:\n  service:\n    nmea: github-mcp", service, `unknown field "nmea"`},
 		{"not YAML", "port.\n\nExample: port: [8080", port, "not YAML"},
 		{"line kubectl explain wraps", "port.\n\nExample: port: 8080  # " + strings.Repeat("x", 70), port, "kubectl explain wraps"},
 	} {

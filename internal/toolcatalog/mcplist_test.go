@@ -50,9 +50,9 @@ func mcpListing(url string) []string {
 	return names
 }
 
-// keptPages is how many tools/list pages the collection's endpoint keeps.
-func keptPages(ns, name string) int {
-	h := catalogUnderTest.mcp.handlerFor(viewKey{kind: collectionView, namespace: ns, name: name})
+// keptPages is how many tools/list pages the endpoint of collection "big" keeps.
+func keptPages(ns string) int {
+	h := catalogUnderTest.mcp.handlerFor(viewKey{kind: collectionView, namespace: ns, name: "big"})
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.listed.pages)
@@ -83,14 +83,14 @@ var _ = Describe("A collection's tools/list pages", func() {
 
 	It("are kept once per revision and era, and each listing is whole and in order", func() {
 		Expect(mcpListing(url)).To(Equal(want))
-		Expect(keptPages(ns, "big")).To(Equal(3), "three pages of 200, 200 and 50, legacy")
+		Expect(keptPages(ns)).To(Equal(3), "three pages of 200, 200 and 50, legacy")
 		Expect(sdkListing(url)).To(Equal(want))
-		Expect(keptPages(ns, "big")).To(Equal(6), "and the same three for 2026-07-28, whose answers differ")
+		Expect(keptPages(ns)).To(Equal(6), "and the same three for 2026-07-28, whose answers differ")
 
 		By("kept pages answer as mcp-go did")
 		Expect(mcpListing(url)).To(Equal(want))
 		Expect(sdkListing(url)).To(Equal(want))
-		Expect(keptPages(ns, "big")).To(Equal(6))
+		Expect(keptPages(ns)).To(Equal(6))
 
 		By("a changed menu is listed anew")
 		upstream.AddTools("tool_450")
@@ -102,12 +102,12 @@ var _ = Describe("A collection's tools/list pages", func() {
 			Expect(mcpListing(url)).To(Equal(want))
 			Expect(sdkListing(url)).To(Equal(want))
 		}
-		Expect(keptPages(ns, "big")).To(Equal(6), "the new revision's pages")
+		Expect(keptPages(ns)).To(Equal(6), "the new revision's pages")
 	})
 
 	It("answers a cursor it never issued through mcp-go, and keeps nothing of it", func() {
 		Expect(sdkListing(url)).To(Equal(want))
-		before := keptPages(ns, "big")
+		before := keptPages(ns)
 		caller := callerOf(url, "2026-07-28")
 		for _, made := range []string{"tool_100", "mcp_big_tool_399", "zzz"} {
 			page, err := caller.session.ListTools(ctx, &sdk.ListToolsParams{Cursor: base64.StdEncoding.EncodeToString([]byte(made))})
@@ -122,7 +122,7 @@ var _ = Describe("A collection's tools/list pages", func() {
 				Expect(page.Tools).To(BeEmpty())
 			}
 		}
-		Expect(keptPages(ns, "big")).To(Equal(before))
+		Expect(keptPages(ns)).To(Equal(before))
 	})
 
 	It("serves many callers at once while the menu changes", func() {
