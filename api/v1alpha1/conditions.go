@@ -122,8 +122,9 @@ const (
 	// tool no selected, Ready server offers. Absent otherwise.
 	ConditionUnmatchedOverrides = "UnmatchedOverrides"
 	// ConditionTooManyTools is True when the menu was cut at spec.maxTools,
-	// or holds more tools than many function-calling APIs accept. Absent
-	// otherwise.
+	// or holds more tools than many function-calling APIs accept and its
+	// exposure is All (with Search, agents search rather than take them
+	// all). Absent otherwise.
 	ConditionTooManyTools = "TooManyTools"
 	// ConditionUnapprovedTools is True when spec.pinning does not approve
 	// the current definition of some tools. Absent otherwise.
@@ -134,6 +135,10 @@ const (
 	// served over REST and left out of the collection's MCP endpoint.
 	// Absent otherwise.
 	ConditionToolsRefused = "ToolsRefused"
+	// ConditionUnmatchedAlwaysInclude is True when exposure is Search and
+	// spec.alwaysInclude names a tool the menu does not offer. Absent
+	// otherwise.
+	ConditionUnmatchedAlwaysInclude = "UnmatchedAlwaysInclude"
 )
 
 // Reasons for ToolCollection conditions.
@@ -158,4 +163,7 @@ const (
 	ReasonToolsNotApproved = "ToolsNotApproved"
 	// ReasonInvalidForMCP: tool definitions MCP clients cannot be offered.
 	ReasonInvalidForMCP = "InvalidForMCP"
+	// ReasonAlwaysIncludeTargetMissing: spec.alwaysInclude names a tool the
+	// menu does not offer.
+	ReasonAlwaysIncludeTargetMissing = "AlwaysIncludeTargetMissing"
 )

@@ -29,8 +29,10 @@ const (
 type MCPServerSpec struct {
 	// url is the server's MCP endpoint, for example
 	// https://tools.example.com/mcp or http://10.0.0.5:3001/sse.
-	// Only http and https are accepted. Exactly one of url, service and
-	// workload.
+	// Only http and https are accepted, 8 to 2048 characters. Exactly one
+	// of url, service and workload.
+	//
+	// Example: url: https://tools.example.com/mcp
 	// +optional
 	// +kubebuilder:validation:MinLength=8
 	// +kubebuilder:validation:MaxLength=2048
@@ -40,6 +42,12 @@ type MCPServerSpec struct {
 	// service points at a Service in this namespace; the endpoint is
 	// scheme://name.namespace.svc:port/path. Exactly one of url, service
 	// and workload.
+	//
+	// Example:
+	//   service:
+	//     name: github-mcp
+	//     port: 8080
+	//     path: /mcp
 	// +optional
 	Service *ServiceReference `json:"service,omitempty"`
 
@@ -48,6 +56,16 @@ type MCPServerSpec struct {
 	// server through the Service, at
 	// http://name.namespace.svc:port/path. Exactly one of url, service and
 	// workload.
+	//
+	// Example:
+	//   workload:
+	//     image: ghcr.io/github/github-mcp-server:v0.27.0
+	//     command: ["/server/github-mcp-server", "stdio"]
+	//     runAsUser: 65532
+	//     env:
+	//     - name: GITHUB_PERSONAL_ACCESS_TOKEN
+	//       valueFrom:
+	//         secretKeyRef: {name: github-token, key: token}
 	// +optional
 	Workload *WorkloadSpec `json:"workload,omitempty"`
 
@@ -56,12 +74,17 @@ type MCPServerSpec struct {
 	// StreamableHTTP the 2025-03-26 one. The detected transport is in
 	// status.serverInfo. A workload names its own in
 	// spec.workload.transport, and this field must stay Auto.
+	//
+	// Example: transport: StreamableHTTP
 	// +optional
 	// +kubebuilder:default=Auto
 	Transport TransportType `json:"transport,omitempty"`
 
 	// toolPrefix is the middle part of every exposed tool name,
-	// mcp_{toolPrefix}_{tool}. Defaults to the object's name.
+	// mcp_{toolPrefix}_{tool}: 1 to 32 letters, digits, '_' and '-'.
+	// Defaults to the object's name.
+	//
+	// Example: toolPrefix: github
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=32
@@ -75,6 +98,8 @@ type MCPServerSpec struct {
 	// as they say their tools changed. The default is written as Go writes
 	// durations (1m0s), so that a client that reads and writes the object
 	// back does not change its spec.
+	//
+	// Example: refreshInterval: 5m
 	// +optional
 	// +kubebuilder:default="1m0s"
 	// +kubebuilder:validation:Type=string
@@ -85,6 +110,8 @@ type MCPServerSpec struct {
 	// timeout bounds every MCP request to this server (connect, initialize,
 	// each tools/list page, each tools/call), as a duration; 1s to 10m,
 	// default 30s.
+	//
+	// Example: timeout: 10s
 	// +optional
 	// +kubebuilder:default="30s"
 	// +kubebuilder:validation:Type=string
@@ -98,6 +125,8 @@ type MCPServerSpec struct {
 	// turn, and the rest are answered 429 with Retry-After (REST) or a
 	// JSON-RPC error (MCP), so one busy server cannot take the catalog's
 	// capacity from the others.
+	//
+	// Example: maxConcurrentCalls: 64
 	// +optional
 	// +kubebuilder:default=32
 	// +kubebuilder:validation:Minimum=1
@@ -107,6 +136,16 @@ type MCPServerSpec struct {
 	// headers are sent on every request to the server: auth tokens, tenant
 	// ids. Values from Secrets are re-read when the Secret changes. At most
 	// 32, names unique.
+	//
+	// Example:
+	//   headers:
+	//   - name: Authorization
+	//     valueFrom:
+	//       secretKeyRef:
+	//         name: tools-token
+	//         key: authorization
+	//   - name: X-Tenant
+	//     value: team-a
 	// +optional
 	// +listType=map
 	// +listMapKey=name
@@ -115,24 +154,39 @@ type MCPServerSpec struct {
 
 	// tls configures how the server's certificate is verified. Not with
 	// workload, which is reached over plain HTTP inside the cluster.
+	//
+	// Example:
+	//   tls:
+	//     caSecretRef:
+	//       name: tools-ca
+	//       key: ca.crt
 	// +optional
 	TLS *TLSSpec `json:"tls,omitempty"`
 
 	// toolFilter keeps or drops tools by their original names before they
 	// are published.
+	//
+	// Example:
+	//   toolFilter:
+	//     include: ["get_*", "list_*", "search_*"]
+	//     exclude: ["delete_*"]
 	// +optional
 	ToolFilter *ToolFilter `json:"toolFilter,omitempty"`
 
 	// suspend stops refreshing; the last status is kept as it is. A
 	// workload's Deployment and Service are left as they are, running
 	// (set spec.workload.replicas to 0 to stop it). Default false.
+	//
+	// Example: suspend: true
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 }
 
 // ServiceReference names a Service in the MCPServer's namespace.
 type ServiceReference struct {
-	// name of the Service.
+	// name of the Service: a DNS label, at most 63 characters.
+	//
+	// Example: name: github-mcp
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
@@ -140,12 +194,17 @@ type ServiceReference struct {
 	Name string `json:"name"`
 
 	// port of the Service, 1 to 65535.
+	//
+	// Example: port: 8080
 	// +required
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535
 	Port int32 `json:"port"`
 
-	// path of the MCP endpoint, for example /mcp or /sse; default /.
+	// path of the MCP endpoint, for example /mcp or /sse; default /. At
+	// most 1024 characters, starting with /.
+	//
+	// Example: path: /mcp
 	// +optional
 	// +kubebuilder:default="/"
 	// +kubebuilder:validation:MaxLength=1024
@@ -153,6 +212,8 @@ type ServiceReference struct {
 	Path string `json:"path,omitempty"`
 
 	// scheme is http (default) or https.
+	//
+	// Example: scheme: https
 	// +optional
 	// +kubebuilder:default=http
 	// +kubebuilder:validation:Enum=http;https
@@ -164,7 +225,10 @@ type ServiceReference struct {
 //
 // +kubebuilder:validation:XValidation:rule="has(self.value) != has(self.valueFrom)",message="exactly one of value and valueFrom must be set"
 type HeaderSpec struct {
-	// name of the header, for example Authorization.
+	// name of the header, for example Authorization; at most 128
+	// characters.
+	//
+	// Example: name: Authorization
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
@@ -172,12 +236,21 @@ type HeaderSpec struct {
 	Name string `json:"name"`
 
 	// value of the header, inline. Use valueFrom for anything secret:
-	// inline values are visible to everyone who can read the object.
+	// inline values are visible to everyone who can read the object. At
+	// most 8192 characters.
+	//
+	// Example: value: team-a
 	// +optional
 	// +kubebuilder:validation:MaxLength=8192
 	Value *string `json:"value,omitempty"`
 
 	// valueFrom takes the value from a key of a Secret in this namespace.
+	//
+	// Example:
+	//   valueFrom:
+	//     secretKeyRef:
+	//       name: tools-token
+	//       key: authorization
 	// +optional
 	ValueFrom *HeaderValueSource `json:"valueFrom,omitempty"`
 }
@@ -185,19 +258,28 @@ type HeaderSpec struct {
 // HeaderValueSource is where a header value comes from.
 type HeaderValueSource struct {
 	// secretKeyRef names a key of a Secret in this namespace.
+	//
+	// Example:
+	//   secretKeyRef:
+	//     name: tools-token
+	//     key: authorization
 	// +required
 	SecretKeyRef KeyReference `json:"secretKeyRef"`
 }
 
 // KeyReference names one key of a Secret or ConfigMap in the same namespace.
 type KeyReference struct {
-	// name of the Secret or ConfigMap.
+	// name of the Secret or ConfigMap, at most 253 characters.
+	//
+	// Example: name: tools-token  # or tools-ca, for a CA bundle in spec.tls
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 
-	// key within it.
+	// key within it, at most 253 characters.
+	//
+	// Example: key: authorization  # or ca.crt, for a CA bundle in spec.tls
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
@@ -210,17 +292,29 @@ type KeyReference struct {
 type TLSSpec struct {
 	// caSecretRef names a Secret key holding PEM CA certificates to trust
 	// instead of the system roots.
+	//
+	// Example:
+	//   caSecretRef:
+	//     name: tools-ca
+	//     key: ca.crt
 	// +optional
 	CASecretRef *KeyReference `json:"caSecretRef,omitempty"`
 
 	// caConfigMapRef names a ConfigMap key holding PEM CA certificates to
 	// trust instead of the system roots.
+	//
+	// Example:
+	//   caConfigMapRef:
+	//     name: tools-ca
+	//     key: ca.crt
 	// +optional
 	CAConfigMapRef *KeyReference `json:"caConfigMapRef,omitempty"`
 
 	// insecureSkipVerify turns certificate verification off. Anyone on the
 	// path can then read and change the traffic; a Warning Event says so.
 	// Default false.
+	//
+	// Example: insecureSkipVerify: true
 	// +optional
 	InsecureSkipVerify bool `json:"insecureSkipVerify,omitempty"`
 }
@@ -231,6 +325,8 @@ type TLSSpec struct {
 type ToolFilter struct {
 	// include keeps only tools matching one of these patterns. Empty keeps
 	// every tool. At most 64 patterns of at most 256 characters.
+	//
+	// Example: include: ["get_*", "list_*", "search_*"]
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=64
@@ -239,6 +335,8 @@ type ToolFilter struct {
 
 	// exclude drops tools matching one of these patterns. At most 64
 	// patterns of at most 256 characters.
+	//
+	// Example: exclude: ["delete_*", "merge_pull_request"]
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=64
@@ -394,6 +492,12 @@ type ToolAnnotations struct {
 // +kubebuilder:printcolumn:name="Tools",type=integer,JSONPath=`.status.toolCount`
 // +kubebuilder:printcolumn:name="Transport",type=string,JSONPath=`.status.serverInfo.transport`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="URL",type=string,priority=1,JSONPath=`.spec.url`
+// +kubebuilder:printcolumn:name="Service",type=string,priority=1,JSONPath=`.spec.service.name`
+// +kubebuilder:printcolumn:name="Image",type=string,priority=1,JSONPath=`.spec.workload.image`
+// +kubebuilder:printcolumn:name="Revision",type=string,priority=1,JSONPath=`.status.serverInfo.protocolVersion`
+// +kubebuilder:printcolumn:name="Last-Sync",type=date,priority=1,JSONPath=`.status.lastSyncTime`
 // +kubebuilder:printcolumn:name="Message",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
 type MCPServer struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -8,16 +8,31 @@ import (
 // shapes their tools into one menu.
 type ToolCollectionSpec struct {
 	// servers selects the MCPServers whose tools the collection offers.
+	//
+	// Example:
+	//   servers:
+	//     selector:
+	//       matchLabels:
+	//         team: platform
 	// +required
 	Servers ServerSelection `json:"servers"`
 
 	// tools filters and renames the selected servers' tools.
+	//
+	// Example:
+	//   tools:
+	//     exclude: ["mcp_*_delete_*"]
+	//     overrides:
+	//     - name: mcp_demo_convert_units
+	//       rename: convert
 	// +optional
 	Tools *ToolSelection `json:"tools,omitempty"`
 
 	// maxTools caps the number of tools in the menu; tools past it, in name
 	// order, are left out and a condition says so. Many function-calling
 	// APIs accept at most 128 tools per request. 1 to 10000.
+	//
+	// Example: maxTools: 128
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=10000
@@ -26,9 +41,57 @@ type ToolCollectionSpec struct {
 	// pinning approves each tool's definition by hash, so that a silently
 	// changed description or schema (a "rug pull") is held back until a
 	// person approves it, for example in a GitOps pull request.
+	//
+	// Example:
+	//   pinning:
+	//     mode: Enforce
+	//     approved:
+	//       mcp_github_get_me:
+	//         9f2c4e1ab07d35c6e8f41b2d97a0c3e5f6b8d1a24c7e9f03b5d6a8c1e2f4b7d9
 	// +optional
 	Pinning *ToolPinning `json:"pinning,omitempty"`
+
+	// exposure says how the collection's MCP endpoint offers its tools: All
+	// (the default) lists every tool; Search lists only find_tools, which
+	// ranks the tools against what the agent asks for and returns the best
+	// matches' full definitions, and call_tool, which calls one of them by
+	// name exactly as a direct call would, plus the tools named in
+	// alwaysInclude. Search suits collections too large to hand a model
+	// whole. The REST menu lists every tool either way, and every tool can
+	// still be called directly by name.
+	//
+	// Example: exposure: Search
+	// +optional
+	// +kubebuilder:default=All
+	Exposure Exposure `json:"exposure,omitempty"`
+
+	// alwaysInclude names tools (exposed names in this collection) that the
+	// MCP endpoint lists beside find_tools and call_tool when exposure is
+	// Search, for tools an agent needs on every turn. Ignored with exposure
+	// All. A name the menu does not offer is reported in the
+	// UnmatchedAlwaysInclude condition. At most 32 names of 1 to 64
+	// characters.
+	//
+	// Example: alwaysInclude: ["mcp_github_get_me"]
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=64
+	AlwaysInclude []string `json:"alwaysInclude,omitempty"`
 }
+
+// Exposure says how a collection's MCP endpoint offers its tools.
+// +kubebuilder:validation:Enum=All;Search
+type Exposure string
+
+const (
+	// ExposureAll lists every tool of the menu on the MCP endpoint.
+	ExposureAll Exposure = "All"
+	// ExposureSearch lists find_tools and call_tool (and spec.alwaysInclude)
+	// on the MCP endpoint: the agent searches for the tools it needs.
+	ExposureSearch Exposure = "Search"
+)
 
 // PinningMode says what happens to a tool whose definition is not approved.
 // +kubebuilder:validation:Enum=Enforce;Warn
@@ -45,6 +108,8 @@ const (
 // ToolPinning lists approved tool definitions.
 type ToolPinning struct {
 	// mode is Enforce (default) or Warn.
+	//
+	// Example: mode: Warn
 	// +optional
 	// +kubebuilder:default=Enforce
 	Mode PinningMode `json:"mode,omitempty"`
@@ -53,6 +118,13 @@ type ToolPinning struct {
 	// approved definition (status.unapprovedTools and the MCPServer's
 	// status.tools[].hash show current hashes). A tool that is missing here
 	// or whose hash differs is unapproved. At most 2000 entries.
+	//
+	// Example:
+	//   approved:
+	//     mcp_github_get_me:
+	//       9f2c4e1ab07d35c6e8f41b2d97a0c3e5f6b8d1a24c7e9f03b5d6a8c1e2f4b7d9
+	//     mcp_github_list_issues:
+	//       0b7e5d3c1a9f8e6d4c2b0a1f3e5d7c9b8a6f4e2d0c1b3a5f7e9d8c6b4a2f0e1d
 	// +optional
 	// +kubebuilder:validation:MaxProperties=2000
 	Approved map[string]string `json:"approved,omitempty"`
@@ -64,10 +136,18 @@ type ToolPinning struct {
 type ServerSelection struct {
 	// selector matches MCPServers in this namespace by label. An empty
 	// selector {} matches every MCPServer in the namespace.
+	//
+	// Example:
+	//   selector:
+	//     matchLabels:
+	//       team: platform
 	// +optional
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 
-	// names lists MCPServers in this namespace by name. At most 256.
+	// names lists MCPServers in this namespace by name. At most 256 names
+	// of at most 253 characters.
+	//
+	// Example: names: ["github", "files"]
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=256
@@ -78,7 +158,10 @@ type ServerSelection struct {
 // ToolSelection filters and renames tools by their exposed names.
 type ToolSelection struct {
 	// include keeps only tools whose exposed name matches one of these glob
-	// patterns (path.Match syntax). Empty keeps every tool. At most 128.
+	// patterns (path.Match syntax). Empty keeps every tool. At most 128
+	// patterns of at most 256 characters.
+	//
+	// Example: include: ["mcp_github_*", "mcp_files_read_*"]
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=128
@@ -86,7 +169,10 @@ type ToolSelection struct {
 	Include []string `json:"include,omitempty"`
 
 	// exclude drops tools whose exposed name matches one of these glob
-	// patterns; exclude wins over include. At most 128.
+	// patterns; exclude wins over include. At most 128 patterns of at most
+	// 256 characters.
+	//
+	// Example: exclude: ["mcp_*_delete_*"]
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=128
@@ -95,6 +181,12 @@ type ToolSelection struct {
 
 	// overrides rename tools or replace their descriptions. The first
 	// override that matches a tool applies. At most 512.
+	//
+	// Example:
+	//   overrides:
+	//   - name: mcp_demo_convert_units
+	//     rename: convert
+	//     description: Converts length, mass and temperature between units.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=512
@@ -105,7 +197,10 @@ type ToolSelection struct {
 //
 // +kubebuilder:validation:XValidation:rule="has(self.rename) || has(self.description)",message="an override sets rename, description, or both"
 type ToolOverride struct {
-	// name is the exposed name as the MCPServer publishes it.
+	// name is the exposed name as the MCPServer publishes it, 1 to 64
+	// characters.
+	//
+	// Example: name: mcp_demo_convert_units
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
@@ -113,13 +208,19 @@ type ToolOverride struct {
 
 	// server limits the override to the tool of this MCPServer, to resolve
 	// a conflict between servers that publish the same name. Empty applies
-	// to the tool of that name on every selected server.
+	// to the tool of that name on every selected server. At most 253
+	// characters.
+	//
+	// Example: server: demo
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Server string `json:"server,omitempty"`
 
 	// rename is the final exposed name, used as given (not prefixed) and
-	// checked for conflicts like any other name.
+	// checked for conflicts like any other name: 1 to 64 letters, digits,
+	// '_' and '-'.
+	//
+	// Example: rename: convert
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
@@ -127,6 +228,8 @@ type ToolOverride struct {
 	Rename string `json:"rename,omitempty"`
 
 	// description replaces the tool's description. At most 8192 characters.
+	//
+	// Example: description: Converts length, mass and temperature between units.
 	// +optional
 	// +kubebuilder:validation:MaxLength=8192
 	Description *string `json:"description,omitempty"`
@@ -187,6 +290,12 @@ type ToolCollectionStatus struct {
 	// descriptions, schemas.
 	// +optional
 	MenuHash string `json:"menuHash,omitempty"`
+
+	// exposure is how the MCP endpoint offers the menu for the observed
+	// generation: All (every tool) or Search (find_tools and call_tool, and
+	// spec.alwaysInclude).
+	// +optional
+	Exposure Exposure `json:"exposure,omitempty"`
 }
 
 // CollectionServer is one selected MCPServer.
@@ -241,6 +350,7 @@ type ToolConflict struct {
 // +kubebuilder:printcolumn:name="Servers",type=integer,JSONPath=`.status.serverCount`
 // +kubebuilder:printcolumn:name="Tools",type=integer,JSONPath=`.status.toolCount`
 // +kubebuilder:printcolumn:name="Conflicts",type=integer,JSONPath=`.status.conflictCount`
+// +kubebuilder:printcolumn:name="Exposure",type=string,JSONPath=`.status.exposure`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Message",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
 type ToolCollection struct {

@@ -33,7 +33,10 @@ const (
 type WorkloadSpec struct {
 	// image is the container image that holds the server, for example
 	// node:22-alpine or ghcr.io/github/github-mcp-server:v1.0.0. Pin a tag
-	// or a digest: the Deployment rolls out whenever it changes.
+	// or a digest: the Deployment rolls out whenever it changes. At most
+	// 1024 characters.
+	//
+	// Example: image: ghcr.io/github/github-mcp-server:v0.27.0
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
@@ -46,6 +49,12 @@ type WorkloadSpec struct {
 	// without it the image's entrypoint runs. At most 32 items of at most
 	// 4096 characters. $(VAR) refers to a variable of env, as in any
 	// container.
+	//
+	// Example:
+	//   command:
+	//   - npx
+	//   - -y
+	//   - "@modelcontextprotocol/server-filesystem@2026.8.31"
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=32
@@ -55,6 +64,8 @@ type WorkloadSpec struct {
 	// args follow command, for example ["/data"]. Without command, for the
 	// HTTP transports, they replace the image's CMD. At most 128 items of at
 	// most 4096 characters.
+	//
+	// Example: args: ["/data"]
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=128
@@ -65,6 +76,16 @@ type WorkloadSpec struct {
 	// Stdio, of the server's process, which inherits the bridge's). Values
 	// can come from Secrets and ConfigMaps with valueFrom; a changed Secret
 	// reaches the server when its pods restart. At most 128, names unique.
+	//
+	// Example:
+	//   env:
+	//   - name: HOME
+	//     value: /tmp
+	//   - name: GITHUB_PERSONAL_ACCESS_TOKEN
+	//     valueFrom:
+	//       secretKeyRef:
+	//         name: github-token
+	//         key: token
 	// +optional
 	// +listType=map
 	// +listMapKey=name
@@ -73,6 +94,11 @@ type WorkloadSpec struct {
 
 	// envFrom sets environment variables from every key of Secrets and
 	// ConfigMaps. At most 16.
+	//
+	// Example:
+	//   envFrom:
+	//   - configMapRef:
+	//       name: github-mcp-settings
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
@@ -81,6 +107,8 @@ type WorkloadSpec struct {
 	// transport is how the server in the image speaks MCP: Stdio (default)
 	// on stdin and stdout, served over HTTP by the bridge; StreamableHTTP
 	// or SSE when it serves HTTP itself.
+	//
+	// Example: transport: StreamableHTTP
 	// +optional
 	// +kubebuilder:default=Stdio
 	Transport WorkloadTransport `json:"transport,omitempty"`
@@ -88,6 +116,8 @@ type WorkloadSpec struct {
 	// port is the port the server listens on, for the HTTP transports, or
 	// the bridge listens on, for Stdio; the Service exposes the same port.
 	// 1 to 65535, default 8080.
+	//
+	// Example: port: 3001
 	// +optional
 	// +kubebuilder:default=8080
 	// +kubebuilder:validation:Minimum=1
@@ -97,6 +127,8 @@ type WorkloadSpec struct {
 	// path is the server's MCP endpoint, for the HTTP transports: default
 	// /mcp for StreamableHTTP and /sse for SSE. Not with Stdio, whose
 	// bridge serves /mcp. At most 1024 characters, starting with /.
+	//
+	// Example: path: /mcp
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:Pattern=`^/`
@@ -109,6 +141,8 @@ type WorkloadSpec struct {
 	// WorkloadAvailable and Ready turn False. The Service keeps each
 	// client on one pod (session affinity by client IP), because MCP
 	// sessions live in one server process.
+	//
+	// Example: replicas: 2
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
@@ -116,23 +150,36 @@ type WorkloadSpec struct {
 
 	// resources are the server container's requests and limits. Default:
 	// none.
+	//
+	// Example:
+	//   resources:
+	//     requests:
+	//       cpu: 50m
+	//       memory: 128Mi
+	//     limits:
+	//       memory: 512Mi
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 
 	// serviceAccountName runs the pods as this ServiceAccount of the
 	// namespace, with its token mounted: for servers that call the
 	// Kubernetes API. Without it the pods run as the namespace's default
-	// ServiceAccount with no token mounted.
+	// ServiceAccount with no token mounted. A DNS subdomain name, at most
+	// 253 characters.
+	//
+	// Example: serviceAccountName: kubernetes-mcp
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 
-	// runAsUser is the user id the containers run as, 1 or more. Unset,
+	// runAsUser is the user id the containers run as, 1 to 2147483647. Unset,
 	// they run as the image's own user, which must then be given as a
 	// number and not be root, or the kubelet refuses to start them: many
 	// images (node, python, distroless/base) run as root by default and
 	// need this.
+	//
+	// Example: runAsUser: 1000
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=2147483647
@@ -143,6 +190,11 @@ type WorkloadSpec struct {
 	// downwardAPI, emptyDir, ephemeral, persistentVolumeClaim, projected
 	// and secret (no hostPath). The names mcp-tmp and mcp-bridge are the
 	// operator's own. At most 32, names unique.
+	//
+	// Example:
+	//   volumes:
+	//   - name: data
+	//     emptyDir: {}
 	// +optional
 	// +listType=map
 	// +listMapKey=name
@@ -154,6 +206,11 @@ type WorkloadSpec struct {
 	// volumeMounts mount volumes into the server's container. /tmp and
 	// /mcp-bridge are the operator's own (paths below /tmp are fine). At
 	// most 32, mount paths unique.
+	//
+	// Example:
+	//   volumeMounts:
+	//   - name: data
+	//     mountPath: /data
 	// +optional
 	// +listType=map
 	// +listMapKey=mountPath
@@ -162,23 +219,49 @@ type WorkloadSpec struct {
 	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
 
 	// nodeSelector limits the nodes the pods run on. At most 32 labels.
+	//
+	// Example:
+	//   nodeSelector:
+	//     kubernetes.io/arch: arm64
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 
 	// tolerations let the pods run on tainted nodes. At most 32.
+	//
+	// Example:
+	//   tolerations:
+	//   - key: dedicated
+	//     operator: Equal
+	//     value: mcp
+	//     effect: NoSchedule
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=32
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
 	// affinity places the pods relative to nodes and other pods.
+	//
+	// Example:
+	//   affinity:
+	//     podAntiAffinity:
+	//       preferredDuringSchedulingIgnoredDuringExecution:
+	//       - weight: 100
+	//         podAffinityTerm:
+	//           topologyKey: kubernetes.io/hostname
+	//           labelSelector:
+	//             matchLabels:
+	//               app.kubernetes.io/instance: github
 	// +optional
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
 
 	// imagePullSecrets name Secrets of the namespace that hold credentials
 	// for the image's registry (and for the bridge's image, for Stdio). At
 	// most 8.
+	//
+	// Example:
+	//   imagePullSecrets:
+	//   - name: ghcr-pull
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=8

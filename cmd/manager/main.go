@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"net/netip"
 	"os"
@@ -26,6 +27,7 @@ import (
 	"github.com/toolmesh/mcp-operator/internal/controller"
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/toolcatalog"
+	"github.com/toolmesh/mcp-operator/internal/tracing"
 )
 
 // imageRepository is where the operator's image is published; with the
@@ -49,18 +51,24 @@ type config struct {
 	catalog                toolcatalog.Options
 	catalogAuth            string
 	showVersion            bool
+	tracing                bool
+	auditLog               string
 	zap                    zap.Options
 }
 
-func main() {
+func main() { os.Exit(run()) }
+
+// run is the manager's life; it returns the exit code once deferred work
+// (flushing traces) is done.
+func run() int {
 	cfg, err := parseFlags(flag.CommandLine, os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+		return 2
 	}
 	if cfg.showVersion {
 		fmt.Println("mcp-operator", version)
-		return
+		return 0
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&cfg.zap)))
 	log := ctrl.Log.WithName("setup")
@@ -68,20 +76,33 @@ func main() {
 	mgr, err := newManager(cfg)
 	if err != nil {
 		log.Error(err, "Creating the manager")
-		os.Exit(1)
+		return 1
 	}
 	ctx := ctrl.SetupSignalHandler()
+	stopTracing, err := tracing.Setup(ctx, version, cfg.tracing)
+	if err != nil {
+		log.Error(err, "Setting up tracing")
+		return 1
+	}
+	defer func() {
+		flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(flush); err != nil {
+			log.Error(err, "Flushing traces")
+		}
+	}()
 	if err := setUp(ctx, mgr, cfg); err != nil {
 		log.Error(err, "Setting up the manager")
-		os.Exit(1)
+		return 1
 	}
 	log.Info("Starting the manager", "version", version)
 	// SIGTERM cancels ctx: the catalog drains, controllers stop, sessions
 	// close, the lease is released, then Start returns.
 	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "Running the manager")
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 // parseFlags reads the command line into a config and checks it.
@@ -98,6 +119,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (*config, error) {
 	bindControllerFlags(fs, &cfg.controllers)
 	bindCatalogFlags(fs, cfg)
 	fs.BoolVar(&cfg.showVersion, "version", false, "Print the version and exit.")
+	fs.BoolVar(&cfg.tracing, "tracing", false, "Send OpenTelemetry traces over OTLP/HTTP even when no OTEL_EXPORTER_OTLP_ENDPOINT is set (the exporter's default endpoint). With OTEL_EXPORTER_OTLP_ENDPOINT set, traces are sent anyway; the other OTEL_* variables configure them.")
 	cfg.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -147,6 +169,7 @@ func bindCatalogFlags(fs *flag.FlagSet, cfg *config) {
 	fs.Float64Var(&opts.CallerRate, "catalog-caller-rate", 0, "Tool calls per second one authenticated caller may make (--catalog-auth=kubernetes); past it, 429. 0 turns the limit off.")
 	fs.IntVar(&opts.CallerBurst, "catalog-caller-burst", 0, "Tool calls one caller may make at once above --catalog-caller-rate (default: the rate, rounded up).")
 	fs.DurationVar(&opts.DrainTimeout, "catalog-drain-timeout", 20*time.Second, "How long tool calls in flight may finish after SIGTERM before they are cut.")
+	fs.StringVar(&cfg.auditLog, "audit-log", "stdout", "Where the audit trail goes, one JSON line per tool call: stdout (the manager's logs go to stderr), stderr, a file path (appended to), or off.")
 }
 
 // check refuses flag combinations that cannot work.
@@ -206,6 +229,11 @@ func setUp(ctx context.Context, mgr ctrl.Manager, cfg *config) error {
 	cfg.catalog.Log = ctrl.Log.WithName("catalog")
 	cfg.catalog.Reviewer = mgr.GetClient()
 	cfg.catalog.Egress = cfg.controllers.Egress
+	audit, err := auditWriter(cfg.auditLog)
+	if err != nil {
+		return err
+	}
+	cfg.catalog.Audit = audit
 	c, err := toolcatalog.New(mgr.GetClient(), cfg.catalog)
 	if err != nil {
 		return err
@@ -239,6 +267,23 @@ func cacheSynced(mgr ctrl.Manager) healthz.Checker {
 		}
 		return nil
 	}
+}
+
+// auditWriter opens where --audit-log says the audit trail goes.
+func auditWriter(where string) (io.Writer, error) {
+	switch where {
+	case "off", "":
+		return nil, nil
+	case "stdout":
+		return os.Stdout, nil
+	case "stderr":
+		return os.Stderr, nil
+	}
+	f, err := os.OpenFile(where, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening the audit log: %w", err)
+	}
+	return f, nil
 }
 
 // commaList splits a comma-separated flag value, dropping empty items.

@@ -139,3 +139,37 @@ func TestDeployedArgsAreValid(t *testing.T) {
 		t.Errorf("terminationGracePeriodSeconds (%s) must outlast --graceful-shutdown-timeout (%s)", grace, cfg.shutdownTimeout)
 	}
 }
+
+func TestAuditWriter(t *testing.T) {
+	for where, want := range map[string]any{"off": nil, "": nil, "stdout": os.Stdout, "stderr": os.Stderr} {
+		got, err := auditWriter(where)
+		if err != nil || got != want {
+			t.Errorf("--audit-log=%q: got %v, %v; want %v", where, got, err, want)
+		}
+	}
+
+	// A path is appended to, readable by the manager alone: a restart
+	// keeps what the trail held.
+	path := filepath.Join(t.TempDir(), "audit.log")
+	for _, line := range []string{"first\n", "second\n"} {
+		w, err := auditWriter(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+		_ = w.(*os.File).Close()
+	}
+	held, err := os.ReadFile(path)
+	if err != nil || string(held) != "first\nsecond\n" {
+		t.Errorf("the trail holds %q, %v", held, err)
+	}
+	if info, _ := os.Stat(path); info.Mode().Perm() != 0o600 {
+		t.Errorf("the trail's mode is %v, want 0600", info.Mode().Perm())
+	}
+
+	if _, err := auditWriter(filepath.Join(t.TempDir(), "missing", "audit.log")); err == nil || !strings.Contains(err.Error(), "opening the audit log") {
+		t.Errorf("a path that cannot be opened: %v", err)
+	}
+}

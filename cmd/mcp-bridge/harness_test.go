@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -22,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/toolmesh/mcp-operator/internal/testenv"
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
 )
 
@@ -86,7 +86,7 @@ func script(name string) string {
 type bridgeProc struct {
 	t       testing.TB
 	cmd     *exec.Cmd
-	log     *logBuffer
+	log     *testenv.LockedBuffer
 	addr    string
 	exited  chan struct{}
 	stopped bool
@@ -105,7 +105,7 @@ func startBridgeBinary(t testing.TB, bin string, env, flags []string, command ..
 	addrFile := filepath.Join(t.TempDir(), "addr")
 	args := append([]string{"--listen", "127.0.0.1:0", "--addr-file", addrFile}, flags...)
 	cmd := exec.Command(bin, append(append(args, "--"), command...)...)
-	b := &bridgeProc{t: t, cmd: cmd, log: &logBuffer{}, exited: make(chan struct{})}
+	b := &bridgeProc{t: t, cmd: cmd, log: &testenv.LockedBuffer{}, exited: make(chan struct{})}
 	// The race detector waits a second at exit by default.
 	cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=100"), env...)
 	cmd.Stdout, cmd.Stderr = b.log, b.log
@@ -189,24 +189,6 @@ func (b *bridgeProc) childPID() int {
 	}
 	pid, _ := strconv.Atoi(m[1])
 	return pid
-}
-
-// logBuffer collects a process's output for the test to read while it runs.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }
 
 // eventually polls cond until it holds, failing the test after timeout.

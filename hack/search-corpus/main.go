@@ -35,6 +35,13 @@ type server struct {
 }
 
 func main() {
+	if err := run(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// run lists every server the config names and writes the fixtures.
+func run() error {
 	config := flag.String("servers", "hack/search-corpus/servers.json", "servers to list")
 	out := flag.String("out", "internal/toolsearch/testdata/corpus", "directory for the fixtures")
 	work := flag.String("work", "", "directory to install servers into (default: a temporary one)")
@@ -44,21 +51,21 @@ func main() {
 
 	servers, err := readServers(*config)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	dir := *work
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "search-corpus-"); err != nil {
-			log.Fatal(err)
+			return err
 		}
 		defer os.RemoveAll(dir)
 	}
 	configDir, err := filepath.Abs(filepath.Dir(*config))
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
-		log.Fatal(err)
+		return err
 	}
 	var listed []listing
 	var skipped []server
@@ -80,9 +87,10 @@ func main() {
 	}
 	if *only == "" {
 		if err := writeSources(filepath.Join(*out, "SOURCES.md"), listed, skipped); err != nil {
-			log.Fatal(err)
+			return err
 		}
 	}
+	return nil
 }
 
 // harvest installs one server, lists its tools and writes its fixture.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,6 +36,7 @@ import (
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/reach"
+	"github.com/toolmesh/mcp-operator/internal/tracing"
 )
 
 const (
@@ -142,18 +145,25 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 func (r *MCPServerReconciler) forget(key string) {
 	r.sessions.Drop(key)
 	r.listChanged.forget(key)
+	forgetServerMetrics(key)
 }
 
 // discover lists the server's tools over a held session, or a short-lived
 // one for servers that do not announce list changes. A session that broke
 // ends itself and is replaced on the next use; a failed listing alone
 // keeps it.
-func (r *MCPServerReconciler) discover(ctx context.Context, key types.NamespacedName, target mcpclient.Target) (mcpclient.ToolList, mcpclient.ServerInfo, error) {
-	var (
-		list mcpclient.ToolList
-		info mcpclient.ServerInfo
-	)
-	err := r.sessions.Do(ctx, key.String(), target, func(s *mcpclient.Session) error {
+func (r *MCPServerReconciler) discover(ctx context.Context, key types.NamespacedName, target mcpclient.Target) (list mcpclient.ToolList, info mcpclient.ServerInfo, err error) {
+	ctx, span := tracing.Tracer().Start(ctx, "discover", trace.WithAttributes(tracing.Server.String(key.String())))
+	defer func(started time.Time) {
+		outcome := "success"
+		if err != nil {
+			outcome = "failure"
+			span.SetStatus(codes.Error, string(mcpclient.KindOf(err)))
+		}
+		span.End()
+		discoveryDuration.WithLabelValues(key.String(), outcome).Observe(time.Since(started).Seconds())
+	}(time.Now())
+	err = r.sessions.Do(ctx, key.String(), target, func(s *mcpclient.Session) error {
 		var err error
 		list, err = s.ListTools(ctx, r.Limits)
 		info = s.Info()
@@ -257,6 +267,11 @@ func (r *MCPServerReconciler) commit(ctx context.Context, before, srv *mcpv1alph
 		return fmt.Errorf("writing status of MCPServer %s: %w", srv.Name, err)
 	}
 	emit(r.Recorder, srv, serverEvents(before, srv))
+	ready := 0.0
+	if c := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == srv.Generation {
+		ready = 1
+	}
+	serverReady.WithLabelValues(srv.Namespace + "/" + srv.Name).Set(ready)
 	return nil
 }
 
@@ -288,6 +303,7 @@ func (r *MCPServerReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	r.sessions = &mcpclient.Pool{
 		Hold:    func(info mcpclient.ServerInfo) bool { return info.ListChanged },
 		OnEvent: r.listChanged.notify,
+		Owner:   "controller",
 	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()

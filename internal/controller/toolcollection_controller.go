@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -37,6 +38,9 @@ type ToolCollectionReconciler struct {
 func (r *ToolCollectionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	var tc mcpv1alpha1.ToolCollection
 	if err := r.Get(ctx, req.NamespacedName, &tc); err != nil {
+		if apierrors.IsNotFound(err) {
+			toolsWithheld.DeleteLabelValues(req.String())
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := tc.DeepCopy()
@@ -54,7 +58,13 @@ func (r *ToolCollectionReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err := r.List(ctx, &servers, client.InNamespace(tc.Namespace)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing MCPServers in %s: %w", tc.Namespace, err)
 	}
-	collectionStatus(&tc, menu.ForCollection(&tc.Spec, servers.Items))
+	m := menu.ForCollection(&tc.Spec, servers.Items)
+	collectionStatus(&tc, m)
+	withheld := 0
+	if tc.Spec.Pinning != nil && tc.Spec.Pinning.Mode != mcpv1alpha1.PinningWarn {
+		withheld = len(m.Unapproved)
+	}
+	toolsWithheld.WithLabelValues(req.String()).Set(float64(withheld))
 	return ctrl.Result{}, nil
 }
 

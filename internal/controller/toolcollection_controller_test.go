@@ -200,6 +200,41 @@ var _ = Describe("ToolCollection", func() {
 		Expect(fetchTC(capped).Status.Tools[99].Name).To(Equal(all[99]), "the first 100 in name order are kept")
 	})
 
+	It("reports its exposure and alwaysInclude names the menu does not offer, and follows a switch back to All", func() {
+		ns := newNamespace()
+		readyServer(ns, "wide", team, toolNamesN("t", 130)...)
+		first := exposed("wide", "t00")[0]
+		tc := createCollection(ns, "searched", mcpv1alpha1.ToolCollectionSpec{Servers: byLabels(team),
+			Exposure: mcpv1alpha1.ExposureSearch, AlwaysInclude: []string{first, "mcp_wide_nope"}})
+
+		Eventually(conditionOf(tc, mcpv1alpha1.ConditionUnmatchedAlwaysInclude)).Should(Equal("True/AlwaysIncludeTargetMissing"))
+		got := fetchTC(tc)
+		Expect(got.Status.Exposure).To(Equal(mcpv1alpha1.ExposureSearch))
+		Expect(meta.FindStatusCondition(got.Status.Conditions, mcpv1alpha1.ConditionUnmatchedAlwaysInclude).Message).To(Equal(
+			"spec.alwaysInclude names tools the menu does not offer, so the MCP endpoint cannot list them: mcp_wide_nope"))
+		Expect(meta.FindStatusCondition(got.Status.Conditions, mcpv1alpha1.ConditionReady).Message).To(Equal(
+			"130 tools from 1 of 1 servers; the MCP endpoint offers them through find_tools and call_tool (exposure Search), with 1 listed from spec.alwaysInclude"))
+		Expect(conditionOf(tc, mcpv1alpha1.ConditionTooManyTools)()).To(Equal("none"), "agents search a collection with exposure Search")
+
+		got.Spec.Exposure = mcpv1alpha1.ExposureAll
+		Expect(k8sClient.Update(ctx, got)).To(Succeed())
+		Eventually(conditionOf(tc, mcpv1alpha1.ConditionTooManyTools)).Should(Equal("True/OverFunctionCallingLimit"))
+		got = fetchTC(tc)
+		Expect(got.Status.Exposure).To(Equal(mcpv1alpha1.ExposureAll))
+		Expect(meta.FindStatusCondition(got.Status.Conditions, mcpv1alpha1.ConditionUnmatchedAlwaysInclude)).To(BeNil(), "alwaysInclude is ignored with All")
+		Expect(meta.FindStatusCondition(got.Status.Conditions, mcpv1alpha1.ConditionReady).Message).To(Equal("130 tools from 1 of 1 servers"))
+	})
+
+	It("defaults exposure to All and refuses an unknown one", func() {
+		ns := newNamespace()
+		tc := createCollection(ns, "plain", mcpv1alpha1.ToolCollectionSpec{Servers: byLabels(team)})
+		Expect(fetchTC(tc).Spec.Exposure).To(Equal(mcpv1alpha1.ExposureAll))
+		Eventually(func() mcpv1alpha1.Exposure { return fetchTC(tc).Status.Exposure }).Should(Equal(mcpv1alpha1.ExposureAll))
+		bad := &mcpv1alpha1.ToolCollection{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "odd"},
+			Spec: mcpv1alpha1.ToolCollectionSpec{Servers: byLabels(team), Exposure: "Some"}}
+		Expect(k8sClient.Create(ctx, bad)).To(MatchError(ContainSubstring(`spec.exposure: Unsupported value: "Some"`)))
+	})
+
 	It("keeps menuHash across reconciles and changes it with a description", func() {
 		ns := newNamespace()
 		mcp, _ := readyServer(ns, "desc", team, "a")
@@ -249,8 +284,10 @@ var _ = Describe("kubectl", func() {
 			return string(out)
 		}
 		Expect(kubectl("get", "mcps")).To(MatchRegexp(`NAME\s+READY\s+TOOLS\s+TRANSPORT\s+AGE\nshown\s+True\s+2\s+StreamableHTTP\s+`))
-		Expect(kubectl("get", "tc")).To(MatchRegexp(`NAME\s+READY\s+SERVERS\s+TOOLS\s+CONFLICTS\s+AGE\nshown\s+True\s+1\s+2\s+0\s+`))
-		Expect(kubectl("get", "mcps", "-o", "wide")).To(ContainSubstring("Discovered 2 tools"))
+		Expect(kubectl("get", "tc")).To(MatchRegexp(`NAME\s+READY\s+SERVERS\s+TOOLS\s+CONFLICTS\s+EXPOSURE\s+AGE\nshown\s+True\s+1\s+2\s+0\s+All\s+`))
+		wide := kubectl("get", "mcps", "-o", "wide")
+		Expect(wide).To(MatchRegexp(`NAME\s+READY\s+TOOLS\s+TRANSPORT\s+AGE\s+REASON\s+URL\s+SERVICE\s+IMAGE\s+REVISION\s+LAST-SYNC\s+MESSAGE\n` +
+			`shown\s+True\s+2\s+StreamableHTTP\s+\S+\s+ToolsDiscovered\s+http://127\.0\.0\.1:\d+/mcp\s+2026-07-28\s+\S+\s+Discovered 2 tools`))
 		Expect(kubectl("wait", "--for=condition=Ready", "mcps/shown", "tc/shown", "--timeout=5s")).To(ContainSubstring("condition met"))
 	})
 })

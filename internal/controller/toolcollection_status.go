@@ -43,6 +43,8 @@ func collectionStatus(tc *mcpv1alpha1.ToolCollection, m menu.Menu) {
 	st.ToolCount = int32(len(st.Tools))
 	st.ConflictCount = int32(len(st.Conflicts))
 	st.MenuHash = m.Hash()
+	exposure := menu.ExposureOf(&tc.Spec, &m)
+	st.Exposure = exposure.Mode()
 
 	set := func(condType string, on bool, reason, message string) {
 		if !on {
@@ -71,13 +73,15 @@ func collectionStatus(tc *mcpv1alpha1.ToolCollection, m menu.Menu) {
 	}
 	set(mcpv1alpha1.ConditionToolsRefused, len(refused) > 0, mcpv1alpha1.ReasonInvalidForMCP,
 		fmt.Sprintf("Served over REST but left out of the MCP endpoint, because MCP clients cannot be offered their definition: %s; see status.tools[].warnings of their MCPServer", abbreviate(refused, 20)))
+	set(mcpv1alpha1.ConditionUnmatchedAlwaysInclude, len(exposure.UnmatchedAlwaysInclude) > 0, mcpv1alpha1.ReasonAlwaysIncludeTargetMissing,
+		fmt.Sprintf("spec.alwaysInclude names tools the menu does not offer, so the MCP endpoint cannot list them: %s", abbreviate(exposure.UnmatchedAlwaysInclude, 20)))
 	switch {
 	case m.LeftOut > 0:
 		set(mcpv1alpha1.ConditionTooManyTools, true, mcpv1alpha1.ReasonMaxToolsExceeded,
 			fmt.Sprintf("%d tools past spec.maxTools=%d are left out", m.LeftOut, *tc.Spec.MaxTools))
-	case len(m.Tools) > menu.FunctionCallingLimit:
+	case len(m.Tools) > menu.FunctionCallingLimit && !exposure.Search:
 		set(mcpv1alpha1.ConditionTooManyTools, true, mcpv1alpha1.ReasonOverFunctionCallingLimit,
-			fmt.Sprintf("The menu has %d tools; many function-calling APIs accept at most %d per request. Narrow spec.tools or set spec.maxTools",
+			fmt.Sprintf("The menu has %d tools; many function-calling APIs accept at most %d per request. Narrow spec.tools, set spec.maxTools, or set spec.exposure: Search so that MCP clients search for the tools they need",
 				len(m.Tools), menu.FunctionCallingLimit))
 	default:
 		set(mcpv1alpha1.ConditionTooManyTools, false, "", "")
@@ -92,6 +96,9 @@ func collectionStatus(tc *mcpv1alpha1.ToolCollection, m menu.Menu) {
 	default:
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, mcpv1alpha1.ReasonMenuResolved,
 			fmt.Sprintf("%d tools from %d of %d servers", len(m.Tools), len(m.Servers)-len(notReady), len(m.Servers))
+		if exposure.Search {
+			ready.Message += fmt.Sprintf("; the MCP endpoint offers them through find_tools and call_tool (exposure Search), with %d listed from spec.alwaysInclude", len(exposure.AlwaysInclude))
+		}
 	}
 	meta.SetStatusCondition(&st.Conditions, ready)
 	meta.RemoveStatusCondition(&st.Conditions, mcpv1alpha1.ConditionStalled)

@@ -11,6 +11,9 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolmesh/mcp-operator/internal/tracing"
 )
 
 // libraryTimeoutGrace keeps the MCP library's own timers (SSE endpoint and
@@ -25,7 +28,22 @@ const libraryTimeoutGrace = 5 * time.Second
 // session lives until Close. onToolsChanged, if not nil, is called (on the
 // library's goroutine: keep it short) when the server says its tools
 // changed.
-func Connect(ctx context.Context, t Target, onToolsChanged func()) (*Session, error) {
+func Connect(ctx context.Context, t Target, onToolsChanged func()) (s *Session, err error) {
+	ctx, span := tracing.Tracer().Start(ctx, "connect", trace.WithSpanKind(trace.SpanKindClient))
+	defer func() {
+		var e *Error
+		if errors.As(err, &e) {
+			_ = failSpan(span, e)
+		}
+		if s != nil {
+			span.SetAttributes(tracing.ProtocolVersion.String(s.info.ProtocolVersion))
+		}
+		span.End()
+	}()
+	return connectAny(ctx, t, onToolsChanged)
+}
+
+func connectAny(ctx context.Context, t Target, onToolsChanged func()) (*Session, error) {
 	if t.Transport == TransportSSE {
 		return connectLegacy(ctx, t, TransportSSE, onToolsChanged)
 	}

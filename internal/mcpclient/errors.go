@@ -143,7 +143,7 @@ func tlsFailure(err error, t Target, _ *exchange) (failure, bool) {
 
 func timedOut(err error, t Target, _ *exchange) (failure, bool) {
 	var netErr net.Error
-	if !errors.Is(err, context.DeadlineExceeded) && !(errors.As(err, &netErr) && netErr.Timeout()) {
+	if !errors.Is(err, context.DeadlineExceeded) && (!errors.As(err, &netErr) || !netErr.Timeout()) {
 		return failure{}, false
 	}
 	return failure{ErrTimeout, fmt.Sprintf("%s did not answer within %s", t.redactedURL(), t.timeout())}, true

@@ -14,6 +14,10 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolmesh/mcp-operator/internal/tracing"
 )
 
 // The 2026-07-28 revision ("modern"): no initialize and no session; the
@@ -132,11 +136,25 @@ func modernRefusal(err error) bool {
 
 // encode builds the JSON-RPC request for c: its params with _meta, and in
 // the 2026-07-28 revision the protocol's keys and headers.
-func (s *Session) encode(id string, c call) (transport.JSONRPCRequest, error) {
+func (s *Session) encode(ctx context.Context, id string, c call) (transport.JSONRPCRequest, error) {
 	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Method: c.method}
 	meta := c.meta
 	if s.modern {
 		meta = s.protocolMeta(meta)
+	}
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		// The trace goes on in the request's _meta, as 2026-07-28 documents
+		// (and in its HTTP headers, see recordingTransport).
+		carried := tracing.MetaCarrier{}
+		otel.GetTextMapPropagator().Inject(ctx, carried)
+		if len(carried) > 0 {
+			if meta == nil {
+				meta = map[string]any{}
+			}
+			for k, v := range carried {
+				meta[k] = v
+			}
+		}
 	}
 	if len(meta) == 0 {
 		req.Params = c.params

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Pool holds long-lived sessions keyed by the caller's name for a server.
@@ -19,6 +21,8 @@ type Pool struct {
 	// OnEvent, if set, is called (never blocking the MCP library) when a
 	// held server says its tools changed or a held session is lost.
 	OnEvent func(key string)
+	// Owner names the pool's user in HeldSessions.
+	Owner string
 
 	mu       sync.Mutex
 	sessions map[string]pooled
@@ -62,6 +66,7 @@ func (p *Pool) Get(ctx context.Context, key string, t Target) (*Session, bool, e
 	p.mu.Lock()
 	p.sessions[key] = pooled{fingerprint: t.Fingerprint, session: session}
 	p.mu.Unlock()
+	p.counted(1)
 	go p.watchLoss(key, session, time.Now())
 	return session, false, nil
 }
@@ -149,6 +154,9 @@ func (p *Pool) watchLoss(key string, session *Session, opened time.Time) {
 		delete(p.sessions, key)
 	}
 	p.mu.Unlock()
+	if stillHeld {
+		p.counted(-1)
+	}
 	session.retire()
 	if !stillHeld {
 		return
@@ -165,7 +173,21 @@ func (p *Pool) Drop(key string) {
 	delete(p.sessions, key)
 	p.mu.Unlock()
 	if ok {
+		p.counted(-1)
 		h.session.retire()
+	}
+}
+
+// HeldSessions counts the sessions pools hold open to MCP servers, by
+// owner. Its user registers it (this package knows no metrics registry).
+var HeldSessions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "mcp_upstream_sessions",
+	Help: "Sessions this replica holds open to MCP servers, by owner: controller (discovery and list_changed) or catalog (tool calls).",
+}, []string{"owner"})
+
+func (p *Pool) counted(delta int) {
+	if p.Owner != "" {
+		HeldSessions.WithLabelValues(p.Owner).Add(float64(delta))
 	}
 }
 
@@ -192,6 +214,7 @@ func (p *Pool) CloseAll() {
 	held := p.sessions
 	p.sessions = map[string]pooled{}
 	p.mu.Unlock()
+	p.counted(-len(held))
 	for _, h := range held {
 		h.session.Close()
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
-	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -20,6 +19,9 @@ import (
 
 // logLevels are MCP's log levels, least severe first.
 var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// KnownLogLevel reports whether level is one of MCP's log levels.
+func KnownLogLevel(level string) bool { return levelRank(level) >= 0 }
 
 func levelRank(level string) int {
 	for i, l := range logLevels {
@@ -163,7 +165,6 @@ type tappedBody struct {
 	tap   func(method string, params json.RawMessage)
 	lines bytes.Buffer
 	data  bytes.Buffer
-	once  sync.Once
 }
 
 func (t *tappedBody) Read(p []byte) (int, error) {

@@ -16,6 +16,11 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolmesh/mcp-operator/internal/tracing"
 )
 
 // ProtocolVersion is the revision the operator offers in initialize, to
@@ -159,6 +164,8 @@ func (s *Session) finish() {
 type call struct {
 	method string
 	params any
+	// tool is the name of a called tool, for its span.
+	tool string
 	// meta goes into params._meta; in the 2026-07-28 revision the
 	// protocol's own keys are added to it.
 	meta map[string]any
@@ -192,7 +199,9 @@ func (s *Session) request(ctx context.Context, c call, doing string) (json.RawMe
 		defer context.AfterFunc(s.lost, func() { cancel(errStreamLost) })()
 	}
 	id := "op-" + strconv.FormatInt(s.nextID.Add(1), 10)
-	req, err := s.encode(id, c)
+	ctx, span := s.startSpan(ctx, id, c)
+	defer span.End()
+	req, err := s.encode(ctx, id, c)
 	if err != nil {
 		return nil, &Error{Kind: ErrProtocol, Message: doing + ": the request could not be encoded", Err: err}
 	}
@@ -203,7 +212,7 @@ func (s *Session) request(ctx context.Context, c call, doing string) (json.RawMe
 		case s.answersOnStream && cause != nil:
 			// The stream that would carry the answer broke: say why.
 			err = fmt.Errorf("%w: %w", errStreamLost, cause)
-		case context.Cause(ctx) == context.DeadlineExceeded:
+		case errors.Is(context.Cause(ctx), context.DeadlineExceeded):
 			err = errors.Join(context.DeadlineExceeded, err)
 			s.cancelUpstream(id, "the request timed out")
 		case parent.Err() != nil:
@@ -214,15 +223,36 @@ func (s *Session) request(ctx context.Context, c call, doing string) (json.RawMe
 			// The server forgot the session: it is over for every caller.
 			s.end(errSessionForgotten)
 		}
-		return nil, classify(err, s.target, doing, ex)
+		return nil, failSpan(span, classify(err, s.target, doing, ex))
 	}
 	if resp.Error != nil {
 		if resp.Error.Code == codeAnswerTooLarge && resp.Error.Message == messageAnswerTooLarge {
-			return nil, classify(errResponseTooLarge, s.target, doing, ex)
+			return nil, failSpan(span, classify(errResponseTooLarge, s.target, doing, ex))
 		}
-		return nil, rpcError(resp.Error, s.target, doing)
+		return nil, failSpan(span, rpcError(resp.Error, s.target, doing))
 	}
 	return resp.Result, nil
+}
+
+// startSpan starts the client span of one request, named as the MCP
+// semantic conventions name it: the method, and the tool for a call.
+func (s *Session) startSpan(ctx context.Context, id string, c call) (context.Context, trace.Span) {
+	name := c.method
+	attrs := []attribute.KeyValue{tracing.MethodName.String(c.method), tracing.RequestID.String(id),
+		tracing.ProtocolVersion.String(s.info.ProtocolVersion)}
+	if c.tool != "" {
+		name += " " + c.tool
+		attrs = append(attrs, tracing.ToolName.String(c.tool), tracing.OperationName.String("execute_tool"))
+	}
+	return tracing.Tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+}
+
+// failSpan marks the span failed with the error's kind, never its text
+// (which may quote the server).
+func failSpan(span trace.Span, err *Error) *Error {
+	span.SetStatus(codes.Error, string(err.Kind))
+	span.SetAttributes(tracing.ErrorType.String(string(err.Kind)))
+	return err
 }
 
 // cancelUpstream tells a server of a revision before 2026-07-28 that the
@@ -364,7 +394,7 @@ func (s *Session) CallTool(ctx context.Context, name string, arguments json.RawM
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}{name, arguments}
-	c := call{method: string(mcp.MethodToolsCall), params: params, schema: opts.InputSchema, meta: callerMeta(opts.Meta)}
+	c := call{method: string(mcp.MethodToolsCall), params: params, tool: name, schema: opts.InputSchema, meta: callerMeta(opts.Meta)}
 	release := s.relay(&c, opts)
 	defer release()
 	raw, err := s.request(ctx, c, "calling tool "+name)

@@ -16,6 +16,9 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // errResponseTooLarge marks an answer cut at MaxResponseBytes.
@@ -197,6 +200,11 @@ type recordingTransport struct {
 func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method == http.MethodGet {
 		req = t.watch.withVersion(req)
+	}
+	if trace.SpanContextFromContext(req.Context()).IsValid() {
+		// W3C trace context in the headers, for servers that read it there.
+		req = req.Clone(req.Context())
+		otel.GetTextMapPropagator().Inject(req.Context(), propagation.HeaderCarrier(req.Header))
 	}
 	resp, err := t.next.RoundTrip(req)
 	if req.Method == http.MethodGet {

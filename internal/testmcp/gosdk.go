@@ -155,6 +155,7 @@ func (g *GoSDK) AddProgressTool(n int) {
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			token := req.Params.GetProgressToken()
 			for i := 1; i <= n; i++ {
+				//nolint:staticcheck // logging is deprecated in 2026-07-28 but spoken by the revisions before it, which the operator relays
 				_ = req.Session.Log(ctx, &sdk.LoggingMessageParams{Level: "info", Data: fmt.Sprintf("step %d", i)})
 				if token != nil {
 					_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Total: float64(n), Message: fmt.Sprintf("step %d", i)})

@@ -72,6 +72,8 @@ type authorizer struct {
 	// LRUs, safe for concurrent use.
 	tokens    *lru.Cache
 	decisions *lru.Cache
+	// refused, if set, hears every request refused for its token.
+	refused func(w http.ResponseWriter, r *http.Request, err error)
 }
 
 func newAuthorizer(mode AuthMode, reviewer client.Client, ttl time.Duration, capacity int) *authorizer {
@@ -188,6 +190,9 @@ func (a *authorizer) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		who, err := a.authenticate(r.Context(), r)
 		if err != nil {
+			if a.refused != nil {
+				a.refused(w, r, err)
+			}
 			writeAuthError(w, err)
 			return
 		}

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,33 +23,30 @@ import (
 
 // callTo posts an execute request to a catalog and reads the answer.
 func callTo(base, path, body string, headers ...string) response {
-	req, err := http.NewRequest(http.MethodPost, base+path, strings.NewReader(body))
-	Expect(err).NotTo(HaveOccurred())
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	Expect(err).NotTo(HaveOccurred())
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	Expect(err).NotTo(HaveOccurred())
-	return response{code: resp.StatusCode, header: resp.Header, body: raw}
+	return doAt(base, http.MethodPost, path, body, headers...)
+}
+
+// holdingServer is a real MCP server whose "hold" tool answers "held N"
+// once gate closes; inside counts the calls it holds.
+func holdingServer(gate <-chan struct{}) (*testmcp.Server, *atomic.Int64) {
+	inside := &atomic.Int64{}
+	busy := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
+	busy.AddToolFunc("hold", "Holds until the test lets go.", `{"type":"object"}`, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		inside.Add(1)
+		select {
+		case <-gate:
+		case <-ctx.Done():
+		}
+		return mcp.NewToolResultText(fmt.Sprint("held ", req.GetArguments()["n"])), nil
+	})
+	return busy, inside
 }
 
 var _ = Describe("Backpressure", func() {
 	It("answers 429 past a server's maxConcurrentCalls, over REST and MCP, while other servers answer", func() {
 		ns := env.Namespace()
 		gate := make(chan struct{})
-		var inside atomic.Int64
-		busy := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
-		busy.AddToolFunc("hold", "Holds until the test lets go.", `{"type":"object"}`, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			inside.Add(1)
-			select {
-			case <-gate:
-			case <-ctx.Done():
-			}
-			return mcp.NewToolResultText(fmt.Sprint("held ", req.GetArguments()["n"])), nil
-		})
+		busy, inside := holdingServer(gate)
 		readyServer(ns, "busy", busy.URL(), func(s *mcpv1alpha1.MCPServer) { s.Spec.MaxConcurrentCalls = ptr.To[int32](2) })
 		other := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
 		other.AddTools("ping")
@@ -104,16 +99,7 @@ var _ = Describe("Backpressure", func() {
 	It("turns a waiting call away when its turn does not come within the queue timeout", func() {
 		ns := env.Namespace()
 		gate := make(chan struct{})
-		var inside atomic.Int64
-		busy := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
-		busy.AddToolFunc("hold", "Holds.", `{"type":"object"}`, func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			inside.Add(1)
-			select {
-			case <-gate:
-			case <-ctx.Done():
-			}
-			return mcp.NewToolResultText("held"), nil
-		})
+		busy, inside := holdingServer(gate)
 		readyServer(ns, "single", busy.URL(), func(s *mcpv1alpha1.MCPServer) {
 			s.Spec.MaxConcurrentCalls = ptr.To[int32](1)
 			s.Spec.Timeout = &metav1.Duration{Duration: time.Minute}

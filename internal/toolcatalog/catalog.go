@@ -8,6 +8,7 @@ package toolcatalog
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync/atomic"
 	"time"
 
@@ -62,6 +63,9 @@ type Options struct {
 	// DrainTimeout bounds how long calls in flight may finish once the
 	// catalog stops (default 20s).
 	DrainTimeout time.Duration
+	// Audit, when set, receives the audit trail: one JSON line per tool
+	// call (see AuditRecord).
+	Audit io.Writer
 }
 
 const (
@@ -89,6 +93,7 @@ type Catalog struct {
 	callers   *callerLimits
 	mcp       *mcpHandlers
 	browsers  *browserGuard
+	audit     *auditor
 	// version moves on every change to an MCPServer or ToolCollection;
 	// rendered menus are reused while it stands still.
 	version atomic.Uint64
@@ -120,11 +125,13 @@ func New(reader client.Reader, opts Options) (*Catalog, error) {
 	if opts.DrainTimeout <= 0 {
 		opts.DrainTimeout = defaultDrainTimeout
 	}
-	c := &Catalog{reader: reader, opts: opts, log: opts.Log, pool: &mcpclient.Pool{}, schemas: newSchemaCache(),
+	c := &Catalog{reader: reader, opts: opts, log: opts.Log, pool: &mcpclient.Pool{Owner: "catalog"}, schemas: newSchemaCache(),
 		upstreams: newUpstreams(), callers: newCallerLimits(opts.CallerRate, opts.CallerBurst)}
 	c.streams, c.endStreams = context.WithCancel(context.Background())
 	c.menus = newMenuCache(c)
+	c.audit = newAuditor(opts.Audit)
 	c.authz = newAuthorizer(opts.Auth, opts.Reviewer, opts.AuthCacheTTL, maxCachedDecisions)
+	c.authz.refused = c.refused
 	c.mcp = newMCPHandlers(c)
 	browsers, err := newBrowserGuard(opts.AllowedOrigins, opts.AllowedHosts)
 	if err != nil {
@@ -151,7 +158,9 @@ func (c *Catalog) WatchChanges(ctx context.Context, cache ctrlcache.Cache) error
 	}
 	collections := toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
 		if tc, ok := unwrapTombstone(obj).(*mcpv1alpha1.ToolCollection); ok {
-			c.mcp.forget(viewKey{kind: collectionView, namespace: tc.Namespace, name: tc.Name})
+			key := viewKey{kind: collectionView, namespace: tc.Namespace, name: tc.Name}
+			c.mcp.forget(key)
+			c.menus.forget(key)
 		}
 	}}
 	for _, watch := range []struct {
@@ -198,6 +207,7 @@ func (c *Catalog) observeServer(obj any, deleted bool) {
 	key := srv.Namespace + "/" + srv.Name
 	c.upstreams.forget(key)
 	c.pool.Drop(key)
+	c.menus.forget(viewKey{kind: serverView, namespace: srv.Namespace, name: srv.Name})
 }
 
 func unwrapTombstone(obj any) any {

@@ -56,10 +56,33 @@ func calcServer() *testmcp.Server {
 	return mcpSrv
 }
 
-// readyServer points an MCPServer at an MCP server and waits for Ready.
+// readyServer points an MCPServer at an MCP server and waits for Ready, and
+// for the catalog to serve what Ready said: the catalog reads the manager's
+// cache, a moment behind the API server, and takes up a change when its
+// event handler has run, a moment after the cache.
 func readyServer(ns, name, url string, mutate ...func(*mcpv1alpha1.MCPServer)) *mcpv1alpha1.MCPServer {
 	srv := env.CreateServer(ns, name, url, mutate...)
 	Eventually(env.ReadyOf(srv)).Should(Equal("True/ToolsDiscovered"))
+	if len(env.Fetch(srv).Status.Tools) == 0 {
+		return srv
+	}
+	// A fresh server has tools in status only once it was Ready: a menu that
+	// serves one of them was built from a cache that holds Ready. Both the
+	// namespace's menu and the whole one, which are built apart.
+	for _, namespace := range []string{ns, ""} {
+		Eventually(func() bool {
+			vw, err := catalogUnderTest.menus.view(ctx, viewKey{kind: globalView, namespace: namespace})
+			if err != nil {
+				return false
+			}
+			for _, entry := range vw.menu.Tools {
+				if entry.Namespace == ns && entry.Server == name {
+					return true
+				}
+			}
+			return false
+		}).Should(BeTrue(), "the catalog serves %s/%s", ns, name)
+	}
 	return srv
 }
 
@@ -76,7 +99,13 @@ func (r response) json() map[string]any {
 }
 
 func do(method, path, body string, headers ...string) response {
-	req, err := http.NewRequest(method, catalog.URL+path, strings.NewReader(body))
+	return doAt(catalog.URL, method, path, body, headers...)
+}
+
+// doAt sends a request to the catalog at base; headers come as name,
+// value pairs.
+func doAt(base, method, path, body string, headers ...string) response {
+	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
 	Expect(err).NotTo(HaveOccurred())
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
@@ -377,7 +406,8 @@ var _ = Describe("Execute", func() {
 		Expect(execute(`{"name":"mcp_calc_add","arguments":{"a":1,"b":1}}`).code).To(Equal(http.StatusOK))
 		Expect(execute(`{"name":"mcp_calc_fail"}`).code).To(Equal(http.StatusOK))
 		Expect(execute(`{"name":"mcp_calc_add","arguments":{"a":"x"}}`).code).To(Equal(http.StatusUnprocessableEntity))
-		Expect(get("/v1/namespaces/" + ns + "/mcpservers/calc/tools").code).To(Equal(http.StatusOK))
+		served := get("/v1/namespaces/" + ns + "/mcpservers/calc/tools")
+		Expect(served.code).To(Equal(http.StatusOK), string(served.body))
 		Expect(testutil.ToFloat64(toolsServed.WithLabelValues("server " + server))).To(BeEquivalentTo(6))
 		Expect(testutil.ToFloat64(toolCalls.WithLabelValues(server, "add", "success"))).To(Equal(before + 1))
 		Expect(testutil.ToFloat64(toolCalls.WithLabelValues(server, "fail", "tool_error"))).To(BeNumerically(">=", 1))
@@ -426,7 +456,11 @@ var _ = Describe("The catalog against @modelcontextprotocol/server-everything", 
 		everything, err := testmcp.StartEverything("streamableHttp")
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(everything.Stop)
-		readyServer(env.Namespace(), "everything", everything.URL())
+		ns := env.Namespace()
+		readyServer(ns, "everything", everything.URL())
+		// The catalog reads the manager's cache, which may not hold the status
+		// readyServer saw yet.
+		Eventually(func() string { return string(get("/v1/tools?namespace=" + ns).body) }).Should(ContainSubstring("mcp_everything_echo"))
 
 		r := post("/v1/execute", `{"name":"mcp_everything_echo","arguments":{"message":"hello catalog"}}`)
 		Expect(r.code).To(Equal(http.StatusOK), string(r.body))

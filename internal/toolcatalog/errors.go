@@ -1,11 +1,11 @@
 package toolcatalog
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/toolmesh/mcp-operator/internal/menu"
 )
@@ -28,11 +28,12 @@ func writeJSON(w http.ResponseWriter, code int, body any) {
 }
 
 // answerError answers a failed request with its status code and records it.
-func (c *Catalog) answerError(w http.ResponseWriter, key viewKey, tool string, entry *menu.Entry, started time.Time, err error) {
+func (c *Catalog) answerError(ctx context.Context, w http.ResponseWriter, key viewKey, tool string, entry *menu.Entry, err error) {
 	var reqErr *requestError
 	var upErr *upstreamError
 	var authErr *authError
-	c.record(key, tool, entry, started, outcomeOf(err))
+	noteOf(ctx).status = statusOf(err)
+	c.record(ctx, key, tool, entry, outcomeOf(err))
 	switch {
 	case errors.As(err, &authErr):
 		writeAuthError(w, authErr)
@@ -54,6 +55,22 @@ func retryAfter(w http.ResponseWriter, seconds int) {
 	if seconds > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(seconds))
 	}
+}
+
+// statusOf is the HTTP status a failed call is answered with.
+func statusOf(err error) int {
+	var reqErr *requestError
+	var upErr *upstreamError
+	var authErr *authError
+	switch {
+	case errors.As(err, &authErr):
+		return authErr.code
+	case errors.As(err, &reqErr):
+		return reqErr.code
+	case errors.As(err, &upErr):
+		return upErr.code
+	}
+	return http.StatusInternalServerError
 }
 
 // outcomeOf names how a failed call ended, for metrics and logs; the REST

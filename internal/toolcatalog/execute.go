@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/menu"
@@ -22,43 +21,44 @@ func (c *Catalog) executeInCollection(w http.ResponseWriter, req *http.Request) 
 // execute runs one tool call: decode, find the tool in the addressed menu,
 // validate the arguments, call the server, answer with the envelope.
 func (c *Catalog) execute(w http.ResponseWriter, req *http.Request, key viewKey) {
-	started := time.Now()
+	ctx, end := c.beginCall(w, req, "rest", "execute", nil)
+	defer end()
 	body, err := readBody(w, req, c.opts.MaxRequestBytes)
 	if err != nil {
-		c.answerError(w, key, "", nil, started, err)
+		c.answerError(ctx, w, key, "", nil, err)
 		return
 	}
 	cl, err := decodeCall(body)
 	if err != nil {
-		c.answerError(w, key, "", nil, started, err)
+		c.answerError(ctx, w, key, "", nil, err)
 		return
 	}
-	vw, err := c.menus.view(req.Context(), key)
+	vw, err := c.menus.view(ctx, key)
 	if err != nil {
-		c.answerError(w, key, cl.name, nil, started, &requestError{code: http.StatusServiceUnavailable, message: "the catalog cannot read its cache yet; retry"})
+		c.answerError(ctx, w, key, cl.name, nil, &requestError{code: http.StatusServiceUnavailable, message: "the catalog cannot read its cache yet; retry"})
 		return
 	}
 	if vw.missing != "" {
-		c.answerError(w, key, cl.name, nil, started, &requestError{code: http.StatusNotFound, message: vw.missing})
+		c.answerError(ctx, w, key, cl.name, nil, &requestError{code: http.StatusNotFound, message: vw.missing})
 		return
 	}
 	entry, ok := vw.byName[cl.name]
 	if !ok {
 		down, withheld := vw.withheld[cl.name]
 		if !withheld {
-			c.answerError(w, key, cl.name, nil, started, &requestError{code: http.StatusNotFound, message: fmt.Sprintf("Tool %s is invalid", cl.name)})
+			c.answerError(ctx, w, key, cl.name, nil, &requestError{code: http.StatusNotFound, message: fmt.Sprintf("Tool %s is invalid", cl.name)})
 			return
 		}
 		// Only a caller who may call the tool learns about its server.
-		err := c.authorizeCall(req.Context(), key, down)
+		err := c.authorizeCall(ctx, key, down)
 		if err == nil {
 			err = c.notReady(down)
 		}
-		c.answerError(w, key, cl.name, down, started, err)
+		c.answerError(ctx, w, key, cl.name, down, err)
 		return
 	}
-	if err := c.authorizeCall(req.Context(), key, entry); err != nil {
-		c.answerError(w, key, cl.name, entry, started, err)
+	if err := c.authorizeCall(ctx, key, entry); err != nil {
+		c.answerError(ctx, w, key, cl.name, entry, err)
 		return
 	}
 	var opts mcpclient.CallOptions
@@ -67,14 +67,14 @@ func (c *Catalog) execute(w http.ResponseWriter, req *http.Request, key viewKey)
 		events = startEventStream(w)
 		opts.OnProgress = func(params json.RawMessage) { events.send("progress", params) }
 	}
-	envelope, err := c.invokeWith(req.Context(), entry, cl.arguments, opts)
+	envelope, err := c.invokeWith(ctx, entry, cl.arguments, opts)
 	if err != nil {
 		if events != nil {
-			c.record(key, cl.name, entry, started, outcomeOf(err))
+			c.record(ctx, key, cl.name, entry, outcomeOf(err))
 			events.failure(err)
 			return
 		}
-		c.answerError(w, key, cl.name, entry, started, err)
+		c.answerError(ctx, w, key, cl.name, entry, err)
 		return
 	}
 	if cl.openAI {
@@ -88,7 +88,9 @@ func (c *Catalog) execute(w http.ResponseWriter, req *http.Request, key viewKey)
 	if envelope.IsError {
 		outcome = "tool_error"
 	}
-	c.record(key, cl.name, entry, started, outcome)
+	note := noteOf(ctx)
+	note.status, note.resultBytes = http.StatusOK, resultSize(envelope)
+	c.record(ctx, key, cl.name, entry, outcome)
 	if events != nil {
 		events.send("result", envelope)
 		return

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"k8s.io/utils/lru"
@@ -37,6 +36,7 @@ type rpcMessage struct {
 		Arguments json.RawMessage            `json:"arguments"`
 		Level     string                     `json:"level"`
 		RequestID json.RawMessage            `json:"requestId"`
+		Cursor    json.RawMessage            `json:"cursor"`
 		Meta      map[string]json.RawMessage `json:"_meta"`
 	} `json:"params"`
 }
@@ -109,7 +109,8 @@ var errCancelledByCaller = errors.New("the caller cancelled the call")
 // serveCall answers one tools/call over MCP.
 func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key viewKey, msg *rpcMessage) {
 	c := m.catalog
-	started := time.Now()
+	ctx, end := c.beginCall(w, r, "mcp", "tools/call", msg.Params.Meta)
+	defer end()
 	modern := msg.modern(r)
 	if modern {
 		if problem := modernHeaderProblem(r, msg); problem != "" {
@@ -117,30 +118,36 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 			return
 		}
 	}
-	vw, err := c.menus.view(r.Context(), key)
+	vw, err := c.menus.view(ctx, key)
 	if err != nil {
 		writeRPCError(w, http.StatusServiceUnavailable, msg.ID, mcp.INTERNAL_ERROR, "the catalog cannot read its cache yet; retry")
 		return
 	}
+	if vw.exposure.Search {
+		var answered bool
+		if msg, answered = m.serveSearchCall(ctx, w, key, msg, vw, modern); answered {
+			return
+		}
+	}
 	entry, ok := vw.byName[msg.Params.Name]
 	if !ok {
 		if down, withheld := vw.withheld[msg.Params.Name]; withheld {
-			err := c.authorizeCall(r.Context(), key, down)
+			err := c.authorizeCall(ctx, key, down)
 			if err == nil {
 				err = c.notReady(down)
 			}
-			m.answerFailure(w, r, key, msg, down, started, err, modern)
+			m.answerFailure(ctx, w, key, msg, down, err, modern)
 			return
 		}
-		c.record(key, msg.Params.Name, nil, started, "unknown_tool")
+		c.record(ctx, key, msg.Params.Name, nil, "unknown_tool")
 		writeRPCError(w, http.StatusOK, msg.ID, mcp.INVALID_PARAMS, fmt.Sprintf("tool %s not found", msg.Params.Name))
 		return
 	}
-	if err := c.authorizeCall(r.Context(), key, entry); err != nil {
-		m.answerFailure(w, r, key, msg, entry, started, err, modern)
+	if err := c.authorizeCall(ctx, key, entry); err != nil {
+		m.answerFailure(ctx, w, key, msg, entry, err, modern)
 		return
 	}
-	ctx, cancel := context.WithCancelCause(r.Context())
+	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	session := r.Header.Get("Mcp-Session-Id")
 	defer m.sessions.track(session, msg.ID, cancel)()
@@ -167,24 +174,25 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 	envelope, err := c.invokeWith(ctx, entry, arguments, opts)
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errCancelledByCaller) {
-			c.record(key, msg.Params.Name, entry, started, "cancelled")
+			c.record(ctx, key, msg.Params.Name, entry, "cancelled")
 			return // a cancelled request gets no answer
 		}
-		m.answerFailure(stream, r, key, msg, entry, started, err, modern)
+		m.answerFailure(ctx, stream, key, msg, entry, err, modern)
 		return
 	}
 	outcome := "success"
 	if envelope.IsError {
 		outcome = "tool_error"
 	}
-	c.record(key, msg.Params.Name, entry, started, outcome)
+	noteOf(ctx).resultBytes = resultSize(envelope)
+	c.record(ctx, key, msg.Params.Name, entry, outcome)
 	stream.result(resultOf(callResultOf(envelope), modern))
 }
 
 // answerFailure answers a failed call as mcpFailure decides: a tool
 // result the model reads, or a JSON-RPC error for the client.
-func (m *mcpHandlers) answerFailure(w http.ResponseWriter, r *http.Request, key viewKey, msg *rpcMessage, entry *menu.Entry, started time.Time, err error, modern bool) {
-	result, rpcErr := m.catalog.mcpFailure(key, msg.Params.Name, entry, started, err)
+func (m *mcpHandlers) answerFailure(ctx context.Context, w http.ResponseWriter, key viewKey, msg *rpcMessage, entry *menu.Entry, err error, modern bool) {
+	result, rpcErr := m.catalog.mcpFailure(ctx, key, msg.Params.Name, entry, err)
 	if rpcErr != nil {
 		if cs, ok := w.(*callStream); ok {
 			cs.error(mcp.INTERNAL_ERROR, rpcErr.Error())
@@ -326,7 +334,7 @@ func (s *callStream) finish(body any) {
 	}
 	s.Header().Set("Content-Type", "application/json")
 	s.WriteHeader(http.StatusOK)
-	_, _ = s.ResponseWriter.Write(raw)
+	_, _ = s.Write(raw)
 }
 
 type rpcErrorObject struct {

@@ -8,13 +8,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/menu"
+	"github.com/toolmesh/mcp-operator/internal/tracing"
 )
 
 // mcpPageSize is how many tools one tools/list page holds.
@@ -35,11 +38,14 @@ type mcpHandlers struct {
 }
 
 type mcpHandler struct {
-	key      viewKey
-	server   *server.MCPServer
-	http     http.Handler
-	mu       sync.Mutex
+	key    viewKey
+	server *server.MCPServer
+	http   http.Handler
+	mu     sync.Mutex
+	// revision is the view's mcpRevision whose tools the server lists.
 	revision string
+	// listed holds the revision's tools/list pages (mcplist.go).
+	listed listPages
 }
 
 func newMCPHandlers(c *Catalog) *mcpHandlers {
@@ -61,6 +67,7 @@ func (m *mcpHandlers) forget(key viewKey) {
 	delete(m.byKey, key)
 	m.mu.Unlock()
 	refusedTools.DeleteLabelValues(menuLabel(key))
+	catalogSessions.DeleteLabelValues(menuLabel(key))
 }
 
 func (m *mcpHandlers) size() int {
@@ -103,7 +110,7 @@ func (m *mcpHandlers) handlerFor(key viewKey) *mcpHandler {
 	if h, ok := m.byKey[key]; ok {
 		return h
 	}
-	h := &mcpHandler{key: key}
+	h := &mcpHandler{key: key, listed: newListPages()}
 	opts := []server.ServerOption{
 		server.WithToolCapabilities(true),
 		server.WithLogging(),
@@ -121,6 +128,11 @@ func (m *mcpHandlers) handlerFor(key viewKey) *mcpHandler {
 		name = "mcp-operator/" + key.namespace + "/" + key.name
 		path = "/v1/namespaces/" + key.namespace + "/toolcollections/" + key.name + "/mcp"
 	}
+	sessions := catalogSessions.WithLabelValues(menuLabel(key))
+	hooks := &server.Hooks{}
+	hooks.AddOnRegisterSession(func(context.Context, server.ClientSession) { sessions.Inc() })
+	hooks.AddOnUnregisterSession(func(context.Context, server.ClientSession) { sessions.Dec() })
+	opts = append(opts, server.WithHooks(hooks))
 	h.server = server.NewMCPServer(name, "v1alpha1", opts...)
 	h.http = server.NewStreamableHTTPServer(h.server,
 		server.WithEndpointPath(path),
@@ -136,9 +148,11 @@ func (m *mcpHandlers) handlerFor(key viewKey) *mcpHandler {
 	return h
 }
 
-// sync gives the handler the tools of its menu's current revision. A tool
-// MCP clients cannot be offered (menu.Refusal) is left out of this
-// endpoint only, counted and reported; every other tool is served.
+// sync gives the handler the tools of its menu's current revision: every
+// tool, or with exposure Search find_tools, call_tool and the tools always
+// included. A tool MCP clients cannot be offered (menu.Refusal) is left
+// out of this endpoint only, counted and reported; every other tool is
+// served.
 func (m *mcpHandlers) sync(ctx context.Context, h *mcpHandler) error {
 	vw, err := m.catalog.menus.view(ctx, h.key)
 	if err != nil {
@@ -146,17 +160,22 @@ func (m *mcpHandlers) sync(ctx context.Context, h *mcpHandler) error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if vw.revision == h.revision {
+	if vw.mcpRevision == h.revision {
 		return nil
 	}
 	skip := make(map[string]bool, len(vw.menu.Refused))
 	for _, e := range vw.menu.Refused {
 		skip[e.Name] = true
 	}
-	tools := make([]server.ServerTool, 0, len(vw.menu.Tools))
-	for i := range vw.menu.Tools {
-		if e := &vw.menu.Tools[i]; !skip[e.Name] {
-			tools = append(tools, server.ServerTool{Tool: mcpToolOf(e), Handler: m.catalog.mcpCall(h.key)})
+	var tools []server.ServerTool
+	if vw.exposure.Search {
+		tools = m.catalog.searchTools(h.key, vw, skip)
+	} else {
+		tools = make([]server.ServerTool, 0, len(vw.menu.Tools))
+		for i := range vw.menu.Tools {
+			if e := &vw.menu.Tools[i]; !skip[e.Name] {
+				tools = append(tools, server.ServerTool{Tool: mcpToolOf(e), Handler: m.catalog.mcpCall(h.key)})
+			}
 		}
 	}
 	refusedHere := setTools(h.server, tools)
@@ -164,7 +183,8 @@ func (m *mcpHandlers) sync(ctx context.Context, h *mcpHandler) error {
 		m.catalog.log.Info("The MCP library refused tool definitions the menu check let through; they are left out", "menu", menuLabel(h.key), "count", refusedHere)
 	}
 	refusedTools.WithLabelValues(menuLabel(h.key)).Set(float64(len(skip) + refusedHere))
-	h.revision = vw.revision
+	h.revision = vw.mcpRevision
+	h.listed = newListPages()
 	return nil
 }
 
@@ -242,9 +262,19 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, m.catalog.opts.MaxRequestBytes)
-		if r.Method == http.MethodPost && m.route(w, r, key) {
-			return
+		var msg *rpcMessage
+		if r.Method == http.MethodPost {
+			var handled bool
+			if handled, msg = m.route(w, r, key); handled {
+				return
+			}
 		}
+		ctx, span := m.catalog.startSpan(r.Context(), r, spanName(r, msg), msgMeta(msg))
+		defer span.End()
+		if msg != nil && methodShape.MatchString(msg.Method) {
+			span.SetAttributes(tracing.MethodName.String(msg.Method))
+		}
+		r = r.WithContext(ctx)
 		h := m.handlerFor(key)
 		if err := m.sync(r.Context(), h); err != nil {
 			mcpSyncFailures.Inc()
@@ -260,13 +290,42 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 			defer cancel()
 			r = r.WithContext(ctx)
 		}
+		if listable(key, msg) {
+			m.serveList(w, r, h, msg)
+			return
+		}
 		h.http.ServeHTTP(w, r)
 	})
 }
 
+// methodShape is what an MCP method name looks like; a span is named after
+// a caller's method only when it has this shape, so a caller cannot put
+// arbitrary text in the trace.
+var methodShape = regexp.MustCompile(`^[a-z]{1,32}(/[a-zA-Z_]{1,32}){0,2}$`)
+
+// spanName names the span of an MCP request mcp-go answers: its method.
+func spanName(r *http.Request, msg *rpcMessage) string {
+	switch {
+	case msg != nil && methodShape.MatchString(msg.Method):
+		return msg.Method
+	case msg != nil:
+		return "unknown method"
+	case r.Method == http.MethodGet:
+		return "listen"
+	}
+	return r.Method
+}
+
+func msgMeta(msg *rpcMessage) map[string]json.RawMessage {
+	if msg == nil {
+		return nil
+	}
+	return msg.Params.Meta
+}
+
 // route answers the POSTs the catalog handles itself and reports whether
 // it did; the others go on to mcp-go with their body put back.
-func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey) bool {
+func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey) (bool, *rpcMessage) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
@@ -275,12 +334,12 @@ func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey)
 		} else {
 			writeRPCError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST, "the request body could not be read")
 		}
-		return true
+		return true, nil
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	var msg rpcMessage
 	if json.Unmarshal(body, &msg) != nil || msg.Method == "" {
-		return false // batches and junk: mcp-go answers them
+		return false, nil // batches and junk: mcp-go answers them
 	}
 	session := r.Header.Get("Mcp-Session-Id")
 	notification := len(msg.ID) == 0
@@ -288,10 +347,10 @@ func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey)
 	case msg.Method == string(mcp.MethodToolsCall) && !notification:
 		if !msg.modern(r) && session == "" {
 			writeRPCError(w, http.StatusBadRequest, msg.ID, mcp.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
-			return true
+			return true, nil
 		}
 		m.serveCall(w, r, key, &msg)
-		return true
+		return true, nil
 	case notification && msg.Method == string(mcp.MethodNotificationCancelled):
 		// Before 2026-07-28 a cancel names the session's request; this
 		// replica cancels it if it runs it (in 2026-07-28 closing the
@@ -300,30 +359,21 @@ func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey)
 			m.catalog.log.V(1).Info("A cancel for a call this replica does not run", "menu", menuLabel(key))
 		}
 		w.WriteHeader(http.StatusAccepted)
-		return true
+		return true, nil
 	case notification && msg.modern(r):
 		// A 2026-07-28 client expects 202 for any notification; mcp-go
 		// refuses one without _meta with 400, which ends go-sdk clients'
 		// connections.
 		w.WriteHeader(http.StatusAccepted)
-		return true
+		return true, nil
 	case !msg.modern(r) && session == "" && msg.Method != string(mcp.MethodInitialize):
 		// The header is required after initialize (mcp-go answers 404).
 		writeRPCError(w, http.StatusBadRequest, msg.ID, mcp.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
-		return true
-	case msg.Method == string(mcp.MethodSetLogLevel) && levelKnown(msg.Params.Level):
+		return true, nil
+	case msg.Method == string(mcp.MethodSetLogLevel) && mcpclient.KnownLogLevel(msg.Params.Level):
 		m.sessions.levels.Add(session, msg.Params.Level)
 	}
-	return false
-}
-
-func levelKnown(level string) bool {
-	for _, l := range []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"} {
-		if l == level {
-			return true
-		}
-	}
-	return false
+	return false, &msg
 }
 
 // visibleTools keeps the global endpoint's tools whose server the caller
@@ -354,7 +404,7 @@ func (c *Catalog) visibleTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool
 // model reads; a caller without execute gets a JSON-RPC error.
 func (c *Catalog) mcpCall(key viewKey) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		started := time.Now()
+		ctx = context.WithValue(ctx, callNoteKey{}, &callNote{via: "mcp", started: time.Now()})
 		vw, err := c.menus.view(ctx, key)
 		if err != nil {
 			return nil, errors.New("the catalog cannot read its cache yet; retry")
@@ -364,7 +414,7 @@ func (c *Catalog) mcpCall(key viewKey) server.ToolHandlerFunc {
 			return nil, fmt.Errorf("tool %s is no longer offered", req.Params.Name)
 		}
 		if err := c.authorizeCall(ctx, key, entry); err != nil {
-			c.record(key, req.Params.Name, entry, started, "forbidden")
+			c.record(ctx, key, req.Params.Name, entry, "forbidden")
 			return nil, err
 		}
 		arguments, err := json.Marshal(req.Params.Arguments)
@@ -373,13 +423,13 @@ func (c *Catalog) mcpCall(key viewKey) server.ToolHandlerFunc {
 		}
 		envelope, err := c.invoke(ctx, entry, arguments)
 		if err != nil {
-			return c.mcpFailure(key, req.Params.Name, entry, started, err)
+			return c.mcpFailure(ctx, key, req.Params.Name, entry, err)
 		}
 		outcome := "success"
 		if envelope.IsError {
 			outcome = "tool_error"
 		}
-		c.record(key, req.Params.Name, entry, started, outcome)
+		c.record(ctx, key, req.Params.Name, entry, outcome)
 		return callResultOf(envelope), nil
 	}
 }
@@ -388,9 +438,9 @@ func (c *Catalog) mcpCall(key viewKey) server.ToolHandlerFunc {
 // arguments: SEP-1303 in MCP 2025-11-25; a server down) is a tool result
 // with isError; being told to slow down (the caller's rate, a busy server)
 // is a JSON-RPC error the client's code handles, as 429 is over REST.
-func (c *Catalog) mcpFailure(key viewKey, name string, entry *menu.Entry, started time.Time, err error) (*mcp.CallToolResult, error) {
+func (c *Catalog) mcpFailure(ctx context.Context, key viewKey, name string, entry *menu.Entry, err error) (*mcp.CallToolResult, error) {
 	outcome := outcomeOf(err)
-	c.record(key, name, entry, started, outcome)
+	c.record(ctx, key, name, entry, outcome)
 	var reqErr *requestError
 	var upErr *upstreamError
 	switch {

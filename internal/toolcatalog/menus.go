@@ -2,6 +2,9 @@ package toolcatalog
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -38,6 +41,14 @@ type view struct {
 	byName   map[string]*menu.Entry
 	// withheld are names of tools whose server is not Ready.
 	withheld map[string]*menu.Entry
+	// exposure is how the menu's MCP endpoint offers it (collections only).
+	exposure menu.Exposure
+	// mcpRevision identifies what the MCP endpoint lists: the revision, and
+	// the exposure, which changes the list but not the menu.
+	mcpRevision string
+	// index ranks the tools for search; shared with views of the same
+	// searchable tools (see search.go).
+	index *searchIndex
 }
 
 // menuCache keeps resolved views and rendered bodies until the catalog's
@@ -49,10 +60,13 @@ type menuCache struct {
 	version uint64
 	views   map[viewKey]*view
 	renders map[renderKey]*rendered
+	// indexes outlive versions: one per menu that exists, replaced when
+	// its searchable tools change (see search.go).
+	indexes map[viewKey]*searchIndex
 }
 
 func newMenuCache(c *Catalog) *menuCache {
-	return &menuCache{catalog: c, version: ^uint64(0)}
+	return &menuCache{catalog: c, version: ^uint64(0), indexes: map[viewKey]*searchIndex{}}
 }
 
 // current returns the maps for the catalog's version, starting new ones
@@ -79,7 +93,9 @@ func (m *menuCache) view(ctx context.Context, key viewKey) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !worthKeeping(key, built) {
+	keep := worthKeeping(key, built)
+	built.index = m.searchIndexFor(key, built, v, keep)
+	if !keep {
 		return built, nil
 	}
 	m.mu.Lock()
@@ -114,16 +130,27 @@ func (m *menuCache) keys() []viewKey {
 	for k := range m.renders {
 		out = append(out, k.view)
 	}
+	for k := range m.indexes {
+		out = append(out, k)
+	}
 	return out
 }
+
+// sharedFromCache lists the cache's own objects instead of deep copies: a
+// menu of thousands of tools is rebuilt on every change, and copying every
+// server's status (each tool's schemas) was most of that work. Views only
+// read what they point to, and the cache replaces an object on change
+// rather than editing it, so what a view holds never changes under it.
+var sharedFromCache = client.UnsafeDisableDeepCopy
 
 // buildView builds a view from the cache.
 func (c *Catalog) buildView(ctx context.Context, key viewKey) (*view, error) {
 	var m menu.Menu
+	var exposure menu.Exposure
 	switch key.kind {
 	case globalView:
 		var servers mcpv1alpha1.MCPServerList
-		if err := c.reader.List(ctx, &servers, client.InNamespace(key.namespace)); err != nil {
+		if err := c.reader.List(ctx, &servers, client.InNamespace(key.namespace), sharedFromCache); err != nil {
 			return nil, fmt.Errorf("listing MCPServers: %w", err)
 		}
 		m = menu.Global(servers.Items)
@@ -137,10 +164,11 @@ func (c *Catalog) buildView(ctx context.Context, key viewKey) (*view, error) {
 		}
 		if menu.Validate(&tc.Spec) == nil {
 			var servers mcpv1alpha1.MCPServerList
-			if err := c.reader.List(ctx, &servers, client.InNamespace(key.namespace)); err != nil {
+			if err := c.reader.List(ctx, &servers, client.InNamespace(key.namespace), sharedFromCache); err != nil {
 				return nil, fmt.Errorf("listing MCPServers: %w", err)
 			}
 			m = menu.ForCollection(&tc.Spec, servers.Items)
+			exposure = menu.ExposureOf(&tc.Spec, &m)
 		}
 	case serverView:
 		var srv mcpv1alpha1.MCPServer
@@ -152,7 +180,8 @@ func (c *Catalog) buildView(ctx context.Context, key viewKey) (*view, error) {
 		}
 		m = menu.Global([]mcpv1alpha1.MCPServer{srv})
 	}
-	vw := &view{menu: m, revision: m.Hash(), byName: make(map[string]*menu.Entry, len(m.Tools)), withheld: map[string]*menu.Entry{}}
+	vw := &view{menu: m, revision: m.Hash(), byName: make(map[string]*menu.Entry, len(m.Tools)), withheld: map[string]*menu.Entry{}, exposure: exposure}
+	vw.mcpRevision = mcpRevisionOf(vw.revision, exposure)
 	for i := range m.Tools {
 		vw.byName[m.Tools[i].Name] = &m.Tools[i]
 	}
@@ -160,4 +189,25 @@ func (c *Catalog) buildView(ctx context.Context, key viewKey) (*view, error) {
 		vw.withheld[m.Withheld[i].Name] = &m.Withheld[i]
 	}
 	return vw, nil
+}
+
+// mcpRevisionOf is the revision of what an MCP endpoint lists: the menu's
+// revision for exposure All, and for Search a revision that differs from
+// it and names what is always included, so that switching exposure makes
+// the endpoint take up its new list and tell listening clients.
+func mcpRevisionOf(revision string, e menu.Exposure) string {
+	if !e.Search {
+		return revision
+	}
+	h := sha256.New()
+	_ = json.NewEncoder(h).Encode([]any{revision, e.Mode(), alwaysIncludedNames(e)})
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func alwaysIncludedNames(e menu.Exposure) []string {
+	names := make([]string, len(e.AlwaysInclude))
+	for i, entry := range e.AlwaysInclude {
+		names[i] = entry.Name
+	}
+	return names
 }

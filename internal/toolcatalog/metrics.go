@@ -1,12 +1,8 @@
 package toolcatalog
 
 import (
-	"time"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-
-	"github.com/toolmesh/mcp-operator/internal/menu"
 )
 
 // Metrics on the manager's metrics endpoint. Servers are labelled
@@ -43,6 +39,11 @@ var (
 		Help: "Tools left out of an MCP endpoint because the MCP library refuses their definition, by menu (global or collection ns/name).",
 	}, []string{"menu"})
 
+	catalogSessions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mcp_catalog_sessions",
+		Help: "MCP sessions clients hold open on this replica's catalog endpoints, by menu (global or collection ns/name).",
+	}, []string{"menu"})
+
 	mcpSyncFailures = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "mcp_catalog_mcp_sync_failures_total",
 		Help: "Times an MCP endpoint could not take up a new menu revision (the catalog's cache could not be read).",
@@ -55,7 +56,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(toolCalls, toolCallDuration, upstreamErrors, toolsServed, menuRevisions, busyCalls, refusedTools, mcpSyncFailures)
+	metrics.Registry.MustRegister(toolCalls, toolCallDuration, upstreamErrors, toolsServed, menuRevisions, busyCalls, refusedTools, mcpSyncFailures, catalogSessions)
 }
 
 // menuLabel names a view for metrics.
@@ -69,22 +70,4 @@ func menuLabel(key viewKey) string {
 	// The namespace a caller filters the global menu by is not a label:
 	// any caller could make up thousands of them.
 	return "global"
-}
-
-// record logs one line and counts one call. Argument values are never
-// logged.
-func (c *Catalog) record(key viewKey, tool string, entry *menu.Entry, started time.Time, outcome string) {
-	elapsed := time.Since(started)
-	server := ""
-	if entry != nil {
-		server = entry.Namespace + "/" + entry.Server
-		toolCalls.WithLabelValues(server, entry.Tool.OriginalName, outcome).Inc()
-		toolCallDuration.WithLabelValues(server).Observe(elapsed.Seconds())
-	}
-	collection := ""
-	if key.kind == collectionView {
-		collection = key.namespace + "/" + key.name
-	}
-	c.log.Info("Tool call", "collection", collection, "tool", tool, "server", server,
-		"duration", elapsed.String(), "outcome", outcome)
 }

@@ -26,7 +26,7 @@ type sdkCaller struct {
 	session  *sdk.ClientSession
 	mu       sync.Mutex
 	progress []*sdk.ProgressNotificationParams
-	logs     []*sdk.LoggingMessageParams
+	logs     []*sdk.LoggingMessageParams //nolint:staticcheck // logging, deprecated in 2026-07-28, is what is tested
 }
 
 func callerOf(url, revision string) *sdkCaller {
@@ -38,6 +38,7 @@ func callerOf(url, revision string) *sdkCaller {
 			c.progress = append(c.progress, r.Params)
 			c.mu.Unlock()
 		},
+		//nolint:staticcheck // logging, deprecated in 2026-07-28, is what is tested
 		LoggingMessageHandler: func(_ context.Context, r *sdk.LoggingMessageRequest) {
 			c.mu.Lock()
 			c.logs = append(c.logs, r.Params)
@@ -83,6 +84,9 @@ var _ = Describe("MCP revisions through the catalog", func() {
 		upstream.AddMetaTool()
 		readyServer(ns, "up", upstream.URL(), func(s *mcpv1alpha1.MCPServer) { s.Spec.Timeout = &metav1.Duration{Duration: 30 * time.Second} })
 		collection(ns, "relay", "up")
+		// The catalog reads the manager's cache, which may hold the collection
+		// before the status readyServer saw.
+		Eventually(func() string { return string(get("/v1/namespaces/" + ns + "/toolcollections/relay/tools").body) }).Should(ContainSubstring("mcp_up_steps"))
 		endpoint = catalog.URL + "/v1/namespaces/" + ns + "/toolcollections/relay/mcp"
 	}
 
@@ -114,6 +118,7 @@ var _ = Describe("MCP revisions through the catalog", func() {
 	It("relays log messages to a caller that set a level", func() {
 		expose(testmcp.GoSDKSessions)
 		caller := callerOf(endpoint, "2025-11-25")
+		//nolint:staticcheck // logging, deprecated in 2026-07-28, is what is tested
 		Expect(caller.session.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "info"})).To(Succeed())
 		_, err := caller.call(ctx, "mcp_up_steps", nil, nil)
 		Expect(err).NotTo(HaveOccurred())

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -187,28 +188,47 @@ func acceptsGzip(acceptEncoding string) bool {
 	return false
 }
 
-// serveMenu is the shared body of the three menu routes.
-func (c *Catalog) serveMenu(w http.ResponseWriter, req *http.Request, key viewKey) {
-	format := req.URL.Query().Get("format")
-	switch format {
+// formatOf reads the format a menu or search is asked in; openai when
+// none is named.
+func formatOf(req *http.Request) (string, error) {
+	switch format := req.URL.Query().Get("format"); format {
 	case "":
-		format = formatOpenAI
+		return formatOpenAI, nil
 	case formatOpenAI, formatAnthropic, formatMCP:
+		return format, nil
 	default:
-		writeError(w, http.StatusBadRequest, "unknown format "+format+": use openai, anthropic or mcp")
-		return
+		return "", fmt.Errorf("unknown format %s: use openai, anthropic or mcp", format)
 	}
+}
+
+// readableView is the menu a read route serves, once the caller may read
+// it; otherwise it answers why not and reports false.
+func (c *Catalog) readableView(w http.ResponseWriter, req *http.Request, key viewKey) (*view, bool) {
 	if err := c.authorizeMenu(req.Context(), key); err != nil {
 		writeAuthError(w, err)
-		return
+		return nil, false
 	}
 	vw, err := c.menus.view(req.Context(), key)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "the catalog cannot read its cache yet; retry")
-		return
+		return nil, false
 	}
 	if vw.missing != "" {
 		writeError(w, http.StatusNotFound, vw.missing)
+		return nil, false
+	}
+	return vw, true
+}
+
+// serveMenu is the shared body of the three menu routes.
+func (c *Catalog) serveMenu(w http.ResponseWriter, req *http.Request, key viewKey) {
+	format, err := formatOf(req)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	vw, ok := c.readableView(w, req, key)
+	if !ok {
 		return
 	}
 	if key.kind == globalView {

@@ -8,6 +8,9 @@ func (c *Catalog) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/tools", c.serveGlobalMenu)
 	mux.HandleFunc("GET /v1/namespaces/{ns}/toolcollections/{name}/tools", c.serveCollectionMenu)
 	mux.HandleFunc("GET /v1/namespaces/{ns}/mcpservers/{name}/tools", c.serveServerMenu)
+	mux.HandleFunc("GET /v1/tools/search", c.searchGlobal)
+	mux.HandleFunc("GET /v1/namespaces/{ns}/toolcollections/{name}/tools/search", c.searchCollection)
+	mux.HandleFunc("GET /v1/namespaces/{ns}/mcpservers/{name}/tools/search", c.searchServer)
 	mux.HandleFunc("POST /v1/execute", c.executeGlobal)
 	mux.HandleFunc("POST /v1/namespaces/{ns}/toolcollections/{name}/execute", c.executeInCollection)
 	mux.Handle("/mcp", c.mcp.handler(viewKey{kind: globalView}))
@@ -17,5 +20,5 @@ func (c *Catalog) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such route: "+r.Method+" "+r.URL.Path)
 	})
-	return c.browsers.middleware(c.authz.middleware(mux))
+	return c.traced(mux, c.browsers.middleware(c.authz.middleware(mux)))
 }

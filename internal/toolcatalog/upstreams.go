@@ -90,12 +90,6 @@ func (u *upstreams) forget(key string) {
 	delete(u.byKey, key)
 }
 
-func (u *upstreams) size() int {
-	u.mu.RLock()
-	defer u.mu.RUnlock()
-	return len(u.byKey)
-}
-
 // targetOf returns the server's target, read again only when the versions
 // it was read from moved: the server's spec (uid and generation) and each
 // Secret and ConfigMap it names (their resourceVersions, from the

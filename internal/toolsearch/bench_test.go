@@ -3,6 +3,7 @@ package toolsearch
 import (
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -75,8 +76,22 @@ func BenchmarkRetrieval(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		r = measureRetrieval(b)
 	}
+	b.ReportMetric(float64(r.overall.n), "queries")
 	b.ReportMetric(r.overall.recall1(), "recall@1")
 	b.ReportMetric(r.overall.recall5(), "recall@5")
 	b.ReportMetric(r.overall.mrr(), "MRR")
 	b.ReportMetric(r.held.recall5(), "heldout-recall@5")
+	// Per query length, as issue 16 asks: units name the bucket without
+	// spaces ("1-2w-recall@5"), since a unit may hold none.
+	for _, bucket := range []string{"1-2 words", "3-5 words", "6+ words"} {
+		q := r.byLength[bucket]
+		if q == nil {
+			continue
+		}
+		unit := strings.Replace(bucket, " words", "w", 1) + "-"
+		b.ReportMetric(float64(q.n), unit+"queries")
+		b.ReportMetric(q.recall1(), unit+"recall@1")
+		b.ReportMetric(q.recall5(), unit+"recall@5")
+		b.ReportMetric(q.mrr(), unit+"MRR")
+	}
 }

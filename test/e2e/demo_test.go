@@ -77,7 +77,8 @@ func TestDemo(t *testing.T) {
 			}
 		}()
 		select {
-		case <-done:
+		case err := <-done:
+			t.Logf("the demo, stopped early, ended with %v", err)
 		case <-time.After(60 * time.Second):
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		}

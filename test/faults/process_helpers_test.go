@@ -23,6 +23,27 @@ func buildManager(dir string) string {
 	return bin
 }
 
+// processRig is a control plane of a spec container's own, with a
+// kubeconfig for it and the manager binary built, so that manager
+// processes can run against it with no other manager reconciling.
+type processRig struct {
+	plane      *testenv.Env
+	kubeconfig string
+	bin        string
+}
+
+// newProcessRig starts it, from a BeforeAll; it stops with the container.
+func newProcessRig() *processRig {
+	plane, err := testenv.Start(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(plane.Stop)
+	dir := GinkgoT().TempDir()
+	r := &processRig{plane: plane, kubeconfig: filepath.Join(dir, "kubeconfig")}
+	Expect(plane.Kubeconfig(r.kubeconfig)).To(Succeed())
+	r.bin = buildManager(dir)
+	return r
+}
+
 // managerProcess is the manager binary running against the control plane.
 type managerProcess struct {
 	cmd     *exec.Cmd

@@ -2,7 +2,6 @@ package faults
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -26,15 +25,8 @@ var _ = Describe("Managers as processes", Ordered, func() {
 		bin        string
 	)
 	BeforeAll(func() {
-		var err error
-		plane, err = testenv.Start(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(plane.Stop)
-		dir := GinkgoT().TempDir()
-		kubeconfig = filepath.Join(dir, "kubeconfig")
-		Expect(plane.Kubeconfig(kubeconfig)).To(Succeed())
-		By("building the manager")
-		bin = buildManager(dir)
+		rig := newProcessRig()
+		plane, kubeconfig, bin = rig.plane, rig.kubeconfig, rig.bin
 	})
 
 	// servers lists the MCPServers of a namespace.
@@ -146,7 +138,7 @@ var _ = Describe("Managers as processes", Ordered, func() {
 		// Call the survivor's catalog without pause from here on.
 		var failures []string
 		var calls atomic.Int64
-		callsSoFar := func() int64 { return calls.Load() }
+		callsSoFar := calls.Load
 		stop := repeat(50*time.Millisecond, func() {
 			for _, a := range []answer{get(survivor.catalog, "/v1/tools"), post(survivor.catalog, "/v1/execute", `{"name":"mcp_before_echo"}`)} {
 				calls.Add(1)

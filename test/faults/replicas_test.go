@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -121,14 +120,8 @@ var _ = Describe("Sessions on any replica", Ordered, func() {
 		bin        string
 	)
 	BeforeAll(func() {
-		var err error
-		plane, err = testenv.Start(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(plane.Stop)
-		dir := GinkgoT().TempDir()
-		kubeconfig = filepath.Join(dir, "kubeconfig")
-		Expect(plane.Kubeconfig(kubeconfig)).To(Succeed())
-		bin = buildManager(dir)
+		rig := newProcessRig()
+		plane, kubeconfig, bin = rig.plane, rig.kubeconfig, rig.bin
 	})
 
 	It("serves a session begun on one replica from the other, listening stream and menu changes included, in every revision", func() {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -29,14 +28,8 @@ var _ = Describe("A manager told to stop (SIGTERM)", Ordered, func() {
 		bin        string
 	)
 	BeforeAll(func() {
-		var err error
-		plane, err = testenv.Start(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(plane.Stop)
-		dir := GinkgoT().TempDir()
-		kubeconfig = filepath.Join(dir, "kubeconfig")
-		Expect(plane.Kubeconfig(kubeconfig)).To(Succeed())
-		bin = buildManager(dir)
+		rig := newProcessRig()
+		plane, kubeconfig, bin = rig.plane, rig.kubeconfig, rig.bin
 	})
 
 	It("turns unready, ends listening streams, refuses new connections, lets the call in flight finish, then exits", func() {

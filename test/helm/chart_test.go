@@ -106,7 +106,6 @@ var _ = Describe("The Helm chart", func() {
 		Expect(manager["args"]).NotTo(ContainElement("--catalog-auth=kubernetes"))
 		Expect(manager["env"]).To(ContainElements(
 			map[string]any{"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": "http://otel-collector.observability:4318"},
-			map[string]any{"name": "OTEL_EXPORTER_OTLP_PROTOCOL", "value": "http/protobuf"},
 			map[string]any{"name": "OTEL_SERVICE_NAME", "value": "mcp-operator"},
 			map[string]any{"name": "OTEL_EXPORTER_OTLP_HEADERS", "valueFrom": map[string]any{
 				"secretKeyRef": map[string]any{"name": "otel-auth", "key": "headers"}}},
@@ -163,7 +162,7 @@ var _ = Describe("The Helm chart", func() {
 		for value, path := range map[string]string{
 			"catalog.auth=oauth":              "/catalog/auth",
 			"egress.allowCIDRs={10.0.0.1}":    "/egress/allowCIDRs/0",
-			"tracing.protocol=thrift":         "/tracing/protocol",
+			"tracing.sampler=sometimes":       "/tracing/sampler",
 			"extraArgs={catalog-auth=none}":   "/extraArgs/0",
 			"podDisruptionBudget.enable=true": "enable",
 		} {

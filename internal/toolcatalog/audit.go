@@ -1,0 +1,99 @@
+package toolcatalog
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"sync"
+	"time"
+)
+
+// The audit trail: one JSON line per tool call the catalog was asked to
+// make, allowed or not, on a writer of its own (--audit-log), so that it can
+// be routed apart from the manager's logs. A line says who asked for what
+// and how it ended, never argument or result values, never headers.
+// docs/audit.md documents each field.
+
+// AuditRecord is one line of the audit trail.
+type AuditRecord struct {
+	// Time is when the call was answered, RFC 3339 with nanoseconds.
+	Time string `json:"time"`
+	// RequestID names the request: the caller's X-Request-Id when it sent
+	// a usable one, else one the catalog made; the answer carries it back.
+	RequestID string `json:"requestId"`
+	// TraceID is the call's trace, when tracing is on.
+	TraceID string `json:"traceId,omitempty"`
+	// User and Groups are who called, as the TokenReview said; User is
+	// "anonymous" when the catalog runs without authentication.
+	User   string   `json:"user"`
+	Groups []string `json:"groups,omitempty"`
+	// Via is "rest" or "mcp".
+	Via string `json:"via"`
+	// Collection is the ToolCollection called through (namespace/name), or
+	// empty for the global menu.
+	Collection string `json:"collection,omitempty"`
+	// Tool is the name the caller used; OriginalName and Server the tool's
+	// name on its MCPServer (namespace/name), when the name was found.
+	Tool         string `json:"tool"`
+	OriginalName string `json:"originalName,omitempty"`
+	Server       string `json:"server,omitempty"`
+	// Outcome is how it ended, as the metrics name it: success,
+	// tool_error, invalid_arguments, unknown_tool, forbidden,
+	// unauthorized, rate_limited, busy, upstream_unreachable,
+	// upstream_timeout, …; Status the HTTP status of a REST answer.
+	Outcome string `json:"outcome"`
+	Status  int    `json:"status,omitempty"`
+	// DurationMs is from receiving the call to answering it.
+	DurationMs float64 `json:"durationMs"`
+	// ResultBytes is the size of the result's text and content, 0 when
+	// there was none.
+	ResultBytes int `json:"resultBytes"`
+}
+
+// auditor writes the trail; nil writes nothing.
+type auditor struct {
+	mu  sync.Mutex
+	out io.Writer
+}
+
+func newAuditor(out io.Writer) *auditor {
+	if out == nil {
+		return nil
+	}
+	return &auditor{out: out}
+}
+
+func (a *auditor) write(r AuditRecord) {
+	if a == nil {
+		return
+	}
+	line, err := json.Marshal(r)
+	if err != nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, _ = a.out.Write(append(line, '\n'))
+}
+
+// usableRequestID is what a caller's X-Request-Id may look like to be
+// kept: short, and nothing that could break a log line.
+var usableRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
+
+// requestID returns the request's id, making one when the caller sent
+// none, and sets it on the answer.
+func requestID(w http.ResponseWriter, r *http.Request) string {
+	id := r.Header.Get("X-Request-Id")
+	if !usableRequestID.MatchString(id) {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		id = hex.EncodeToString(b[:])
+	}
+	w.Header().Set("X-Request-Id", id)
+	return id
+}
+
+func auditTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

@@ -1,0 +1,207 @@
+package toolcatalog
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/menu"
+)
+
+// A collection with exposure Search offers its tools over MCP through two
+// tools of the catalog's own: find_tools ranks the menu against what the
+// agent asks for and returns the best matches' definitions, and call_tool
+// calls one of them by name. Neither keeps anything between requests: a
+// find_tools answer is computed from the menu, and call_tool names the
+// tool it calls, so an agent may search on one replica and call on
+// another, over any revision of the protocol. Every tool can still be
+// called directly by name, as with exposure All.
+
+const (
+	findToolsName = "find_tools"
+	callToolName  = "call_tool"
+)
+
+const findToolsInput = `{"type":"object","properties":{` +
+	`"query":{"type":"string","minLength":1,"maxLength":1000,"description":"What the tool should do, in your own words, for example \"read the last lines of a log file\" or \"open an issue about a bug\"."},` +
+	`"limit":{"type":"integer","minimum":1,"maximum":50,"default":10,"description":"How many tools to return at most, best first."}},` +
+	`"required":["query"],"additionalProperties":false}`
+
+const findToolsOutput = `{"type":"object","properties":{` +
+	`"revision":{"type":"string","description":"The revision of the menu searched."},` +
+	`"tools":{"type":"array","description":"The matching tools, best first, with their full definitions.","items":{"type":"object","properties":{` +
+	`"name":{"type":"string"},"title":{"type":"string"},"description":{"type":"string"},` +
+	`"inputSchema":{"type":"object"},"outputSchema":{"type":"object"},"annotations":{"type":"object"}},"required":["name","inputSchema"]}},` +
+	`"scores":{"type":"array","description":"scores[i] says how well tools[i] matches the query; higher is better.","items":{"type":"number"}}},` +
+	`"required":["revision","tools","scores"]}`
+
+const callToolInput = `{"type":"object","properties":{` +
+	`"name":{"type":"string","minLength":1,"description":"The name of the tool to call, as find_tools returned it."},` +
+	`"arguments":{"type":"object","description":"The tool's arguments, as its inputSchema describes them."}},` +
+	`"required":["name"],"additionalProperties":false}`
+
+// The two tools as the argument validator sees them; the hash only keys
+// the compiled schema.
+var (
+	findToolsTool = mcpv1alpha1.Tool{Name: findToolsName, Hash: "catalog:" + findToolsName + ":1",
+		InputSchema: runtime.RawExtension{Raw: []byte(findToolsInput)}}
+	callToolTool = mcpv1alpha1.Tool{Name: callToolName, Hash: "catalog:" + callToolName + ":1",
+		InputSchema: runtime.RawExtension{Raw: []byte(callToolInput)}}
+)
+
+// searchToolDefinitions are find_tools and call_tool as MCP lists them.
+func searchToolDefinitions() (find, call mcp.Tool) {
+	find = mcp.Tool{Name: findToolsName, Title: "Find tools",
+		Description: "Finds the tools of this collection that do what you describe and returns their full definitions, best first. " +
+			"The collection holds too many tools to list them all: search here, then call the tool you chose with call_tool. " +
+			"If none fits, search again in other words.",
+		RawInputSchema: json.RawMessage(findToolsInput), RawOutputSchema: json.RawMessage(findToolsOutput),
+		Annotations: mcp.ToolAnnotation{Title: "Find tools", ReadOnlyHint: mcp.ToBoolPtr(true), OpenWorldHint: mcp.ToBoolPtr(false)}}
+	call = mcp.Tool{Name: callToolName, Title: "Call a tool",
+		Description: "Calls a tool that find_tools returned, by its name, with arguments that match its inputSchema. " +
+			"The result is the tool's own, as if it had been called directly.",
+		RawInputSchema: json.RawMessage(callToolInput),
+		Annotations:    mcp.ToolAnnotation{Title: "Call a tool", OpenWorldHint: mcp.ToBoolPtr(true)}}
+	return find, call
+}
+
+// searchTools are the tools a Search endpoint lists: find_tools, call_tool
+// and the tools always included. serveCall answers their calls; these
+// handlers serve only a call mcp-go answers itself (one route could not
+// read, as for every other tool's mcpCall), with the same meaning.
+func (c *Catalog) searchTools(key viewKey, vw *view, skip map[string]bool) []server.ServerTool {
+	find, call := searchToolDefinitions()
+	tools := []server.ServerTool{
+		{Tool: find, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			current, err := c.menus.view(ctx, key)
+			if err != nil {
+				return nil, errors.New("the catalog cannot read its cache yet; retry")
+			}
+			result, err := c.findTools(current, argumentsOf(req))
+			if err != nil {
+				return c.mcpFailure(ctx, key, findToolsName, nil, err)
+			}
+			c.record(ctx, key, findToolsName, nil, "success")
+			return result, nil
+		}},
+		{Tool: call, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			name, arguments, err := c.callToolTarget(argumentsOf(req))
+			if err != nil {
+				return c.mcpFailure(ctx, key, callToolName, nil, err)
+			}
+			req.Params.Name, req.Params.Arguments = name, arguments
+			return c.mcpCall(key)(ctx, req)
+		}},
+	}
+	for _, e := range vw.exposure.AlwaysInclude {
+		if !skip[e.Name] && e.Name != findToolsName && e.Name != callToolName {
+			tools = append(tools, server.ServerTool{Tool: mcpToolOf(e), Handler: c.mcpCall(key)})
+		}
+	}
+	return tools
+}
+
+func argumentsOf(req mcp.CallToolRequest) json.RawMessage {
+	raw, err := json.Marshal(req.Params.Arguments)
+	if err != nil {
+		return nil
+	}
+	return raw
+}
+
+// objectOrEmpty is arguments as a JSON object: absent or null is {}.
+func objectOrEmpty(arguments json.RawMessage) json.RawMessage {
+	if trimmed := bytes.TrimSpace(arguments); len(trimmed) == 0 || string(trimmed) == "null" {
+		return json.RawMessage(`{}`)
+	}
+	return arguments
+}
+
+// findTools answers find_tools: the view's tools ranked against the query,
+// in the MCP format, as structured content and as its JSON text. Tools MCP
+// clients cannot be offered (menu.Refusal) are not found here, as they are
+// not listed.
+func (c *Catalog) findTools(vw *view, arguments json.RawMessage) (*mcp.CallToolResult, error) {
+	arguments = objectOrEmpty(arguments)
+	if err := c.validate(&findToolsTool, arguments); err != nil {
+		return nil, err
+	}
+	var args struct {
+		Query string   `json:"query"`
+		Limit *float64 `json:"limit"`
+	}
+	if err := json.Unmarshal(arguments, &args); err != nil {
+		return nil, &requestError{code: http.StatusBadRequest, message: "arguments must be a JSON object"}
+	}
+	query := strings.TrimSpace(args.Query)
+	if query == "" {
+		return nil, &requestError{code: http.StatusUnprocessableEntity,
+			message: "arguments do not match the input schema of find_tools: the query is blank; say what the tool should do"}
+	}
+	limit := defaultSearchLimit
+	if args.Limit != nil {
+		limit = int(math.Round(*args.Limit)) // the schema allows only whole numbers
+	}
+	offered := func(e *menu.Entry) bool { return menu.Refusal(e.Tool) == "" }
+	raw, err := json.Marshal(searchResult(vw.revision, vw.rank(query, limit, offered), formatMCP))
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(raw))}, RawStructuredContent: raw}, nil
+}
+
+// callToolTarget reads call_tool's arguments: the tool to call and its own
+// arguments (absent is {}), checked against call_tool's schema as a
+// direct call's arguments are against the tool's.
+func (c *Catalog) callToolTarget(arguments json.RawMessage) (string, json.RawMessage, error) {
+	arguments = objectOrEmpty(arguments)
+	if err := c.validate(&callToolTool, arguments); err != nil {
+		return "", nil, err
+	}
+	var target struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal(arguments, &target); err != nil {
+		return "", nil, &requestError{code: http.StatusBadRequest, message: "arguments must be a JSON object"}
+	}
+	return target.Name, objectOrEmpty(target.Arguments), nil
+}
+
+// serveSearchCall answers a tools/call of find_tools, or turns one of
+// call_tool into the direct call it names, which serveCall then answers
+// like any other: same lookup, errors, authorization, validation and
+// progress. It reports whether it answered.
+func (m *mcpHandlers) serveSearchCall(ctx context.Context, w http.ResponseWriter, key viewKey, msg *rpcMessage, vw *view, modern bool) (*rpcMessage, bool) {
+	c := m.catalog
+	switch msg.Params.Name {
+	case findToolsName:
+		result, err := c.findTools(vw, msg.Params.Arguments)
+		if err != nil {
+			m.answerFailure(ctx, w, key, msg, nil, err, modern)
+			return nil, true
+		}
+		c.record(ctx, key, findToolsName, nil, "success")
+		newCallStream(w, msg.ID, modern).result(resultOf(result, modern))
+		return nil, true
+	case callToolName:
+		name, arguments, err := c.callToolTarget(msg.Params.Arguments)
+		if err != nil {
+			m.answerFailure(ctx, w, key, msg, nil, err, modern)
+			return nil, true
+		}
+		direct := *msg
+		direct.Params.Name, direct.Params.Arguments = name, arguments
+		return &direct, false
+	}
+	return msg, false
+}

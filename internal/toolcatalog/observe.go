@@ -1,0 +1,183 @@
+package toolcatalog
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolmesh/mcp-operator/internal/menu"
+	"github.com/toolmesh/mcp-operator/internal/tracing"
+)
+
+// One record of each tool call: its metrics, its log line, its audit line
+// and its span's attributes, all from record, so that they agree.
+
+// callNote is what the handling of one request learns of its tool call
+// for that record. It travels in the request's context.
+type callNote struct {
+	requestID   string
+	via         string
+	started     time.Time
+	status      int
+	resultBytes int
+}
+
+type callNoteKey struct{}
+
+func noteOf(ctx context.Context) *callNote {
+	if n, ok := ctx.Value(callNoteKey{}).(*callNote); ok {
+		return n
+	}
+	return &callNote{started: time.Now()}
+}
+
+// beginCall starts the record of a tool call: its request id (also on the
+// answer), its start, and its server span, whose parent is the caller's
+// trace context from the headers or, over MCP, from the request's _meta.
+func (c *Catalog) beginCall(w http.ResponseWriter, r *http.Request, via, name string, meta map[string]json.RawMessage) (context.Context, func()) {
+	note := &callNote{requestID: requestID(w, r), via: via, started: time.Now()}
+	ctx := context.WithValue(r.Context(), callNoteKey{}, note)
+	ctx, span := c.startSpan(ctx, r, name, meta)
+	return ctx, func() { span.End() }
+}
+
+// callerTrace reads a caller's trace context: traceparent and tracestate
+// only. A caller's baggage is not taken in, since whatever is in the
+// context goes on to the upstream servers, and a caller's entries are not
+// the catalog's to forward.
+var callerTrace = propagation.TraceContext{}
+
+// startSpan starts a server span for a request, a child of the caller's
+// trace: the W3C headers, or the _meta of an MCP request.
+func (c *Catalog) startSpan(ctx context.Context, r *http.Request, name string, meta map[string]json.RawMessage) (context.Context, trace.Span) {
+	propagator := callerTrace
+	ctx = propagator.Extract(ctx, propagation.HeaderCarrier(r.Header))
+	if !trace.SpanContextFromContext(ctx).IsValid() && len(meta) > 0 {
+		carried := tracing.MetaCarrier{}
+		for _, k := range propagator.Fields() {
+			var v string
+			if json.Unmarshal(meta[k], &v) == nil && v != "" {
+				carried[k] = v
+			}
+		}
+		ctx = propagator.Extract(ctx, carried)
+	}
+	return tracing.Tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer))
+}
+
+// traced gives each REST request a server span, named by the route the
+// mux gives it. Tool calls and MCP requests start their own (beginCall,
+// the MCP handler), since a call's parent may be in its body's _meta.
+func (c *Catalog) traced(mux *http.ServeMux, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, pattern := mux.Handler(r)
+		if pattern == "" || r.Method == http.MethodPost || strings.HasSuffix(r.URL.Path, "/mcp") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ctx, span := c.startSpan(r.Context(), r, pattern, nil)
+		defer span.End()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// refused audits a tool call refused for its token (401), before any
+// route saw it: which tool is not known then.
+func (c *Catalog) refused(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Method != http.MethodPost {
+		return
+	}
+	via := "rest"
+	if strings.HasSuffix(r.URL.Path, "/mcp") {
+		via = "mcp"
+	}
+	status, outcome := statusOf(err), "unauthorized"
+	if status != http.StatusUnauthorized {
+		outcome = "auth_unavailable"
+	}
+	c.audit.write(AuditRecord{Time: auditTime(time.Now()), RequestID: requestID(w, r), User: "unauthenticated", Via: via,
+		Outcome: outcome, Status: status})
+}
+
+// maxRecordedName is how much of an unknown tool name is logged and
+// audited.
+const maxRecordedName = 128
+
+// record counts one call, logs it, audits it and names it on its span.
+// Argument and result values are never recorded.
+func (c *Catalog) record(ctx context.Context, key viewKey, tool string, entry *menu.Entry, outcome string) {
+	note := noteOf(ctx)
+	known := entry != nil || tool == findToolsName || tool == callToolName
+	if !known && len(tool) > maxRecordedName {
+		// A name the menu does not have is the caller's text: kept for the
+		// audit, but not at any length.
+		tool = tool[:maxRecordedName] + "…"
+	}
+	elapsed := time.Since(note.started)
+	server, original := "", ""
+	if entry != nil {
+		server, original = entry.Namespace+"/"+entry.Server, entry.Tool.OriginalName
+		toolCalls.WithLabelValues(server, original, outcome).Inc()
+		toolCallDuration.WithLabelValues(server).Observe(elapsed.Seconds())
+	}
+	collection := ""
+	if key.kind == collectionView {
+		collection = key.namespace + "/" + key.name
+	}
+	// Debug level: the audit trail is the record of every call; this line
+	// is for following calls among the manager's other logs.
+	c.log.V(1).Info("Tool call", "collection", collection, "tool", tool, "server", server,
+		"duration", elapsed.String(), "outcome", outcome, "requestId", note.requestID)
+
+	span := trace.SpanFromContext(ctx)
+	if known && note.via == "mcp" {
+		// Named for the tool only now that the menu vouched for the name.
+		span.SetName("tools/call " + tool)
+	}
+	span.SetAttributes(tracing.ToolName.String(tool), tracing.OperationName.String("execute_tool"),
+		tracing.Outcome.String(outcome), attribute.String("mcp_operator.request_id", note.requestID))
+	if server != "" {
+		span.SetAttributes(tracing.Server.String(server))
+	}
+	if collection != "" {
+		span.SetAttributes(tracing.Collection.String(collection))
+	}
+	if outcome != "success" && outcome != "tool_error" {
+		span.SetStatus(codes.Error, outcome)
+	}
+
+	user, groups := "anonymous", []string(nil)
+	if who := callerFrom(ctx); who != nil {
+		user, groups = who.username, who.groups
+	}
+	c.audit.write(AuditRecord{
+		Time: auditTime(time.Now()), RequestID: note.requestID, User: user, Groups: groups, Via: note.via,
+		Collection: collection, Tool: tool, OriginalName: original, Server: server, Outcome: outcome, Status: note.status,
+		DurationMs: float64(elapsed.Microseconds()) / 1000, ResultBytes: note.resultBytes,
+		TraceID: traceIDOf(span),
+	})
+}
+
+func traceIDOf(span trace.Span) string {
+	if sc := span.SpanContext(); sc.IsValid() {
+		return sc.TraceID().String()
+	}
+	return ""
+}
+
+// resultSize is the size of an envelope's text and content, for the
+// audit trail.
+func resultSize(env Envelope) int {
+	n := len(env.Output) + len(env.StructuredContent)
+	for _, item := range env.Content {
+		n += len(item)
+	}
+	return n
+}

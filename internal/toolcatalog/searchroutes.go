@@ -1,0 +1,114 @@
+package toolcatalog
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/toolmesh/mcp-operator/internal/menu"
+)
+
+// Search limits: how many tools one search returns, and how long a query
+// may be (the ranking reads only its first 32 words anyway).
+const (
+	defaultSearchLimit = 10
+	maxSearchLimit     = 50
+	maxQueryBytes      = 1000
+)
+
+// searchBody is a search answer: the menu's body with the tools ranked
+// best first, and scores[i] the score of tools[i]. The scores sit beside
+// the tools, not inside them, so that tools can be handed to a model API
+// as they are, without a key the API does not expect in a tool.
+type searchBody struct {
+	Revision string    `json:"revision"`
+	Tools    []any     `json:"tools"`
+	Scores   []float64 `json:"scores"`
+}
+
+// searchParams are a search request's q and limit.
+type searchParams struct {
+	query string
+	limit int
+}
+
+// searchParamsOf reads a search request's q and limit.
+func searchParamsOf(values url.Values) (searchParams, error) {
+	p := searchParams{query: strings.TrimSpace(values.Get("q")), limit: defaultSearchLimit}
+	switch {
+	case p.query == "":
+		return p, fmt.Errorf("q is required: say what the tool should do, for example q=read+a+file")
+	case len(p.query) > maxQueryBytes:
+		return p, fmt.Errorf("q is longer than %d bytes", maxQueryBytes)
+	}
+	if raw := values.Get("limit"); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 1 || n > maxSearchLimit {
+			return p, fmt.Errorf("limit must be a whole number from 1 to %d, not %q", maxSearchLimit, raw)
+		}
+		p.limit = n
+	}
+	return p, nil
+}
+
+func (c *Catalog) searchGlobal(w http.ResponseWriter, req *http.Request) {
+	c.serveSearch(w, req, viewKey{kind: globalView, namespace: req.URL.Query().Get("namespace")})
+}
+
+func (c *Catalog) searchCollection(w http.ResponseWriter, req *http.Request) {
+	c.serveSearch(w, req, viewKey{kind: collectionView, namespace: req.PathValue("ns"), name: req.PathValue("name")})
+}
+
+func (c *Catalog) searchServer(w http.ResponseWriter, req *http.Request) {
+	c.serveSearch(w, req, viewKey{kind: serverView, namespace: req.PathValue("ns"), name: req.PathValue("name")})
+}
+
+// serveSearch is the shared body of the three search routes: the menu's
+// checks and authorization, then its tools ranked against q. A caller of
+// the global menu who may not see every server gets the best of the tools
+// they may see, and the revision of the menu they would be served.
+func (c *Catalog) serveSearch(w http.ResponseWriter, req *http.Request, key viewKey) {
+	format, err := formatOf(req)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	params, err := searchParamsOf(req.URL.Query())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	vw, ok := c.readableView(w, req, key)
+	if !ok {
+		return
+	}
+	revision := vw.revision
+	var keep func(*menu.Entry) bool
+	if key.kind == globalView {
+		visible, err := c.visibleTo(req.Context(), vw)
+		if err != nil {
+			writeAuthError(w, err)
+			return
+		}
+		if visible != vw {
+			revision = visible.revision
+			keep = func(e *menu.Entry) bool { _, ok := visible.byName[e.Name]; return ok }
+		}
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, searchResult(revision, vw.rank(params.query, params.limit, keep), format))
+}
+
+// searchResult renders ranked tools in a format.
+func searchResult(revision string, ranked []rankedTool, format string) searchBody {
+	body := searchBody{Revision: revision, Tools: make([]any, len(ranked)), Scores: make([]float64, len(ranked))}
+	for i, r := range ranked {
+		body.Tools[i] = renderTool(r.entry, format)
+		// Three decimals tell the ranks apart; more would be noise.
+		body.Scores[i] = math.Round(r.score*1000) / 1000
+	}
+	return body
+}

@@ -1,0 +1,42 @@
+package tracing
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestSetupRefusesProtocolsItCannotSpeak(t *testing.T) {
+	for _, tc := range []struct {
+		name, variable, value string
+		refused               bool
+	}{
+		{"http/protobuf is what it speaks", "OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf", false},
+		{"grpc would lose every span", "OTEL_EXPORTER_OTLP_PROTOCOL", "grpc", true},
+		{"http/json is not offered", "OTEL_EXPORTER_OTLP_PROTOCOL", "http/json", true},
+		{"the traces-only variable counts too", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+			t.Setenv(tc.variable, tc.value)
+			shutdown, err := Setup(context.Background(), "test", false)
+			if !tc.refused {
+				if err != nil {
+					t.Fatalf("Setup refused %s=%s: %v", tc.variable, tc.value, err)
+				}
+				// Nothing was recorded, so nothing is sent to the closed port.
+				if err := shutdown(context.Background()); err != nil {
+					t.Fatalf("shutdown: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				_ = shutdown(context.Background())
+				t.Fatalf("Setup accepted %s=%s", tc.variable, tc.value)
+			}
+			if !strings.Contains(err.Error(), tc.variable) || !strings.Contains(err.Error(), "http/protobuf") {
+				t.Fatalf("the error should name %s and what to set instead: %v", tc.variable, err)
+			}
+		})
+	}
+}
