@@ -144,7 +144,7 @@ func (m *manager) waitReady(timeout time.Duration) error {
 	for time.Now().Before(deadline) {
 		select {
 		case <-m.exited:
-			return fmt.Errorf("manager %s exited (%v); its log:\n%s", m.name, m.exitStatus, m.tail(40))
+			return fmt.Errorf("manager %s exited (%w); its log:\n%s", m.name, m.exitStatus, m.tail(40))
 		default:
 		}
 		if resp, err := http.Get(m.probes + "/readyz"); err == nil {
