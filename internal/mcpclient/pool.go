@@ -19,7 +19,10 @@ type Pool struct {
 	// caller's to Close. Nil keeps all.
 	Hold func(ServerInfo) bool
 	// OnEvent, if set, is called (never blocking the MCP library) when a
-	// held server says its tools changed or a held session is lost.
+	// held server says its tools changed or a held session is lost. A pool
+	// without it asks no server for list changes: in 2026-07-28 that is a
+	// subscriptions/listen stream per server, a socket at both ends and
+	// its buffers held for nothing.
 	OnEvent func(key string)
 	// Owner names the pool's user in HeldSessions.
 	Owner string
@@ -56,7 +59,11 @@ func (p *Pool) Get(ctx context.Context, key string, t Target) (*Session, bool, e
 	}
 	p.Drop(key)
 
-	session, err := Connect(ctx, t, func() { p.event(key) })
+	var onToolsChanged func()
+	if p.OnEvent != nil {
+		onToolsChanged = func() { p.event(key) }
+	}
+	session, err := Connect(ctx, t, onToolsChanged)
 	if err != nil {
 		return nil, false, err
 	}

@@ -258,3 +258,47 @@ func TestAForgottenSessionIsReplacedAndTheCallRetried(t *testing.T) {
 		t.Errorf("%d initialize requests, want 2", g.Initializes())
 	}
 }
+
+// TestOnlyAPoolThatHearsEventsListens: a 2026-07-28 server that announces
+// list changes gets a subscriptions/listen stream from a pool that has
+// someone to tell (the controller's), and none from one that has not (the
+// catalog's), which would hold a socket and its buffers per server for
+// nothing.
+func TestOnlyAPoolThatHearsEventsListens(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		onEvent   func(string)
+		listeners int64
+	}{
+		{"without OnEvent", nil, 0},
+		{"with OnEvent", func(string) {}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := startServer(t, testmcp.Options{Transport: testmcp.StreamableHTTP, ListChanged: true})
+			srv.AddTools("echo")
+			p := &Pool{OnEvent: tc.onEvent}
+			t.Cleanup(p.CloseAll)
+			s, closeAfter, err := p.Get(context.Background(), "ns/srv", Target{URL: srv.URL(), Timeout: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if closeAfter {
+				t.Fatal("the pool did not hold the session")
+			}
+			if got := s.Info().ProtocolVersion; got != "2026-07-28" {
+				t.Fatalf("negotiated %q, want 2026-07-28", got)
+			}
+			if _, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{}`), CallOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			// Connect waits for a stream it opens to be answered, so the
+			// count is settled once Get returned.
+			if got := srv.Listeners(); got != tc.listeners {
+				t.Errorf("the server holds %d listening streams, want %d", got, tc.listeners)
+			}
+			if got := s.Listening(); got != (tc.listeners == 1) {
+				t.Errorf("Listening() = %v", got)
+			}
+		})
+	}
+}

@@ -140,6 +140,13 @@ func (s *Session) Close() {
 		s.end(errSessionClosed)
 		s.stop()
 		_ = s.client.Close()
+		if s.http != nil {
+			// The session's connections are its own: left idle they would
+			// hold a socket at both ends, two goroutines and their buffers
+			// until IdleConnTimeout, per refresh of every server that is
+			// not held.
+			s.http.CloseIdleConnections()
+		}
 	})
 }
 

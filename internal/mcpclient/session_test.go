@@ -7,9 +7,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
 	"reflect"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -409,5 +412,56 @@ func TestAnEndlessEventIsRefusedWithBoundedMemory(t *testing.T) {
 	case <-s.Done():
 	default:
 		t.Error("the session outlived its broken stream")
+	}
+}
+
+// countingFront is a reverse proxy to backend that counts the client
+// connections open to it right now.
+func countingFront(t *testing.T, backend string) (url string, open *atomic.Int64) {
+	t.Helper()
+	target, err := neturl.Parse(backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(&neturl.URL{Scheme: target.Scheme, Host: target.Host})
+	proxy.FlushInterval = -1
+	open = &atomic.Int64{}
+	srv := httptest.NewUnstartedServer(proxy)
+	srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		switch state {
+		case http.StateNew:
+			open.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			open.Add(-1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.URL + target.Path, open
+}
+
+// TestAClosedSessionLeavesNoConnection: a session that is not held is
+// closed after each use (every refresh of a server without list changes);
+// its connections must close with it, not idle on for 90 s with a socket
+// at both ends.
+func TestAClosedSessionLeavesNoConnection(t *testing.T) {
+	for _, revision := range []string{"2025-11-25", ""} {
+		t.Run("revision "+revision, func(t *testing.T) {
+			srv := startServer(t, testmcp.Options{Transport: testmcp.StreamableHTTP})
+			srv.AddTools("echo")
+			url, open := countingFront(t, srv.URL())
+			s, err := Connect(context.Background(), Target{URL: url, Timeout: 5 * time.Second, Revision: revision}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{}`), CallOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if open.Load() == 0 {
+				t.Fatal("no connection open while the session is")
+			}
+			s.Close()
+			waitFor(t, "the session's connections to close", func() bool { return open.Load() == 0 })
+		})
 	}
 }

@@ -197,6 +197,14 @@ type recordingTransport struct {
 	maxBody int64
 }
 
+// CloseIdleConnections lets http.Client.CloseIdleConnections reach the
+// connections underneath.
+func (t *recordingTransport) CloseIdleConnections() {
+	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method == http.MethodGet {
 		req = t.watch.withVersion(req)
@@ -306,7 +314,9 @@ func (c *eventCappedBody) Read(p []byte) (int, error) {
 			return 0, c.err
 		}
 		if c.chunk == nil {
-			c.chunk = make([]byte, 32<<10)
+			// Small: a held stream keeps it for life, mostly waiting, and
+			// a manager holds one per server that announces list changes.
+			c.chunk = make([]byte, 4<<10)
 		}
 		n, err := c.body.Read(c.chunk)
 		c.take(c.chunk[:n])
