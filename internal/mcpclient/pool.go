@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -29,10 +30,10 @@ type Pool struct {
 
 	mu       sync.Mutex
 	sessions map[string]pooled
-	// connecting serializes connects per key, so concurrent callers share
-	// one session instead of racing to open several. An entry lives only
-	// while someone connects or waits.
-	connecting map[string]*keyLock
+	// connecting holds the connect under way per key, so concurrent
+	// callers share one session instead of racing to open several. An
+	// entry lives only while its connect does.
+	connecting map[string]*connectAttempt
 }
 
 type pooled struct {
@@ -40,39 +41,102 @@ type pooled struct {
 	session     *Session
 }
 
-type keyLock struct {
-	mu   sync.Mutex
-	refs int
+// connectAttempt is one connect under way for a key. Callers that want
+// the same key meanwhile wait for it, each no longer than its own context,
+// instead of connecting again one after another: a server that never
+// answers costs every caller one timeout, not one per caller ahead of it.
+type connectAttempt struct {
+	fingerprint string
+	done        chan struct{}
+	// waiters counts the callers waiting on it (tests read it).
+	waiters int
+	// err is the connect's failure; shared says it was the server's, not
+	// the context of the caller that connected, so the waiters may have it
+	// too.
+	err    error
+	shared bool
+	// dropped: Drop ran while connecting, so the session is not held.
+	dropped bool
 }
 
 // Get returns the held session for key if it still matches the target's
-// fingerprint and is alive; otherwise it connects anew. The second result
-// is true when the session is not held and the caller must Close it.
+// fingerprint and is alive; otherwise it connects anew, or waits for the
+// connect another caller has under way. The second result is true when
+// the session is not held and the caller must Close it.
 func (p *Pool) Get(ctx context.Context, key string, t Target) (*Session, bool, error) {
-	if s, ok := p.held(key, t.Fingerprint); ok {
-		return s, false, nil
+	for {
+		s, a, lead := p.join(key, t.Fingerprint)
+		switch {
+		case s != nil:
+			return s, false, nil
+		case lead:
+			return p.connect(ctx, key, t, a)
+		}
+		select {
+		case <-a.done:
+		case <-ctx.Done():
+			p.leave(a)
+			return nil, false, &Error{Kind: ErrTimeout, Err: ctx.Err(),
+				Message: fmt.Sprintf("%s: the call ended while waiting for the connection to the server", t.redactedURL())}
+		}
+		p.leave(a)
+		if a.err != nil && a.shared && a.fingerprint == t.Fingerprint {
+			return nil, false, a.err
+		}
+		// Connected (held, or the other caller's to use alone), or failed
+		// for a reason of the other caller's: look again.
 	}
-	unlock := p.lockConnect(key)
-	defer unlock()
-	if s, ok := p.held(key, t.Fingerprint); ok {
-		return s, false, nil
-	}
-	p.Drop(key)
+}
 
+// join returns the live session held for key with this fingerprint, or
+// the connect under way for key to wait for, or a new one for the caller
+// to lead (true).
+func (p *Pool) join(key, fingerprint string) (*Session, *connectAttempt, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s, ok := p.liveLocked(key, fingerprint); ok {
+		return s, nil, false
+	}
+	if a, ok := p.connecting[key]; ok {
+		a.waiters++
+		return nil, a, false
+	}
+	a := &connectAttempt{fingerprint: fingerprint, done: make(chan struct{})}
+	p.connecting[key] = a
+	return nil, a, true
+}
+
+func (p *Pool) leave(a *connectAttempt) {
+	p.mu.Lock()
+	a.waiters--
+	p.mu.Unlock()
+}
+
+// connect opens the session of an attempt the caller leads and tells its
+// waiters how it went.
+func (p *Pool) connect(ctx context.Context, key string, t Target, a *connectAttempt) (*Session, bool, error) {
+	p.release(key) // a session held for key is of another fingerprint, or dead
 	var onToolsChanged func()
 	if p.OnEvent != nil {
 		onToolsChanged = func() { p.event(key) }
 	}
 	session, err := Connect(ctx, t, onToolsChanged)
-	if err != nil {
-		return nil, false, err
+	hold := err == nil && (p.Hold == nil || p.Hold(session.Info()))
+	p.mu.Lock()
+	delete(p.connecting, key)
+	a.err, a.shared = err, ctx.Err() == nil
+	hold = hold && !a.dropped
+	if hold {
+		p.sessions[key] = pooled{fingerprint: t.Fingerprint, session: session}
 	}
-	if p.Hold != nil && !p.Hold(session.Info()) {
+	p.mu.Unlock()
+	close(a.done)
+	switch {
+	case err != nil:
+		return nil, false, err
+	case !hold:
 		return session, true, nil
 	}
-	p.mu.Lock()
-	p.sessions[key] = pooled{fingerprint: t.Fingerprint, session: session}
-	p.mu.Unlock()
 	p.counted(1)
 	go p.watchLoss(key, session, time.Now())
 	return session, false, nil
@@ -97,13 +161,12 @@ func (p *Pool) Do(ctx context.Context, key string, t Target, fn func(*Session) e
 	}
 }
 
-// held returns the live session for key with this fingerprint.
-func (p *Pool) held(key, fingerprint string) (*Session, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// liveLocked returns the live session held for key with this
+// fingerprint; p.mu is held.
+func (p *Pool) liveLocked(key, fingerprint string) (*Session, bool) {
 	if p.sessions == nil {
 		p.sessions = map[string]pooled{}
-		p.connecting = map[string]*keyLock{}
+		p.connecting = map[string]*connectAttempt{}
 	}
 	h, ok := p.sessions[key]
 	if !ok || h.fingerprint != fingerprint {
@@ -114,27 +177,6 @@ func (p *Pool) held(key, fingerprint string) (*Session, bool) {
 		return nil, false
 	default:
 		return h.session, true
-	}
-}
-
-// lockConnect takes the connect lock of key and returns its release.
-func (p *Pool) lockConnect(key string) func() {
-	p.mu.Lock()
-	l, ok := p.connecting[key]
-	if !ok {
-		l = &keyLock{}
-		p.connecting[key] = l
-	}
-	l.refs++
-	p.mu.Unlock()
-	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
-		p.mu.Lock()
-		if l.refs--; l.refs == 0 {
-			delete(p.connecting, key)
-		}
-		p.mu.Unlock()
 	}
 }
 
@@ -173,8 +215,18 @@ func (p *Pool) watchLoss(key string, session *Session, opened time.Time) {
 }
 
 // Drop forgets the session of key, if any; it closes once the requests it
-// carries have ended.
+// carries have ended. A connect under way for key is not held when done.
 func (p *Pool) Drop(key string) {
+	p.mu.Lock()
+	if a, connecting := p.connecting[key]; connecting {
+		a.dropped = true
+	}
+	p.mu.Unlock()
+	p.release(key)
+}
+
+// release forgets and retires the session held for key, if any.
+func (p *Pool) release(key string) {
 	p.mu.Lock()
 	h, ok := p.sessions[key]
 	delete(p.sessions, key)

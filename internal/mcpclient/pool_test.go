@@ -3,7 +3,10 @@ package mcpclient
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -300,5 +303,150 @@ func TestOnlyAPoolThatHearsEventsListens(t *testing.T) {
 				t.Errorf("Listening() = %v", got)
 			}
 		})
+	}
+}
+
+// silentServer accepts connections, reads what comes and never answers
+// until hangUp; accepted counts the connections it took.
+type silentServer struct {
+	ln       net.Listener
+	accepted atomic.Int64
+	mu       sync.Mutex
+	conns    []net.Conn
+}
+
+func startSilent(t *testing.T) *silentServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &silentServer{ln: ln}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.accepted.Add(1)
+			s.mu.Lock()
+			s.conns = append(s.conns, c)
+			s.mu.Unlock()
+			go func() { _, _ = io.Copy(io.Discard, c) }()
+		}
+	}()
+	t.Cleanup(func() { _ = ln.Close(); s.hangUp() })
+	return s
+}
+
+func (s *silentServer) url() string { return "http://" + s.ln.Addr().String() + "/mcp" }
+
+func (s *silentServer) hangUp() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.conns {
+		_ = c.Close()
+	}
+}
+
+// TestCallersShareOneConnectAttempt: callers that find a connect under way
+// for their server wait for it, each no longer than its own deadline, and
+// get its failure, instead of each connecting in turn after it (a server
+// that never answers would cost the k-th caller k timeouts, holding the
+// catalog's slots for that server all the while).
+func TestCallersShareOneConnectAttempt(t *testing.T) {
+	silent := startSilent(t)
+	p := &Pool{}
+	t.Cleanup(p.CloseAll)
+	target := Target{URL: silent.url(), Timeout: time.Minute, Fingerprint: "v1"}
+	errs := make(chan error, 3)
+	get := func(ctx context.Context) {
+		_, _, err := p.Get(ctx, "ns/srv", target)
+		errs <- err
+	}
+	waiters := func() int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if a, ok := p.connecting["ns/srv"]; ok {
+			return a.waiters
+		}
+		return -1
+	}
+
+	go get(context.Background())
+	waitFor(t, "the first caller's connect to reach the server", func() bool { return silent.accepted.Load() == 1 })
+	go get(context.Background())
+	hurried, cancel := context.WithCancel(context.Background())
+	go get(hurried)
+	waitFor(t, "two callers to wait for the connect under way", func() bool { return waiters() == 2 })
+
+	cancel()
+	var hurriedErr error
+	select {
+	case hurriedErr = <-errs:
+	case <-time.After(20 * time.Second):
+		t.Fatal("a caller whose context ended still waits for another's connect")
+	}
+	if KindOf(hurriedErr) != ErrTimeout || !errors.Is(hurriedErr, context.Canceled) {
+		t.Errorf("the caller that gave up got %v, want a Timeout carrying its own context's end", hurriedErr)
+	}
+	if silent.accepted.Load() != 1 {
+		t.Fatal("the connect under way was not left alone")
+	}
+
+	silent.hangUp()
+	first, second := <-errs, <-errs
+	if first == nil || second == nil || first.Error() != second.Error() {
+		t.Errorf("the server's failure was not shared: %v / %v", first, second)
+	}
+	if n := silent.accepted.Load(); n != 1 {
+		t.Errorf("the server saw %d connects, want the one both callers shared", n)
+	}
+	if _, connecting := p.size(); connecting != 0 {
+		t.Errorf("%d connects left behind", connecting)
+	}
+}
+
+// TestADropWhileConnectingIsNotUndone: a server deleted (Drop) while a
+// caller connects to it must not have the new session held afterwards,
+// where nothing would ever drop it again.
+func TestADropWhileConnectingIsNotUndone(t *testing.T) {
+	srv := startServer(t, testmcp.Options{Transport: testmcp.StreamableHTTP})
+	srv.AddTools("echo")
+	backend, err := neturl.Parse(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(&neturl.URL{Scheme: backend.Scheme, Host: backend.Host})
+	arrived, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { close(arrived); <-release })
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+
+	p := &Pool{}
+	t.Cleanup(p.CloseAll)
+	type got struct {
+		s          *Session
+		closeAfter bool
+		err        error
+	}
+	done := make(chan got, 1)
+	go func() {
+		s, closeAfter, err := p.Get(context.Background(), "ns/srv", Target{URL: front.URL + backend.Path, Timeout: 20 * time.Second})
+		done <- got{s, closeAfter, err}
+	}()
+	<-arrived
+	p.Drop("ns/srv")
+	close(release)
+	g := <-done
+	if g.err != nil {
+		t.Fatal(g.err)
+	}
+	defer g.s.Close()
+	if !g.closeAfter || p.Held("ns/srv") {
+		t.Errorf("the session of a server dropped while connecting is held (closeAfter=%v, held=%v)", g.closeAfter, p.Held("ns/srv"))
 	}
 }
