@@ -450,3 +450,51 @@ func TestADropWhileConnectingIsNotUndone(t *testing.T) {
 		t.Errorf("the session of a server dropped while connecting is held (closeAfter=%v, held=%v)", g.closeAfter, p.Held("ns/srv"))
 	}
 }
+
+// TestA404To2026CallIsItsAnswer: 2026-07-28 has no session a server could
+// forget, so a 404 to tools/call is that call's answer: it fails that call
+// alone, once, and is never sent again as if undelivered (the tool may
+// have run).
+func TestA404To2026CallIsItsAnswer(t *testing.T) {
+	srv := startServer(t, testmcp.Options{Transport: testmcp.StreamableHTTP})
+	srv.AddTools("echo")
+	backend, err := neturl.Parse(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(&neturl.URL{Scheme: backend.Scheme, Host: backend.Host})
+	var calls atomic.Int64
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Method") == "tools/call" {
+			calls.Add(1)
+			http.Error(w, "no such tool here", http.StatusNotFound)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+
+	p := &Pool{}
+	t.Cleanup(p.CloseAll)
+	target := Target{URL: front.URL + backend.Path, Timeout: 20 * time.Second}
+	var s *Session
+	err = p.Do(context.Background(), "ns/srv", target, func(got *Session) error {
+		s = got
+		_, err := got.CallTool(context.Background(), "echo", json.RawMessage(`{}`), CallOptions{})
+		return err
+	})
+	if s.Info().ProtocolVersion != "2026-07-28" {
+		t.Fatalf("negotiated %q, want 2026-07-28", s.Info().ProtocolVersion)
+	}
+	if KindOf(err) != ErrHTTPStatus || !strings.Contains(err.Error(), "404") {
+		t.Errorf("got %v, want the server's HTTP 404", err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the call was sent %d times, want once", n)
+	}
+	select {
+	case <-s.Done():
+		t.Error("one call's 404 ended the session every other caller shares")
+	default:
+	}
+}

@@ -226,7 +226,14 @@ func (s *Session) request(ctx context.Context, c call, doing string) (json.RawMe
 			err = errors.Join(parent.Err(), err)
 			s.cancelUpstream(id, "the caller went away")
 		}
-		if errors.Is(err, transport.ErrSessionTerminated) {
+		switch {
+		case errors.Is(err, transport.ErrSessionTerminated) && s.modern:
+			// mcp-go reads any 404 as a forgotten session, but 2026-07-28
+			// has none: the 404 answers this request, which the server may
+			// have acted on, so it must not read as undelivered (and be
+			// sent again), nor end the session of every other caller.
+			err = &answeredError{err}
+		case errors.Is(err, transport.ErrSessionTerminated):
 			// The server forgot the session: it is over for every caller.
 			s.end(errSessionForgotten)
 		}
@@ -414,3 +421,9 @@ func (s *Session) CallTool(ctx context.Context, name string, arguments json.RawM
 	}
 	return result, nil
 }
+
+// answeredError hides the library's "session terminated" from an error
+// that answered a request of a revision without sessions; its text stays.
+type answeredError struct{ err error }
+
+func (e *answeredError) Error() string { return e.err.Error() }
