@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,8 +39,9 @@ const (
 )
 
 // maxCachedDecisions bounds each cache; past it the least recently used
-// entry goes, one at a time, so a client sending junk tokens cannot flush
-// everyone else's answers.
+// entry goes, one at a time. Tokens that failed are remembered apart from
+// those that passed, so a client sending junk tokens cannot flush anyone
+// else's answers.
 const maxCachedDecisions = 10000
 
 // caller is who a request comes from.
@@ -47,6 +50,10 @@ type caller struct {
 	uid      string
 	groups   []string
 	extra    map[string]authorizationv1.ExtraValue
+	// identity is all of the above in one string, the key of the
+	// caller's cached decisions: a token of the same user with other
+	// extra (a scoped token) may be decided otherwise.
+	identity string
 }
 
 type callerKey struct{}
@@ -67,10 +74,12 @@ type authorizer struct {
 	client client.Client
 	ttl    time.Duration
 
-	// tokens maps a token's SHA-256 to a cachedCaller; decisions maps a
-	// caller and a resource attribute set to a cachedDecision. Both are
-	// LRUs, safe for concurrent use.
+	// tokens maps a valid token's SHA-256 to a cachedCaller, rejected an
+	// invalid one's to its expiry; decisions maps a caller's identity and a
+	// resource attribute set to a cachedDecision. All are LRUs, safe for
+	// concurrent use.
 	tokens    *lru.Cache
+	rejected  *lru.Cache
 	decisions *lru.Cache
 	// refused, if set, hears every request refused for its token.
 	refused func(w http.ResponseWriter, r *http.Request, err error)
@@ -78,7 +87,7 @@ type authorizer struct {
 
 func newAuthorizer(mode AuthMode, reviewer client.Client, ttl time.Duration, capacity int) *authorizer {
 	return &authorizer{mode: mode, client: reviewer, ttl: ttl,
-		tokens: lru.New(capacity), decisions: lru.New(capacity)}
+		tokens: lru.New(capacity), rejected: lru.New(capacity), decisions: lru.New(capacity)}
 }
 
 type cachedCaller struct {
@@ -113,29 +122,37 @@ func (a *authorizer) authenticate(ctx context.Context, r *http.Request) (*caller
 	key := sha256.Sum256([]byte(token))
 	now := time.Now()
 	if value, hit := a.tokens.Get(key); hit && now.Before(value.(cachedCaller).expires) {
-		cached := value.(cachedCaller)
-		if cached.caller == nil {
-			return nil, &authError{code: http.StatusUnauthorized, message: "the bearer token is not valid"}
-		}
-		return cached.caller, nil
+		return value.(cachedCaller).caller, nil
+	}
+	if value, hit := a.rejected.Get(key); hit && now.Before(value.(time.Time)) {
+		return nil, errInvalidToken
 	}
 	review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}
 	if err := a.client.Create(ctx, review); err != nil {
 		return nil, &authError{code: http.StatusServiceUnavailable, message: "the token could not be checked with the API server; retry"}
 	}
-	var who *caller
-	if review.Status.Authenticated {
-		who = &caller{username: review.Status.User.Username, uid: review.Status.User.UID, groups: review.Status.User.Groups,
-			extra: map[string]authorizationv1.ExtraValue{}}
-		for k, v := range review.Status.User.Extra {
-			who.extra[k] = authorizationv1.ExtraValue(v)
-		}
+	if !review.Status.Authenticated {
+		a.rejected.Add(key, now.Add(a.ttl))
+		return nil, errInvalidToken
 	}
+	who := newCaller(review.Status.User)
 	a.tokens.Add(key, cachedCaller{caller: who, expires: now.Add(a.ttl)})
-	if who == nil {
-		return nil, &authError{code: http.StatusUnauthorized, message: "the bearer token is not valid"}
-	}
 	return who, nil
+}
+
+var errInvalidToken = &authError{code: http.StatusUnauthorized, message: "the bearer token is not valid"}
+
+// newCaller is the user a TokenReview vouched for.
+func newCaller(user authenticationv1.UserInfo) *caller {
+	who := &caller{username: user.Username, uid: user.UID, groups: user.Groups, extra: map[string]authorizationv1.ExtraValue{}}
+	// Separators no name contains, so that two callers never share one.
+	parts := []string{user.Username, user.UID, strings.Join(user.Groups, "\x01")}
+	for _, k := range slices.Sorted(maps.Keys(user.Extra)) {
+		who.extra[k] = authorizationv1.ExtraValue(user.Extra[k])
+		parts = append(parts, k+"\x02"+strings.Join(user.Extra[k], "\x01"))
+	}
+	who.identity = strings.Join(parts, "\x00")
+	return who
 }
 
 // allowed asks whether the caller may do verb on one object.
@@ -146,7 +163,7 @@ func (a *authorizer) allowed(ctx context.Context, who *caller, verb, resource, n
 	if who == nil {
 		return false, nil
 	}
-	key := strings.Join([]string{who.username, who.uid, strings.Join(who.groups, ","), verb, resource, namespace, name}, "\x00")
+	key := strings.Join([]string{who.identity, verb, resource, namespace, name}, "\x00")
 	now := time.Now()
 	if value, hit := a.decisions.Get(key); hit && now.Before(value.(cachedDecision).expires) {
 		return value.(cachedDecision).allowed, nil
