@@ -16,8 +16,9 @@ import (
 // one "error" event with the error body and the status code the plain
 // answer would have had.
 type eventStream struct {
-	w  http.ResponseWriter
-	mu sync.Mutex
+	w    http.ResponseWriter
+	mu   sync.Mutex
+	done bool
 }
 
 func acceptsEventStream(accept string) bool {
@@ -44,10 +45,23 @@ func (s *eventStream) send(event string, data any) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.done {
+		return
+	}
 	_, _ = fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", event, raw)
 	if f, ok := s.w.(http.Flusher); ok {
 		f.Flush()
 	}
+}
+
+// close ends the stream for good: the handler is returning, and a
+// progress notification the upstream sent after its answer (the MCP client
+// may deliver one after the call returned) must not write to a response
+// net/http has already reused.
+func (s *eventStream) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.done = true
 }
 
 // failure sends the error the plain answer would have carried.

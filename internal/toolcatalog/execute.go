@@ -65,6 +65,7 @@ func (c *Catalog) execute(w http.ResponseWriter, req *http.Request, key viewKey)
 	var events *eventStream
 	if acceptsEventStream(req.Header.Get("Accept")) {
 		events = startEventStream(w)
+		defer events.close()
 		opts.OnProgress = func(params json.RawMessage) { events.send("progress", params) }
 	}
 	envelope, err := c.invokeWith(ctx, entry, cl.arguments, opts)

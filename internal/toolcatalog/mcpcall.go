@@ -153,6 +153,7 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 	defer m.sessions.track(session, msg.ID, cancel)()
 
 	stream := newCallStream(w, msg.ID, modern)
+	defer stream.close()
 	opts := mcpclient.CallOptions{InputSchema: entry.Tool.InputSchema.Raw, Meta: passedMeta(msg.Params.Meta)}
 	if token := msg.Params.Meta["progressToken"]; len(token) > 0 {
 		opts.OnProgress = func(params json.RawMessage) {
@@ -302,6 +303,15 @@ func (s *callStream) notify(method string, params json.RawMessage) {
 		Params  json.RawMessage `json:"params"`
 	}{"2.0", method, params})
 	s.event(raw)
+}
+
+// close ends the answer for good, answered or not (a cancelled call gets
+// none): a notification the upstream sent after its answer must not write
+// to a response net/http has already reused.
+func (s *callStream) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.done = true
 }
 
 func (s *callStream) event(data []byte) {
