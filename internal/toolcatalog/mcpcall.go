@@ -229,17 +229,23 @@ func modernHeaderProblem(r *http.Request, msg *rpcMessage) string {
 	return ""
 }
 
-// passedMeta is what of a caller's _meta goes upstream: trace context
-// and anything not the protocol's own (mcpclient drops those).
+// passedMeta is what of a caller's _meta goes upstream: what is not the
+// protocol's own (mcpclient sets those) nor trace propagation. The
+// upstream's traceparent and tracestate are the catalog's client span's,
+// set by mcpclient; a caller's baggage is not the catalog's to forward
+// (docs/observability.md).
 func passedMeta(meta map[string]json.RawMessage) map[string]any {
 	out := map[string]any{}
 	for k, v := range meta {
-		if !strings.HasPrefix(k, "io.modelcontextprotocol/") && k != "progressToken" {
-			out[k] = v
+		if strings.HasPrefix(k, "io.modelcontextprotocol/") || notPassed[k] {
+			continue
 		}
+		out[k] = v
 	}
 	return out
 }
+
+var notPassed = map[string]bool{"progressToken": true, "traceparent": true, "tracestate": true, "baggage": true}
 
 // withProgressToken puts the caller's token back into relayed progress.
 func withProgressToken(params, token json.RawMessage) json.RawMessage {

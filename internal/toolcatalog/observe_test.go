@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -155,18 +156,40 @@ var _ = Describe("Traces", func() {
 		rcv := startOTLPReceiver()
 		exportTo(rcv)
 		ns := env.Namespace()
-		readyServer(ns, "calc", calcServer().URL())
+		calc := calcServer()
+		calc.AddToolFunc("meta", "Answers the _meta it got", `{"type":"object"}`, func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			got := map[string]any{}
+			if req.Params.Meta != nil {
+				got = req.Params.Meta.AdditionalFields
+			}
+			raw, err := json.Marshal(got)
+			if err != nil {
+				return nil, err
+			}
+			return mcp.NewToolResultText(string(raw)), nil
+		})
+		readyServer(ns, "calc", calc.URL())
 		collection(ns, "traced", "calc")
 		// The go-sdk client sends no trace context of its own: the agent's
 		// trace is only what it put in _meta.
 		caller := callerOf(catalog.URL+"/v1/namespaces/"+ns+"/toolcollections/traced/mcp", "2025-11-25")
 		const callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
-		result, err := caller.session.CallTool(ctx, &sdk.CallToolParams{Name: "mcp_calc_add", Arguments: map[string]any{"a": 1, "b": 2},
-			Meta: sdk.Meta{"traceparent": "00-" + callerTrace + "-00f067aa0ba902b7-01"}})
+		result, err := caller.session.CallTool(ctx, &sdk.CallToolParams{Name: "mcp_calc_meta", Arguments: map[string]any{},
+			Meta: sdk.Meta{"traceparent": "00-" + callerTrace + "-00f067aa0ba902b7-01", "baggage": "caller.note=meta-baggage",
+				"vendor.example/tag": "kept"}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(result.IsError).To(BeFalse(), textOf(result))
+
+		By("the server got the caller's own _meta, the catalog's trace context, and no baggage")
+		var upstream map[string]any
+		Expect(json.Unmarshal([]byte(textOf(result)), &upstream)).To(Succeed(), textOf(result))
+		Expect(upstream).To(HaveKeyWithValue("vendor.example/tag", "kept"))
+		Expect(upstream).NotTo(HaveKey("baggage"), "a caller's baggage is not forwarded upstream")
+		Expect(upstream).To(HaveKey("traceparent"))
+		Expect(upstream["traceparent"]).To(HavePrefix("00-"+callerTrace+"-"), "the upstream call stays in the caller's trace")
+		Expect(upstream["traceparent"]).NotTo(HaveSuffix("-00f067aa0ba902b7-01"), "its parent is the catalog's span, not the caller's")
 		Eventually(func() string {
-			if span := rcv.named("tools/call mcp_calc_add"); span != nil && span.Kind == tracepb.Span_SPAN_KIND_SERVER {
+			if span := rcv.named("tools/call mcp_calc_meta"); span != nil && span.Kind == tracepb.Span_SPAN_KIND_SERVER {
 				return hex.EncodeToString(span.TraceId)
 			}
 			return ""
