@@ -104,6 +104,28 @@ func (cs *callerSessions) level(session string) string {
 	return ""
 }
 
+func (cs *callerSessions) setLevel(session, level string) {
+	if session != "" {
+		cs.levels.Add(session, level)
+	}
+}
+
+// sessionOf names a caller's legacy session for what the catalog keeps of
+// it: the session id, scoped to the endpoint and to the caller, so that
+// one caller cannot cancel another's calls or set another's log level by
+// presenting its session id. "" when the request names no session.
+func sessionOf(r *http.Request, key viewKey) string {
+	id := r.Header.Get("Mcp-Session-Id")
+	if id == "" {
+		return ""
+	}
+	identity := ""
+	if who := callerFrom(r.Context()); who != nil {
+		identity = who.identity
+	}
+	return strings.Join([]string{identity, menuLabel(key), id}, "\x00")
+}
+
 var errCancelledByCaller = errors.New("the caller cancelled the call")
 
 // serveCall answers one tools/call over MCP.
@@ -149,7 +171,7 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	session := r.Header.Get("Mcp-Session-Id")
+	session := sessionOf(r, key)
 	defer m.sessions.track(session, msg.ID, cancel)()
 
 	stream := newCallStream(w, msg.ID, modern)
@@ -229,11 +251,11 @@ func modernHeaderProblem(r *http.Request, msg *rpcMessage) string {
 	return ""
 }
 
-// passedMeta is what of a caller's _meta goes upstream: what is not the
-// protocol's own (mcpclient sets those) nor trace propagation. The
-// upstream's traceparent and tracestate are the catalog's client span's,
-// set by mcpclient; a caller's baggage is not the catalog's to forward
-// (docs/observability.md).
+// passedMeta is what of a caller's _meta goes upstream: all but the
+// protocol's own keys (mcpclient sets those) and baggage, which is not the
+// catalog's to forward (docs/observability.md). A caller's traceparent and
+// tracestate go on as they are unless the catalog traces, when mcpclient
+// puts its own call span's there instead.
 func passedMeta(meta map[string]json.RawMessage) map[string]any {
 	out := map[string]any{}
 	for k, v := range meta {
@@ -245,7 +267,7 @@ func passedMeta(meta map[string]json.RawMessage) map[string]any {
 	return out
 }
 
-var notPassed = map[string]bool{"progressToken": true, "traceparent": true, "tracestate": true, "baggage": true}
+var notPassed = map[string]bool{"progressToken": true, "baggage": true}
 
 // withProgressToken puts the caller's token back into relayed progress.
 func withProgressToken(params, token json.RawMessage) json.RawMessage {

@@ -290,12 +290,53 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 			defer cancel()
 			r = r.WithContext(ctx)
 		}
-		if listable(key, msg) {
+		switch {
+		case listable(key, msg):
 			m.serveList(w, r, h, msg)
-			return
+		case msg != nil && msg.Method == string(mcp.MethodSetLogLevel) && mcpclient.KnownLogLevel(msg.Params.Level):
+			m.serveSetLevel(w, r, h, key, msg.Params.Level)
+		default:
+			h.http.ServeHTTP(w, r)
 		}
-		h.http.ServeHTTP(w, r)
 	})
+}
+
+// serveSetLevel has mcp-go answer logging/setLevel and keeps the level for
+// the session only once mcp-go accepted it, so a made-up session id keeps
+// nothing. The level is this replica's: a session's later calls that
+// land on another replica relay no log messages (docs/protocol.md).
+func (m *mcpHandlers) serveSetLevel(w http.ResponseWriter, r *http.Request, h *mcpHandler, key viewKey, level string) {
+	rec := &statusRecorder{ResponseWriter: w}
+	h.http.ServeHTTP(rec, r)
+	if rec.status == http.StatusOK {
+		m.sessions.setLevel(sessionOf(r, key), level)
+	}
+}
+
+// statusRecorder remembers the status a handler answered with.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 // methodShape is what an MCP method name looks like; a span is named after
@@ -355,7 +396,7 @@ func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey)
 		// Before 2026-07-28 a cancel names the session's request; this
 		// replica cancels it if it runs it (in 2026-07-28 closing the
 		// request is the cancel, and a notification needs no answer).
-		if !m.sessions.cancel(session, msg.Params.RequestID) {
+		if !m.sessions.cancel(sessionOf(r, key), msg.Params.RequestID) {
 			m.catalog.log.V(1).Info("A cancel for a call this replica does not run", "menu", menuLabel(key))
 		}
 		w.WriteHeader(http.StatusAccepted)
@@ -370,8 +411,6 @@ func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey)
 		// The header is required after initialize (mcp-go answers 404).
 		writeRPCError(w, http.StatusBadRequest, msg.ID, mcp.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
 		return true, nil
-	case msg.Method == string(mcp.MethodSetLogLevel) && mcpclient.KnownLogLevel(msg.Params.Level):
-		m.sessions.levels.Add(session, msg.Params.Level)
 	}
 	return false, &msg
 }

@@ -3,6 +3,7 @@ package toolcatalog
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -126,6 +127,25 @@ var _ = Describe("MCP revisions through the catalog", func() {
 		caller.mu.Lock()
 		defer caller.mu.Unlock()
 		Expect(caller.logs[0].Data).To(Equal("step 1"))
+	})
+
+	It("keeps a log level only for a session mcp-go knows", func() {
+		expose(testmcp.GoSDKSessions)
+		levels := func() int { return catalogUnderTest.mcp.sessions.levels.Len() }
+		before := levels()
+		for i := range 20 {
+			resp := post("/v1/namespaces/"+ns+"/toolcollections/relay/mcp",
+				`{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"debug"}}`,
+				"Content-Type", "application/json", "Accept", "application/json, text/event-stream",
+				"MCP-Protocol-Version", "2025-11-25", "Mcp-Session-Id", fmt.Sprintf("made-up-%d", i))
+			Expect(resp.code).NotTo(Equal(http.StatusOK), string(resp.body))
+		}
+		Expect(levels()).To(Equal(before), "a made-up session id kept a level")
+
+		caller := callerOf(endpoint, "2025-11-25")
+		//nolint:staticcheck // logging, deprecated in 2026-07-28, is what is tested
+		Expect(caller.session.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "info"})).To(Succeed())
+		Expect(levels()).To(Equal(before+1), "the real session's level")
 	})
 
 	DescribeTable("cancels the upstream call when its caller cancels",
