@@ -146,16 +146,19 @@ func (s *Session) raiseLogLevel(level string) {
 	if !s.logging {
 		return
 	}
-	s.routesMu.Lock()
+	// One raise at a time, the check and the request together: two sent
+	// at once could reach the server out of order and leave it less
+	// verbose than the session believes.
+	s.levelMu.Lock()
+	defer s.levelMu.Unlock()
 	if s.logLevel != "" && levelRank(s.logLevel) <= levelRank(level) {
-		s.routesMu.Unlock()
 		return
 	}
-	s.logLevel = level
-	s.routesMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), s.target.timeout())
 	defer cancel()
-	_, _ = s.request(ctx, call{method: string(mcp.MethodSetLogLevel), params: map[string]string{"level": level}}, "setting the log level")
+	if _, err := s.request(ctx, call{method: string(mcp.MethodSetLogLevel), params: map[string]string{"level": level}}, "setting the log level"); err == nil {
+		s.logLevel = level // a failed raise is tried again by the next call that wants it
+	}
 }
 
 // tappedBody passes an event stream through unchanged and hands each

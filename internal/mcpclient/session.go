@@ -69,10 +69,12 @@ type Session struct {
 	// modern is true in the 2026-07-28 revision.
 	modern bool
 	// logging is true when the server offers log messages; logLevel is
-	// the session-wide level asked of a legacy server so far.
+	// the session-wide level a legacy server accepted so far, under
+	// levelMu.
 	logging  bool
-	routesMu sync.Mutex
+	levelMu  sync.Mutex
 	logLevel string
+	routesMu sync.Mutex
 	// routes hands progress on a shared stream (SSE) to its call, by
 	// token; entries live as long as their call.
 	routes      map[string]func(method string, params json.RawMessage)
