@@ -160,26 +160,11 @@ func (s *Session) encode(ctx context.Context, id string, c call) (transport.JSON
 		req.Params = c.params
 		return req, nil
 	}
-	fields := map[string]json.RawMessage{}
-	if c.params != nil {
-		raw, err := json.Marshal(c.params)
-		if err != nil {
-			return req, err
-		}
-		if err := json.Unmarshal(raw, &fields); err != nil {
-			return req, err
-		}
-	}
-	rawMeta, err := json.Marshal(meta)
+	params, err := paramsWithMeta(c.params, meta)
 	if err != nil {
 		return req, err
 	}
-	fields["_meta"] = rawMeta
-	params, err := json.Marshal(fields)
-	if err != nil {
-		return req, err
-	}
-	req.Params = json.RawMessage(params)
+	req.Params = params
 	if s.modern {
 		req.Header = http.Header{}
 		for k, v := range mcp.StandardHeaders(RevisionModern, mcp.MCPMethod(c.method), params) {
@@ -192,6 +177,40 @@ func (s *Session) encode(ctx context.Context, id string, c call) (transport.JSON
 		}
 	}
 	return req, nil
+}
+
+// paramsWithMeta is params, a JSON object, with meta as its _meta. The
+// common case appends the key to the encoded object, on the call path of
+// every tool call; params that carry a _meta of their own are decoded and
+// the key replaced.
+func paramsWithMeta(params any, meta map[string]any) (json.RawMessage, error) {
+	rawMeta, err := json.Marshal(meta)
+	if err != nil {
+		return nil, err
+	}
+	raw := []byte("{}")
+	if params != nil {
+		if raw, err = json.Marshal(params); err != nil {
+			return nil, err
+		}
+	}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) < 2 || raw[0] != '{' || raw[len(raw)-1] != '}' || bytes.Contains(raw, []byte(`"_meta"`)) {
+		fields := map[string]json.RawMessage{}
+		if err := json.Unmarshal(raw, &fields); err != nil {
+			return nil, err
+		}
+		fields["_meta"] = rawMeta
+		return json.Marshal(fields)
+	}
+	out := make([]byte, 0, len(raw)+len(rawMeta)+10)
+	out = append(out, raw[:len(raw)-1]...)
+	if len(bytes.TrimSpace(raw[1:len(raw)-1])) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, `"_meta":`...)
+	out = append(out, rawMeta...)
+	return append(out, '}'), nil
 }
 
 // protocolMeta adds the keys every 2026-07-28 request carries.

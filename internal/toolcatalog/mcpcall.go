@@ -281,18 +281,15 @@ func withProgressToken(params, token json.RawMessage) json.RawMessage {
 }
 
 // resultOf is a tools/call result as a caller of the revision expects it.
+// 2026-07-28 requires resultType; the revisions before it have none.
 func resultOf(result *mcp.CallToolResult, modern bool) json.RawMessage {
-	raw, _ := json.Marshal(result)
-	if !modern {
-		return raw
+	answer := *result
+	answer.ResultType = ""
+	if modern {
+		answer.ResultType = mcp.ResultTypeComplete
 	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(raw, &fields) != nil {
-		return raw
-	}
-	fields["resultType"] = json.RawMessage(`"complete"`)
-	out, _ := json.Marshal(fields)
-	return out
+	raw, _ := json.Marshal(answer)
+	return raw
 }
 
 // callStream answers one call: a JSON answer, or, once a notification is
