@@ -13,7 +13,7 @@ import (
 func TestStreamsWriteNothingOnceClosed(t *testing.T) {
 	progress := json.RawMessage(`{"progress":1}`)
 	for _, tc := range []struct {
-		name   string
+		name string
 		late func(*httptest.ResponseRecorder) func()
 	}{
 		{"REST event stream", func(w *httptest.ResponseRecorder) func() {
