@@ -7,8 +7,8 @@ package menu
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -305,17 +305,32 @@ func passes(name string, sel *mcpv1alpha1.ToolSelection) bool {
 }
 
 // Hash identifies what an agent would see: names, titles, descriptions and
-// schemas, in name order. Schemas are hashed as stored; the API server
-// stores JSON in one canonical encoding.
+// definitions, in name order. A definition counts by the hash the
+// controller put in status (it covers schemas and annotations as the
+// server sent them), which spares hashing every schema of a menu of
+// thousands again on each change; a tool without one counts by its
+// schemas as stored. Each part is length-prefixed, so no two menus share
+// the bytes hashed.
 func (m Menu) Hash() string {
 	h := sha256.New()
-	enc := json.NewEncoder(h)
+	var size [8]byte
+	part := func(b []byte) {
+		binary.BigEndian.PutUint64(size[:], uint64(len(b)))
+		h.Write(size[:])
+		h.Write(b)
+	}
 	for _, t := range m.Tools {
-		var output json.RawMessage
-		if t.Tool.OutputSchema != nil {
-			output = t.Tool.OutputSchema.Raw
+		part([]byte(t.Name))
+		part([]byte(t.Tool.Title))
+		part([]byte(t.Description))
+		if t.Tool.Hash != "" {
+			part([]byte(t.Tool.Hash))
+			continue
 		}
-		_ = enc.Encode([]any{t.Name, t.Tool.Title, t.Description, json.RawMessage(t.Tool.InputSchema.Raw), output})
+		part(t.Tool.InputSchema.Raw)
+		if t.Tool.OutputSchema != nil {
+			part(t.Tool.OutputSchema.Raw)
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -206,6 +206,26 @@ func TestHashChangesExactlyWithWhatAnAgentSees(t *testing.T) {
 	if ForCollection(&spec, schema).Hash() == h {
 		t.Error("a schema change kept the hash")
 	}
+
+	// Discovered tools carry the hash of their whole definition, which
+	// stands for their schemas and annotations.
+	hashed := func(definition string) []mcpv1alpha1.MCPServer {
+		s := []mcpv1alpha1.MCPServer{server("alpha", true, nil, "mcp_alpha_read")}
+		s[0].Status.Tools[0].Hash = definition
+		return s
+	}
+	first := ForCollection(&spec, hashed("aaaa")).Hash()
+	if first == h || ForCollection(&spec, hashed("aaaa")).Hash() != first {
+		t.Error("a definition's hash does not identify it")
+	}
+	if ForCollection(&spec, hashed("bbbb")).Hash() == first {
+		t.Error("a new definition (annotations changed, say) kept the hash")
+	}
+	renamed := hashed("aaaa")
+	renamed[0].Status.Tools[0].Title = "Read"
+	if ForCollection(&spec, renamed).Hash() == first {
+		t.Error("a title change kept the hash")
+	}
 }
 
 func TestValidate(t *testing.T) {
