@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sync"
 
+	"golang.org/x/sync/singleflight"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,6 +64,10 @@ type menuCache struct {
 	// indexes outlive versions: one per menu that exists, replaced when
 	// its searchable tools change (see search.go).
 	indexes map[viewKey]*searchIndex
+	// building lets concurrent first requests for a view after a change
+	// share one build: many agents polling a menu of thousands of tools
+	// would otherwise each resolve it.
+	building singleflight.Group
 }
 
 func newMenuCache(c *Catalog) *menuCache {
@@ -89,6 +94,21 @@ func (m *menuCache) view(ctx context.Context, key viewKey) (*view, error) {
 	if ok {
 		return cached, nil
 	}
+	// The build is the callers', not the first one's: it goes on if that
+	// one leaves. Its key names the version, so a build of an older one is
+	// never handed to a caller that saw the newer.
+	flight := fmt.Sprintf("%d\x00%s\x00%s\x00%s", v, key.kind, key.namespace, key.name)
+	built, err, _ := m.building.Do(flight, func() (any, error) {
+		return m.build(context.WithoutCancel(ctx), key, v)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return built.(*view), nil
+}
+
+// build resolves a view at version v and keeps it while v is current.
+func (m *menuCache) build(ctx context.Context, key viewKey, v uint64) (*view, error) {
 	built, err := m.catalog.buildView(ctx, key)
 	if err != nil {
 		return nil, err
