@@ -106,7 +106,7 @@ BENCH_PROFILES := calls lists scale-5000-discovery scale-5000-change scale-5000-
 bench: bench-search-results ## Every benchmark against same-run baselines; writes docs/benchmarks.md and fails when a goal is missed (about 20 minutes).
 	@mkdir -p $(BENCH_OUT)
 	@assets=$$(hack/envtest-assets.sh) && export KUBEBUILDER_ASSETS="$$assets" && \
-	go test -run '^$$' -bench . -benchmem -benchtime=$(BENCH_TIME) ./internal/toolname ./internal/toolcatalog | tee $(BENCH_OUT)/micro.txt && \
+	go test -run '^$$' -bench . -benchmem -benchtime=$(BENCH_TIME) ./internal/toolname ./internal/menu ./internal/toolcatalog | tee $(BENCH_OUT)/micro.txt && \
 	(BENCH_PROFILE_DIR=$(abspath $(BENCH_OUT)) go test -v -run '^$$' -bench 'BenchmarkCatalog|BenchmarkScale$$|BenchmarkHeapInProcess' -benchtime=$(BENCH_CALLS)x \
 	  -timeout 60m ./test/bench; echo $$? > $(BENCH_OUT)/status) | tee $(BENCH_OUT)/manager.txt && exit $$(cat $(BENCH_OUT)/status)
 	@for p in $(BENCH_PROFILES); do \
@@ -138,7 +138,7 @@ bench-search: bench-search-results ## Tool search's benchmarks alone, merged int
 .PHONY: bench-smoke
 bench-smoke: ## Every benchmark once at small sizes, no thresholds: keeps them from rotting (CI; about 3 minutes).
 	@assets=$$(hack/envtest-assets.sh) && export KUBEBUILDER_ASSETS="$$assets" && \
-	go test -run '^$$' -bench . -benchtime=1x ./internal/toolname ./internal/toolcatalog ./internal/toolsearch && \
+	go test -run '^$$' -bench . -benchtime=1x ./internal/toolname ./internal/menu ./internal/toolcatalog ./internal/toolsearch && \
 	go test -run '^$$' -bench . -skip 'BenchmarkScale$$' -benchtime=1x -timeout 20m ./test/bench
 
 FUZZ_TIME ?= 10s

@@ -10,7 +10,9 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -278,23 +280,36 @@ func Global(servers []mcpv1alpha1.MCPServer) Menu {
 		}
 		return ordered[i].Name < ordered[j].Name
 	})
-	claims := map[string][]string{}
+	// A menu of thousands of tools is resolved again on every change of
+	// any server: one map entry per name, and owners listed only for the
+	// names more than one server claims.
+	total := 0
+	for _, srv := range ordered {
+		total += len(srv.Status.Tools)
+	}
+	m.Tools = make([]Entry, 0, total)
+	claimed := make(map[string]int, total) // name → its winner in m.Tools
+	contested := map[string][]string{}
 	for _, srv := range ordered {
 		for i := range srv.Status.Tools {
 			tool := &srv.Status.Tools[i]
-			if _, taken := claims[tool.Name]; !taken {
-				m.Tools = append(m.Tools, Entry{Name: tool.Name, Namespace: srv.Namespace, Server: srv.Name, Tool: tool, Description: tool.Description})
+			if at, taken := claimed[tool.Name]; taken {
+				if contested[tool.Name] == nil {
+					winner := m.Tools[at]
+					contested[tool.Name] = []string{winner.Namespace + "/" + winner.Server}
+				}
+				contested[tool.Name] = append(contested[tool.Name], srv.Namespace+"/"+srv.Name)
+				continue
 			}
-			claims[tool.Name] = append(claims[tool.Name], srv.Namespace+"/"+srv.Name)
+			claimed[tool.Name] = len(m.Tools)
+			m.Tools = append(m.Tools, Entry{Name: tool.Name, Namespace: srv.Namespace, Server: srv.Name, Tool: tool, Description: tool.Description})
 		}
 	}
-	for name, owners := range claims {
-		if len(owners) > 1 {
-			m.Conflicts = append(m.Conflicts, Conflict{Name: name, Servers: owners})
-		}
+	for name, owners := range contested {
+		m.Conflicts = append(m.Conflicts, Conflict{Name: name, Servers: owners})
 	}
-	sort.Slice(m.Conflicts, func(i, j int) bool { return m.Conflicts[i].Name < m.Conflicts[j].Name })
-	sort.Slice(m.Tools, func(i, j int) bool { return m.Tools[i].Name < m.Tools[j].Name })
+	slices.SortFunc(m.Conflicts, func(a, b Conflict) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(m.Tools, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
 	m.Refused = refused(m.Tools)
 	return m
 }
@@ -313,24 +328,29 @@ func passes(name string, sel *mcpv1alpha1.ToolSelection) bool {
 // the bytes hashed.
 func (m Menu) Hash() string {
 	h := sha256.New()
-	var size [8]byte
+	var buf []byte // one tool's parts, written at once
 	part := func(b []byte) {
-		binary.BigEndian.PutUint64(size[:], uint64(len(b)))
-		h.Write(size[:])
-		h.Write(b)
+		buf = binary.BigEndian.AppendUint64(buf, uint64(len(b)))
+		buf = append(buf, b...)
+	}
+	text := func(s string) {
+		buf = binary.BigEndian.AppendUint64(buf, uint64(len(s)))
+		buf = append(buf, s...)
 	}
 	for _, t := range m.Tools {
-		part([]byte(t.Name))
-		part([]byte(t.Tool.Title))
-		part([]byte(t.Description))
+		buf = buf[:0]
+		text(t.Name)
+		text(t.Tool.Title)
+		text(t.Description)
 		if t.Tool.Hash != "" {
-			part([]byte(t.Tool.Hash))
-			continue
+			text(t.Tool.Hash)
+		} else {
+			part(t.Tool.InputSchema.Raw)
+			if t.Tool.OutputSchema != nil {
+				part(t.Tool.OutputSchema.Raw)
+			}
 		}
-		part(t.Tool.InputSchema.Raw)
-		if t.Tool.OutputSchema != nil {
-			part(t.Tool.OutputSchema.Raw)
-		}
+		h.Write(buf)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
