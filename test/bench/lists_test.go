@@ -8,8 +8,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,7 +25,9 @@ import (
 // A listing is every page of a menu, fetched as a client does: MCP
 // tools/list following nextCursor, or one GET of the REST menu. Each is
 // measured against http.ServeContent serving the very bytes the catalog
-// answered, from this process: the floor of serving pre-encoded pages.
+// answered, from a process of its own as the manager is: the floor of
+// serving pre-encoded pages. The same from the benchmark's process is
+// reported beside it, to show what the hop between processes costs.
 
 // listedPage is one request of a listing and the catalog's answer to it.
 type listedPage struct {
@@ -107,9 +113,47 @@ func jsonOf(body []byte, contentType string) []byte {
 	return nil
 }
 
-// servePages serves the captured answers with http.ServeContent: page i
-// at ?page=i, whatever the request body.
+// servePages serves the captured answers with http.ServeContent, page i
+// at ?page=i whatever the request body, from a process of its own
+// (./test/bench/pageserver) as the manager is, so that both pay the same
+// hop between processes.
 func servePages(b *testing.B, pages []*listedPage) string {
+	b.Helper()
+	dir := b.TempDir()
+	for i, p := range pages {
+		name := filepath.Join(dir, strconv.Itoa(i))
+		if err := os.WriteFile(name, p.answer, 0o600); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(name+".type", []byte(p.contentType), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	bin, err := build("./test/bench/pageserver")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-dir="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		b.Fatalf("reading the page server's address: %v", err)
+	}
+	return "http://" + strings.TrimSpace(addr)
+}
+
+// servePagesInProcess serves the same answers from this process, where
+// the hop costs a goroutine switch rather than a process's wakeup: how much
+// of a listing's cost is the hop between processes.
+func servePagesInProcess(b *testing.B, pages []*listedPage) string {
 	b.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -151,13 +195,14 @@ const (
 // baseline in interleaved rounds and reports listings/s of each.
 func compareListings(b *testing.B, pages []*listedPage, catalogURL string, calls int) map[string]float64 {
 	b.Helper()
-	baseURL := servePages(b, pages)
+	baseURL, inProcessURL := servePages(b, pages), servePagesInProcess(b, pages)
 	paths := []struct {
 		name  string
 		urlOf func(int) string
 	}{
 		{"catalog", func(int) string { return catalogURL }},
 		{"servecontent", func(i int) string { return baseURL + "/?page=" + strconv.Itoa(i) }},
+		{"servecontent-inproc", func(i int) string { return inProcessURL + "/?page=" + strconv.Itoa(i) }},
 	}
 	// A block is about calls/8 requests, whatever the page count.
 	perBlock := max(listCallers, calls/len(pages)/8)
