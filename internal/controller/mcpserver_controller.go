@@ -117,7 +117,12 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	defer func() {
 		if err := r.commit(ctx, before, &srv); err != nil {
 			result, retErr = afterFailedStatusWrite(ctx, result, retErr, err)
+			return
 		}
+		// Every reconcile, not only those that write: a restarted manager
+		// or a new leader writes nothing for a server whose status holds,
+		// and the MCPServerNotReady alert needs the series.
+		exportReady(&srv)
 	}()
 
 	if err := validateToolFilter(srv.Spec.ToolFilter); err != nil {
@@ -267,11 +272,6 @@ func (r *MCPServerReconciler) commit(ctx context.Context, before, srv *mcpv1alph
 		return fmt.Errorf("writing status of MCPServer %s: %w", srv.Name, err)
 	}
 	emit(r.Recorder, srv, serverEvents(before, srv))
-	ready := 0.0
-	if c := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == srv.Generation {
-		ready = 1
-	}
-	serverReady.WithLabelValues(srv.Namespace + "/" + srv.Name).Set(ready)
 	return nil
 }
 
