@@ -165,6 +165,10 @@ type toolChanges struct{ added, removed, changed []string }
 
 func (c toolChanges) empty() bool { return len(c.added)+len(c.removed)+len(c.changed) == 0 }
 
+// eventNames is how many names of each list an Event message holds: three
+// lists of this many names of toolname.MaxLength fit maxEventNote.
+const eventNames = 4
+
 // String reads as an Event message: "added a,b; removed c; changed d".
 func (c toolChanges) String() string {
 	var parts []string
@@ -173,7 +177,7 @@ func (c toolChanges) String() string {
 		names []string
 	}{{"added", c.added}, {"removed", c.removed}, {"changed", c.changed}} {
 		if len(p.names) > 0 {
-			parts = append(parts, p.verb+" "+abbreviate(p.names, 10))
+			parts = append(parts, p.verb+" "+abbreviate(p.names, eventNames))
 		}
 	}
 	return strings.Join(parts, "; ")

@@ -3,7 +3,6 @@ package controller
 import (
 	"fmt"
 	"sort"
-	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -88,7 +87,7 @@ func podProblem(pods []corev1.Pod) string {
 	for _, p := range sorted {
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-				return fmt.Sprintf("Pod %s cannot be scheduled: %s", p.Name, clip(c.Message))
+				return fmt.Sprintf("Pod %s cannot be scheduled: %s", p.Name, clip(c.Message, maxPodMessage))
 			}
 		}
 		statuses := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
@@ -102,23 +101,11 @@ func podProblem(pods []corev1.Pod) string {
 					problem += fmt.Sprintf(": it exited with code %d (%s); `kubectl logs %s -c %s --previous` shows why",
 						t.ExitCode, t.Reason, p.Name, s.Name)
 				case w.Message != "":
-					problem += ": " + clip(w.Message)
+					problem += ": " + clip(w.Message, maxPodMessage)
 				}
 				return problem
 			}
 		}
 	}
 	return ""
-}
-
-// clip cuts s to maxPodMessage bytes on a rune boundary.
-func clip(s string) string {
-	if len(s) <= maxPodMessage {
-		return s
-	}
-	cut := maxPodMessage
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

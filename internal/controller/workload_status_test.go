@@ -104,7 +104,7 @@ func TestPodProblemClipsTheKubeletsText(t *testing.T) {
 	long := strings.Repeat("é", 300)
 	got := podProblem([]corev1.Pod{waitingPod("s-1", "ErrImagePull", long)})
 	text := strings.TrimPrefix(got, "Pod s-1: container server is waiting: ErrImagePull: ")
-	if !strings.HasSuffix(text, "…") || len(text) > maxPodMessage+len("…") {
+	if !strings.HasSuffix(text, "…") || len(text) > maxPodMessage {
 		t.Fatalf("not clipped to %d bytes: %d bytes", maxPodMessage, len(text))
 	}
 	if !strings.HasPrefix(long, strings.TrimSuffix(text, "…")) {
