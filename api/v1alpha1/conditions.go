@@ -3,8 +3,10 @@ package v1alpha1
 // Condition types, as kstatus, Flux and Argo CD read them.
 const (
 	// ConditionReady is True when the object's current generation is fully
-	// served, False with a specific reason when it is not, and Unknown while a
-	// new generation is being worked on.
+	// served and False with a specific reason when it is not. While a new
+	// generation is worked on (Reconciling=True) it keeps what it said for
+	// the generation in its observedGeneration, so the last tools stay
+	// served.
 	ConditionReady = "Ready"
 	// ConditionReconciling is True while the controller works on a generation
 	// it has not finished. It is absent otherwise, never False.

@@ -221,12 +221,15 @@ func setCondition(srv *mcpv1alpha1.MCPServer, condType string, status metav1.Con
 	})
 }
 
-// markReconciling says a new generation is being worked on.
+// markReconciling says a new generation is being worked on. Ready stays
+// as it was, for the generation it names: the last tools keep being
+// served (the menus read Ready) while a change that may not touch them at
+// all is rediscovered, and kstatus (Reconciling=True, observedGeneration)
+// and kubectl wait (which ignores a condition of an older generation)
+// still wait for the new generation.
 func markReconciling(srv *mcpv1alpha1.MCPServer) {
 	setCondition(srv, mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonProgressing,
 		"Discovering the tools of generation "+fmt.Sprint(srv.Generation))
-	setCondition(srv, mcpv1alpha1.ConditionReady, metav1.ConditionUnknown, mcpv1alpha1.ReasonProgressing,
-		"Discovery in progress")
 }
 
 // startsGeneration reports whether the object's generation is not taken
