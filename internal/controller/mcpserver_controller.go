@@ -231,6 +231,14 @@ func (r *MCPServerReconciler) failed(srv *mcpv1alpha1.MCPServer, err error) (ctr
 		workload *workloadError
 	)
 	switch {
+	case errors.As(err, &workload) && workload.stalled:
+		// The Deployment and its pods are watched: a rollout that
+		// recovers, or a new spec, brings the server back.
+		markRolloutStalled(srv, workload)
+		return ctrl.Result{}, nil
+	case errors.As(err, &workload) && workload.rolling:
+		markRollingOut(srv, workload.message)
+		return ctrl.Result{RequeueAfter: wait.Jitter(reach.DurationOr(srv.Spec.RefreshInterval, time.Minute), 0.1)}, nil
 	case errors.As(err, &workload):
 		markFailed(srv, workload.reason, workload.message)
 		return ctrl.Result{RequeueAfter: retryDelay(srv)}, nil

@@ -232,6 +232,43 @@ func markReconciling(srv *mcpv1alpha1.MCPServer) {
 		"Discovering the tools of generation "+fmt.Sprint(srv.Generation))
 }
 
+// markRollingOut says the generation waits for its workload's rollout.
+// Ready and the tools stay as they were: the previous pods serve them,
+// and the tools are read from the new ones once they are all up.
+func markRollingOut(srv *mcpv1alpha1.MCPServer, message string) {
+	setCondition(srv, mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonRolloutInProgress, message)
+	meta.RemoveStatusCondition(&srv.Status.Conditions, mcpv1alpha1.ConditionStalled)
+}
+
+// rolledOut takes back what markRollingOut said once the rollout is done:
+// a generation not yet finished goes on to discovery, a finished one
+// (a rollout restart, say) is no longer reconciling.
+func rolledOut(srv *mcpv1alpha1.MCPServer) {
+	c := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReconciling)
+	if c == nil || c.Reason != mcpv1alpha1.ReasonRolloutInProgress {
+		return
+	}
+	if srv.Status.ObservedGeneration == srv.Generation {
+		meta.RemoveStatusCondition(&srv.Status.Conditions, mcpv1alpha1.ConditionReconciling)
+		return
+	}
+	markReconciling(srv)
+}
+
+// markRolloutStalled records a rollout past the Deployment's progress
+// deadline: the generation is handled and cannot finish until the spec or
+// the cluster changes. Ready stays as it was while pods of the previous
+// rollout serve, so their tools stay in the menus.
+func markRolloutStalled(srv *mcpv1alpha1.MCPServer, e *workloadError) {
+	if !e.rolling {
+		markStalled(srv, e.reason, e.message)
+		return
+	}
+	setCondition(srv, mcpv1alpha1.ConditionStalled, metav1.ConditionTrue, e.reason, e.message)
+	meta.RemoveStatusCondition(&srv.Status.Conditions, mcpv1alpha1.ConditionReconciling)
+	srv.Status.ObservedGeneration = srv.Generation
+}
+
 // startsGeneration reports whether the object's generation is not taken
 // up yet: not observed, and Reconciling does not speak for it. A retry
 // after a failure keeps its Ready=False reason instead of flapping
