@@ -3,8 +3,10 @@ package v1alpha1
 // Condition types, as kstatus, Flux and Argo CD read them.
 const (
 	// ConditionReady is True when the object's current generation is fully
-	// served, False with a specific reason when it is not, and Unknown while a
-	// new generation is being worked on.
+	// served and False with a specific reason when it is not. While a new
+	// generation is worked on (Reconciling=True) it keeps what it said for
+	// the generation in its observedGeneration, so the last tools stay
+	// served.
 	ConditionReady = "Ready"
 	// ConditionReconciling is True while the controller works on a generation
 	// it has not finished. It is absent otherwise, never False.
@@ -19,9 +21,11 @@ const (
 	// warnings (status.tools[].warnings). Absent otherwise.
 	ConditionToolWarnings = "ToolWarnings"
 	// ConditionWorkloadAvailable says whether spec.workload's Deployment
-	// serves the server: True when it has minimum availability, False with
-	// one of the Workload* reasons below and the Deployment's own message
-	// when not. Ready needs it. Absent without spec.workload.
+	// serves the server: True when it has rolled out its current spec and
+	// has minimum availability, False with one of the reasons below and
+	// the Deployment's own message when not. Ready needs it; during a
+	// rollout (RolloutInProgress) the previous pods serve and the last
+	// Ready and tools are kept. Absent without spec.workload.
 	ConditionWorkloadAvailable = "WorkloadAvailable"
 )
 
@@ -84,8 +88,8 @@ const (
 
 // Reasons for the MCPServer WorkloadAvailable condition.
 const (
-	// ReasonDeploymentAvailable: the Deployment has minimum availability
-	// (True).
+	// ReasonDeploymentAvailable: the Deployment has rolled out its current
+	// spec and has minimum availability (True).
 	ReasonDeploymentAvailable = "DeploymentAvailable"
 	// ReasonDeploymentPending: the Deployment controller has not reported
 	// on the Deployment's current spec yet.
@@ -104,8 +108,14 @@ const (
 	// Deployment's.
 	ReasonReplicaFailure = "ReplicaFailure"
 	// ReasonProgressDeadlineExceeded: a rollout did not finish within the
-	// Deployment's progress deadline.
+	// Deployment's progress deadline. Also the reason of Stalled, which
+	// the MCPServer then shows; pods of a previous rollout may still serve.
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// ReasonRolloutInProgress: the Deployment serves from an earlier
+	// rollout while its current spec rolls out (False). Also the reason of
+	// Reconciling meanwhile: the generation is finished, and its tools
+	// read, once the rollout is.
+	ReasonRolloutInProgress = "RolloutInProgress"
 	// ReasonScaledToZero: the Deployment runs no pods (replicas 0).
 	ReasonScaledToZero = "ScaledToZero"
 )

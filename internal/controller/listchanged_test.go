@@ -2,73 +2,112 @@ package controller
 
 import (
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-// TestDebouncerRelistsOncePerIntervalAndKeepsTheLast: a flood of
-// notifications from one server makes one re-list at once and one when
-// the interval is over (the last change is never lost), other servers are
-// not held back, and a forgotten server leaves nothing behind.
-func TestDebouncerRelistsOncePerIntervalAndKeepsTheLast(t *testing.T) {
-	var mu sync.Mutex
-	fired := map[string]int{}
-	var total atomic.Int64
-	d := newDebouncer(300*time.Millisecond, func(key string) {
-		mu.Lock()
-		fired[key]++
-		mu.Unlock()
-		total.Add(1)
-	})
-	count := func(key string) int {
-		mu.Lock()
-		defer mu.Unlock()
-		return fired[key]
-	}
-	debouncedBefore := testutil.ToFloat64(listChangedTotal.WithLabelValues("debounced"))
+// fireCounter counts a debouncer's re-lists by key.
+type fireCounter struct {
+	mu    sync.Mutex
+	fired map[string]int
+}
 
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 250 {
-				d.notify("ns/flood")
-			}
-		}()
+func (f *fireCounter) fire(key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fired == nil {
+		f.fired = map[string]int{}
 	}
-	wg.Wait()
-	d.notify("ns/quiet")
-	waitUntil(t, "the quiet server's re-list", func() bool { return count("ns/quiet") == 1 })
-	waitUntil(t, "the trailing re-list of the flood", func() bool { return count("ns/flood") == 2 })
-	if got := testutil.ToFloat64(listChangedTotal.WithLabelValues("debounced")) - debouncedBefore; got != 999 {
-		t.Errorf("counted %v debounced notifications, want 999", got)
-	}
-	// Nothing more fires for the flood once the interval passes again.
-	time.Sleep(600 * time.Millisecond)
-	if got := count("ns/flood"); got != 2 {
-		t.Errorf("the flood made %d re-lists, want 2", got)
-	}
+	f.fired[key]++
+}
 
-	d.notify("ns/flood")
-	d.notify("ns/flood") // pending
-	d.forget("ns/flood")
-	d.forget("ns/quiet")
-	if d.size() != 0 {
-		t.Errorf("%d servers still have state after being forgotten", d.size())
+func (f *fireCounter) count(key string) func() int {
+	return func() int {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.fired[key]
 	}
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
+// pending reports whether a re-list of key waits for its interval.
+func (d *debouncer) pending(key string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st, ok := d.state[key]
+	return ok && st.pending != nil
+}
+
+// TestDebouncerRelistsOnceForAFlood: a flood of notifications from one
+// server, from several goroutines, makes one re-list at once and holds
+// every other one back; other servers are not held back. The interval is
+// far longer than the test, so no timer can fire mid-flood however slow
+// the machine.
+func TestDebouncerRelistsOnceForAFlood(t *testing.T) {
+	g := NewWithT(t)
+	var f fireCounter
+	d := newDebouncer(time.Hour, f.fire)
+	defer d.forget("ns/flood")
+	debounced := func() float64 { return testutil.ToFloat64(listChangedTotal.WithLabelValues("debounced")) }
+	relisted := func() float64 { return testutil.ToFloat64(listChangedTotal.WithLabelValues("relisted")) }
+	debouncedBefore, relistedBefore := debounced(), relisted()
+
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 250 {
+				d.notify("ns/flood")
+			}
+		})
 	}
+	wg.Wait()
+	d.notify("ns/quiet")
+	g.Eventually(f.count("ns/quiet"), 20*time.Second, 5*time.Millisecond).Should(Equal(1), "the quiet server's re-list")
+	g.Eventually(f.count("ns/flood"), 20*time.Second, 5*time.Millisecond).Should(Equal(1), "the flood's first re-list")
+	g.Expect(debounced() - debouncedBefore).To(Equal(999.0))
+	g.Expect(relisted() - relistedBefore).To(Equal(2.0))
+	g.Expect(d.pending("ns/flood")).To(BeTrue(), "the flood's last notification waits for the interval")
+	g.Expect(d.pending("ns/quiet")).To(BeFalse())
+}
+
+// TestDebouncerKeepsTheLastNotification: a notification held back fires
+// once its interval is over, and then nothing is left to fire.
+func TestDebouncerKeepsTheLastNotification(t *testing.T) {
+	g := NewWithT(t)
+	var f fireCounter
+	d := newDebouncer(50*time.Millisecond, f.fire)
+	defer d.forget("ns/s")
+	d.notify("ns/s")
+	d.notify("ns/s")
+	d.notify("ns/s")
+	g.Eventually(f.count("ns/s"), 20*time.Second, 5*time.Millisecond).Should(Equal(2), "one re-list at once, one for the held-back notifications")
+	// The timer clears pending before it fires: with nothing pending,
+	// nothing more can fire.
+	g.Expect(d.pending("ns/s")).To(BeFalse())
+	g.Expect(f.count("ns/s")()).To(Equal(2))
+}
+
+// TestDebouncerForgetStopsAPendingRelist: a server forgotten (deleted,
+// suspended) leaves nothing behind, and its held-back re-list never fires.
+func TestDebouncerForgetStopsAPendingRelist(t *testing.T) {
+	g := NewWithT(t)
+	const interval = 100 * time.Millisecond
+	var f fireCounter
+	d := newDebouncer(interval, f.fire)
+	defer d.forget("ns/kept")
+	for _, key := range []string{"ns/gone", "ns/kept"} {
+		d.notify(key)
+		d.notify(key) // held back
+	}
+	g.Expect(d.pending("ns/gone")).To(BeTrue())
+	d.forget("ns/gone")
+	g.Expect(d.size()).To(Equal(1), "only the kept server has state")
+
+	// ns/kept's held-back re-list was scheduled after ns/gone's, for the
+	// same interval: once it fired, ns/gone's would have too.
+	g.Eventually(f.count("ns/kept"), 20*time.Second, 5*time.Millisecond).Should(Equal(2))
+	g.Consistently(f.count("ns/gone"), 3*interval, 5*time.Millisecond).Should(Equal(1), "the forgotten server's pending re-list fired")
+	g.Expect(d.size()).To(Equal(1))
 }

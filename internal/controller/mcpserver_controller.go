@@ -117,7 +117,12 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	defer func() {
 		if err := r.commit(ctx, before, &srv); err != nil {
 			result, retErr = afterFailedStatusWrite(ctx, result, retErr, err)
+			return
 		}
+		// Every reconcile, not only those that write: a restarted manager
+		// or a new leader writes nothing for a server whose status holds,
+		// and the MCPServerNotReady alert needs the series.
+		exportReady(&srv)
 	}()
 
 	if err := validateToolFilter(srv.Spec.ToolFilter); err != nil {
@@ -226,6 +231,14 @@ func (r *MCPServerReconciler) failed(srv *mcpv1alpha1.MCPServer, err error) (ctr
 		workload *workloadError
 	)
 	switch {
+	case errors.As(err, &workload) && workload.stalled:
+		// The Deployment and its pods are watched: a rollout that
+		// recovers, or a new spec, brings the server back.
+		markRolloutStalled(srv, workload)
+		return ctrl.Result{}, nil
+	case errors.As(err, &workload) && workload.rolling:
+		markRollingOut(srv, workload.message)
+		return ctrl.Result{RequeueAfter: wait.Jitter(reach.DurationOr(srv.Spec.RefreshInterval, time.Minute), 0.1)}, nil
 	case errors.As(err, &workload):
 		markFailed(srv, workload.reason, workload.message)
 		return ctrl.Result{RequeueAfter: retryDelay(srv)}, nil
@@ -267,11 +280,6 @@ func (r *MCPServerReconciler) commit(ctx context.Context, before, srv *mcpv1alph
 		return fmt.Errorf("writing status of MCPServer %s: %w", srv.Name, err)
 	}
 	emit(r.Recorder, srv, serverEvents(before, srv))
-	ready := 0.0
-	if c := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == srv.Generation {
-		ready = 1
-	}
-	serverReady.WithLabelValues(srv.Namespace + "/" + srv.Name).Set(ready)
 	return nil
 }
 

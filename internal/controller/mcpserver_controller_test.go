@@ -410,6 +410,44 @@ var _ = Describe("MCPServer discovery", func() {
 		Expect(fetch(srv).Status.ObservedGeneration).To(BeEquivalentTo(2))
 	})
 
+	It("keeps a server's tools in its collections while a spec change is rediscovered", func() {
+		ns := newNamespace()
+		team := map[string]string{"team": "steady"}
+		slow := startMCP(testmcp.Options{Transport: testmcp.StreamableHTTP, Delay: 2 * time.Second})
+		slow.AddTools("t")
+		srv := createServer(ns, "slow", slow.URL(), func(s *mcpv1alpha1.MCPServer) { s.Labels = team })
+		Eventually(readyOf(srv)).Should(Equal("True/ToolsDiscovered"))
+		tc := createCollection(ns, "menu", mcpv1alpha1.ToolCollectionSpec{Servers: byLabels(team)})
+		Eventually(menuOf(tc)).Should(Equal([]string{"slow/mcp_slow_t"}))
+
+		// A change that has nothing to do with the tools.
+		changed := fetch(srv)
+		changed.Spec.MaxConcurrentCalls = ptr.To[int32](3)
+		Expect(k8sClient.Update(ctx, changed)).To(Succeed())
+		sawReconciling := false
+		Eventually(func() int64 {
+			got := fetch(srv)
+			ready := meta.FindStatusCondition(got.Status.Conditions, mcpv1alpha1.ConditionReady)
+			if ready == nil || ready.Status != metav1.ConditionTrue {
+				StopTrying(fmt.Sprintf("Ready left True while generation 2 was discovered: %+v", ready)).Now()
+			}
+			if menu := menuOf(tc)(); len(menu) == 0 {
+				StopTrying("the collection dropped the server's tool while generation 2 was discovered").Now()
+			}
+			if c := meta.FindStatusCondition(got.Status.Conditions, mcpv1alpha1.ConditionReconciling); c != nil &&
+				c.Status == metav1.ConditionTrue && c.ObservedGeneration == 2 {
+				sawReconciling = true
+				// The old generation's Ready does not speak for the new one.
+				Expect(ready.ObservedGeneration).To(BeEquivalentTo(1))
+				Expect(got.Status.ObservedGeneration).To(BeEquivalentTo(1))
+			}
+			return got.Status.ObservedGeneration
+		}, 30*time.Second, 20*time.Millisecond).Should(BeEquivalentTo(2))
+		Expect(sawReconciling).To(BeTrue(), "Reconciling=True never showed for the 2 s discovery of generation 2")
+		Expect(readyOf(srv)()).To(Equal("True/ToolsDiscovered"))
+		Expect(menuOf(tc)()).To(Equal([]string{"slow/mcp_slow_t"}))
+	})
+
 	It("emits a transition's Events only once its status is written", func() {
 		ns := newNamespace()
 		// Suspended, so the manager's own reconciler leaves it alone.

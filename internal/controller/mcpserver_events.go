@@ -25,7 +25,10 @@ func serverEvents(before, after *mcpv1alpha1.MCPServer) []statusEvent {
 	if stalled != nil {
 		warn(stalled.Reason, stalled.Message)
 	}
-	list = append(list, workloadEvents(before, after)...)
+	if wl := meta.FindStatusCondition(after.Status.Conditions, mcpv1alpha1.ConditionWorkloadAvailable); stalled == nil || wl == nil || wl.Reason != stalled.Reason {
+		// A stuck rollout warns once, through Stalled.
+		list = append(list, workloadEvents(before, after)...)
+	}
 	// A Warning when Ready turns False, or stays False for another reason;
 	// not on every retry for the same one. A workload that is not
 	// available speaks through workloadEvents instead.
@@ -70,7 +73,9 @@ func workloadEvents(before, after *mcpv1alpha1.MCPServer) []statusEvent {
 	case now == nil && was != nil:
 		return []statusEvent{{eventType: corev1.EventTypeNormal, reason: "WorkloadRemoved", action: "Deploy",
 			message: "spec.workload was removed: its Deployment and Service are deleted"}}
-	case now == nil:
+	case now == nil, now.Reason == mcpv1alpha1.ReasonRolloutInProgress:
+		// A rollout is routine; it is said when it is done (available
+		// again) or stuck (Stalled).
 		return nil
 	case now.Status == metav1.ConditionTrue && !wasAvailable:
 		return []statusEvent{{eventType: corev1.EventTypeNormal, reason: mcpv1alpha1.ConditionWorkloadAvailable, action: "Deploy",

@@ -36,6 +36,8 @@ func TestServerEvents(t *testing.T) {
 	wlStarting := cond("WorkloadAvailable", "False", "DeploymentUnavailable", "pods not ready", 1)
 	wlScaledDown := cond("WorkloadAvailable", "False", "ScaledToZero", "scaled to 0", 1)
 	wlAvailable := cond("WorkloadAvailable", "True", "DeploymentAvailable", "Deployment has minimum availability.", 1)
+	wlRolling := cond("WorkloadAvailable", "False", "RolloutInProgress", "Waiting for the rollout to finish", 2)
+	wlStuck := cond("WorkloadAvailable", "False", "ProgressDeadlineExceeded", "timed out", 2)
 	unavailable := func(w metav1.Condition) metav1.Condition {
 		return cond("Ready", "False", "WorkloadUnavailable", "The workload (image i) is not available: "+w.Message, 1)
 	}
@@ -84,6 +86,14 @@ func TestServerEvents(t *testing.T) {
 		{"scaling to zero is a note, not a warning", eventServer(1, []metav1.Condition{wlAvailable, readyTrue}, true, "a"),
 			eventServer(1, []metav1.Condition{wlScaledDown, unavailable(wlScaledDown)}, true, "a"),
 			[]string{"Normal ScaledToZero scaled to 0"}},
+		{"a rollout while the previous pods serve is not a warning", eventServer(2, []metav1.Condition{wlAvailable, readyTrue}, true, "a"),
+			eventServer(2, []metav1.Condition{wlRolling, readyTrue, cond("Reconciling", "True", "RolloutInProgress", "rolling", 2)}, true, "a"), nil},
+		{"a finished rollout says the workload is available", eventServer(2, []metav1.Condition{wlRolling, readyTrue}, true, "a"),
+			eventServer(2, []metav1.Condition{wlAvailable, readyTrue}, true, "a"),
+			[]string{"Normal WorkloadAvailable The workload is available: Deployment has minimum availability."}},
+		{"a stuck rollout warns once, through Stalled", eventServer(2, []metav1.Condition{wlRolling, readyTrue}, true, "a"),
+			eventServer(2, []metav1.Condition{wlStuck, readyTrue, cond("Stalled", "True", "ProgressDeadlineExceeded", "The workload (image i) did not roll out: timed out", 2)}, true, "a"),
+			[]string{"Warning ProgressDeadlineExceeded The workload (image i) did not roll out: timed out"}},
 		{"removing the workload says so", eventServer(1, []metav1.Condition{wlAvailable, readyTrue}, true, "a"), eventServer(1, []metav1.Condition{readyTrue}, true, "a"),
 			[]string{"Normal WorkloadRemoved spec.workload was removed: its Deployment and Service are deleted"}},
 	}

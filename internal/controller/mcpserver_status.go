@@ -165,6 +165,10 @@ type toolChanges struct{ added, removed, changed []string }
 
 func (c toolChanges) empty() bool { return len(c.added)+len(c.removed)+len(c.changed) == 0 }
 
+// eventNames is how many names of each list an Event message holds: three
+// lists of this many names of toolname.MaxLength fit maxEventNote.
+const eventNames = 4
+
 // String reads as an Event message: "added a,b; removed c; changed d".
 func (c toolChanges) String() string {
 	var parts []string
@@ -173,7 +177,7 @@ func (c toolChanges) String() string {
 		names []string
 	}{{"added", c.added}, {"removed", c.removed}, {"changed", c.changed}} {
 		if len(p.names) > 0 {
-			parts = append(parts, p.verb+" "+abbreviate(p.names, 10))
+			parts = append(parts, p.verb+" "+abbreviate(p.names, eventNames))
 		}
 	}
 	return strings.Join(parts, "; ")
@@ -217,12 +221,52 @@ func setCondition(srv *mcpv1alpha1.MCPServer, condType string, status metav1.Con
 	})
 }
 
-// markReconciling says a new generation is being worked on.
+// markReconciling says a new generation is being worked on. Ready stays
+// as it was, for the generation it names: the last tools keep being
+// served (the menus read Ready) while a change that may not touch them at
+// all is rediscovered, and kstatus (Reconciling=True, observedGeneration)
+// and kubectl wait (which ignores a condition of an older generation)
+// still wait for the new generation.
 func markReconciling(srv *mcpv1alpha1.MCPServer) {
 	setCondition(srv, mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonProgressing,
 		"Discovering the tools of generation "+fmt.Sprint(srv.Generation))
-	setCondition(srv, mcpv1alpha1.ConditionReady, metav1.ConditionUnknown, mcpv1alpha1.ReasonProgressing,
-		"Discovery in progress")
+}
+
+// markRollingOut says the generation waits for its workload's rollout.
+// Ready and the tools stay as they were: the previous pods serve them,
+// and the tools are read from the new ones once they are all up.
+func markRollingOut(srv *mcpv1alpha1.MCPServer, message string) {
+	setCondition(srv, mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonRolloutInProgress, message)
+	meta.RemoveStatusCondition(&srv.Status.Conditions, mcpv1alpha1.ConditionStalled)
+}
+
+// rolledOut takes back what markRollingOut said once the rollout is done:
+// a generation not yet finished goes on to discovery, a finished one
+// (a rollout restart, say) is no longer reconciling.
+func rolledOut(srv *mcpv1alpha1.MCPServer) {
+	c := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReconciling)
+	if c == nil || c.Reason != mcpv1alpha1.ReasonRolloutInProgress {
+		return
+	}
+	if srv.Status.ObservedGeneration == srv.Generation {
+		meta.RemoveStatusCondition(&srv.Status.Conditions, mcpv1alpha1.ConditionReconciling)
+		return
+	}
+	markReconciling(srv)
+}
+
+// markRolloutStalled records a rollout past the Deployment's progress
+// deadline: the generation is handled and cannot finish until the spec or
+// the cluster changes. Ready stays as it was while pods of the previous
+// rollout serve, so their tools stay in the menus.
+func markRolloutStalled(srv *mcpv1alpha1.MCPServer, e *workloadError) {
+	if !e.rolling {
+		markStalled(srv, e.reason, e.message)
+		return
+	}
+	setCondition(srv, mcpv1alpha1.ConditionStalled, metav1.ConditionTrue, e.reason, e.message)
+	meta.RemoveStatusCondition(&srv.Status.Conditions, mcpv1alpha1.ConditionReconciling)
+	srv.Status.ObservedGeneration = srv.Generation
 }
 
 // startsGeneration reports whether the object's generation is not taken

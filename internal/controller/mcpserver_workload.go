@@ -28,8 +28,13 @@ import (
 // injected, kubectl rollout restart's annotation) to its owner.
 const fieldOwner = client.FieldOwner("mcp-operator")
 
-// workloadError stops discovery: the workload cannot serve (yet).
-type workloadError struct{ reason, message string }
+// workloadError stops discovery: the workload cannot serve (yet), or
+// serves from pods of an earlier rollout (rolling) while its current spec
+// rolls out, or that rollout missed its progress deadline (stalled).
+type workloadError struct {
+	reason, message  string
+	rolling, stalled bool
+}
 
 func (e *workloadError) Error() string { return e.message }
 
@@ -57,11 +62,19 @@ func (r *MCPServerReconciler) reconcileWorkload(ctx context.Context, srv *mcpv1a
 	}
 	a := workloadAvailability(deploy, pods.Items)
 	setCondition(srv, mcpv1alpha1.ConditionWorkloadAvailable, a.status, a.reason, a.message)
-	if !a.available() {
-		return &workloadError{reason: mcpv1alpha1.ReasonWorkloadUnavailable,
-			message: fmt.Sprintf("The workload (image %s) is not available: %s", w.Image, a.message)}
+	switch {
+	case a.available():
+		rolledOut(srv)
+		return nil
+	case a.reason == mcpv1alpha1.ReasonProgressDeadlineExceeded:
+		return &workloadError{reason: a.reason, stalled: true, rolling: a.serving,
+			message: fmt.Sprintf("The workload (image %s) did not roll out: %s", w.Image, a.message)}
+	case a.serving:
+		return &workloadError{reason: a.reason, rolling: true,
+			message: fmt.Sprintf("The workload (image %s) is rolling out: %s", w.Image, a.message)}
 	}
-	return nil
+	return &workloadError{reason: mcpv1alpha1.ReasonWorkloadUnavailable,
+		message: fmt.Sprintf("The workload (image %s) is not available: %s", w.Image, a.message)}
 }
 
 // applyWorkload brings the Service and the Deployment in line with the

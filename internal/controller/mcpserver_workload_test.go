@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -101,17 +103,43 @@ func conditionMessage(srv *mcpv1alpha1.MCPServer, condType string) string {
 }
 
 // reportDeployment writes the Deployment's status as the Deployment
-// controller would, for its current generation.
+// controller would once it has rolled out its current generation: every
+// replica updated, and available when conditions say Available=True.
 func reportDeployment(srv *mcpv1alpha1.MCPServer, conditions ...appsv1.DeploymentCondition) {
+	reportRollout(srv, func(d *appsv1.Deployment) {
+		n := ptr.Deref(d.Spec.Replicas, 1)
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, Conditions: conditions}
+		for _, c := range conditions {
+			if c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue {
+				d.Status.ReadyReplicas, d.Status.AvailableReplicas = n, n
+			}
+		}
+	})
+}
+
+// reportRollout writes the Deployment's status as set makes it: envtest
+// runs no Deployment controller.
+func reportRollout(srv *mcpv1alpha1.MCPServer, set func(*appsv1.Deployment)) {
 	Eventually(func() error {
 		d, err := deploymentOf(srv)()
 		if err != nil {
 			return err
 		}
-		d.Status.ObservedGeneration = d.Generation
-		d.Status.Conditions = conditions
+		set(d)
 		return k8sClient.Status().Update(ctx, d)
 	}).Should(Succeed())
+}
+
+// serverCondition polls "Status/Reason@generation" of an MCPServer's
+// condition, and "none" when it is absent.
+func serverCondition(srv *mcpv1alpha1.MCPServer, condType string) func() string {
+	return func() string {
+		c := meta.FindStatusCondition(fetch(srv).Status.Conditions, condType)
+		if c == nil {
+			return "none"
+		}
+		return fmt.Sprintf("%s/%s@%d", c.Status, c.Reason, c.ObservedGeneration)
+	}
 }
 
 func deploymentCond(t appsv1.DeploymentConditionType, status corev1.ConditionStatus, reason, message string) appsv1.DeploymentCondition {
@@ -376,6 +404,78 @@ var _ = Describe("MCPServer workloads", func() {
 			d, err := deploymentOf(srv)()
 			return *d.Spec.Replicas, err
 		}).Should(BeEquivalentTo(5))
+	})
+
+	It("finishes a generation only once its Deployment has rolled it out, and stalls on a stuck rollout", func() {
+		ns := newNamespace()
+		srv := createWorkload(ns, "roll", func(s *mcpv1alpha1.MCPServer) {
+			s.Spec.Timeout = &metav1.Duration{Duration: 2 * time.Second}
+		})
+		existing(deploymentOf(srv))
+		reportDeployment(srv, minimumAvailable)
+		Eventually(workloadOf(srv)).Should(Equal("True/DeploymentAvailable"))
+		// No cluster DNS here: discovery of generation 1 fails, and its
+		// Ready stays as the record of generation 1.
+		Eventually(serverCondition(srv, mcpv1alpha1.ConditionReady)).Should(MatchRegexp(`^False/(Unreachable|Timeout)@1$`))
+		readyOfGeneration1 := serverCondition(srv, mcpv1alpha1.ConditionReady)()
+
+		By("waiting while the Deployment controller has not observed the new image")
+		changed := fetch(srv)
+		changed.Spec.Workload.Image = "registry.example/does-not-exist:1"
+		Expect(k8sClient.Update(ctx, changed)).To(Succeed())
+		Eventually(func() string { return serverIn(existing(deploymentOf(srv)).Spec.Template.Spec.Containers).Image }).
+			Should(Equal("registry.example/does-not-exist:1"))
+		Eventually(workloadOf(srv)).Should(Equal("False/RolloutInProgress"))
+		Expect(serverCondition(srv, mcpv1alpha1.ConditionReconciling)()).To(Equal("True/RolloutInProgress@2"))
+		Expect(conditionMessage(srv, mcpv1alpha1.ConditionReconciling)).To(ContainSubstring("Waiting for the Deployment controller to observe generation 2 of the Deployment"))
+		Expect(fetch(srv).Status.ObservedGeneration).NotTo(BeEquivalentTo(2))
+		Expect(kstatusOf(fetch(srv))).To(Equal(status.InProgressStatus))
+		Expect(serverCondition(srv, mcpv1alpha1.ConditionReady)()).To(Equal(readyOfGeneration1), "Ready is left to the finished generation")
+
+		By("naming the new pod's failure while the old one still serves")
+		d := existing(deploymentOf(srv))
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "roll-2-x2x4q", Labels: d.Spec.Template.Labels},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "server", Image: "registry.example/does-not-exist:1"}}},
+		}
+		Expect(k8sClient.Create(ctx, pod)).To(Succeed())
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "server", State: corev1.ContainerState{
+			Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image"}}}}
+		Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
+		progressing := deploymentCond(appsv1.DeploymentProgressing, corev1.ConditionTrue, "ReplicaSetUpdated", `ReplicaSet "roll-2" is progressing.`)
+		reportRollout(srv, func(d *appsv1.Deployment) {
+			d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 2, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
+				Conditions: []appsv1.DeploymentCondition{minimumAvailable, progressing}}
+		})
+		Eventually(func() string { return conditionMessage(srv, mcpv1alpha1.ConditionReconciling) }).Should(Equal(
+			"The workload (image registry.example/does-not-exist:1) is rolling out: Waiting for the rollout to finish: 1 old replicas are pending termination: " +
+				"Pod roll-2-x2x4q: container server is waiting: ImagePullBackOff: Back-off pulling image. The pods of the previous rollout serve meanwhile"))
+		Expect(workloadOf(srv)()).To(Equal("False/RolloutInProgress"))
+		Expect(eventsOf(srv)()).NotTo(containsSubstring("WorkloadUnavailable"), "a rollout is not a warning")
+
+		By("stalling with the Deployment's message once its progress deadline passes")
+		stuck := deploymentCond(appsv1.DeploymentProgressing, corev1.ConditionFalse, "ProgressDeadlineExceeded", `ReplicaSet "roll-2" has timed out progressing.`)
+		reportRollout(srv, func(d *appsv1.Deployment) {
+			d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 2, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
+				Conditions: []appsv1.DeploymentCondition{minimumAvailable, stuck}}
+		})
+		Eventually(serverCondition(srv, mcpv1alpha1.ConditionStalled)).Should(Equal("True/ProgressDeadlineExceeded@2"))
+		stalledMessage := `The workload (image registry.example/does-not-exist:1) did not roll out: ReplicaSet "roll-2" has timed out progressing. The pods of the previous rollout still serve`
+		Expect(conditionMessage(srv, mcpv1alpha1.ConditionStalled)).To(Equal(stalledMessage))
+		got := fetch(srv)
+		Expect(got.Status.ObservedGeneration).To(BeEquivalentTo(2))
+		Expect(kstatusOf(got)).To(Equal(status.FailedStatus))
+		Expect(serverCondition(srv, mcpv1alpha1.ConditionReconciling)()).To(Equal("none"))
+		Expect(workloadOf(srv)()).To(Equal("False/ProgressDeadlineExceeded"))
+		Expect(serverCondition(srv, mcpv1alpha1.ConditionReady)()).To(Equal(readyOfGeneration1), "the old pods still serve the last tools")
+		Eventually(eventsOf(srv)).Should(ContainElement("ProgressDeadlineExceeded: " + stalledMessage))
+
+		By("discovering the new generation once the rollout finishes")
+		Expect(k8sClient.Delete(ctx, pod)).To(Succeed())
+		reportDeployment(srv, minimumAvailable)
+		Eventually(workloadOf(srv)).Should(Equal("True/DeploymentAvailable"))
+		Eventually(serverCondition(srv, mcpv1alpha1.ConditionReady)).Should(MatchRegexp(`^False/(Unreachable|Timeout)@2$`))
+		Expect(serverCondition(srv, mcpv1alpha1.ConditionStalled)()).To(Equal("none"))
 	})
 
 	It("reports WorkloadAvailable from the Deployment and its pods, and gates Ready on it", func() {

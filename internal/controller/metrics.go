@@ -2,8 +2,11 @@ package controller
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 )
 
@@ -30,6 +33,15 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(serverReady, discoveryDuration, toolsWithheld, mcpclient.HeldSessions)
+}
+
+// exportReady sets mcp_mcpserver_ready from the status srv holds.
+func exportReady(srv *mcpv1alpha1.MCPServer) {
+	ready := 0.0
+	if c := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == srv.Generation {
+		ready = 1
+	}
+	serverReady.WithLabelValues(srv.Namespace + "/" + srv.Name).Set(ready)
 }
 
 func forgetServerMetrics(key string) {

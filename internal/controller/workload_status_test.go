@@ -11,17 +11,28 @@ import (
 )
 
 func TestWorkloadAvailability(t *testing.T) {
+	// deployment is a Deployment of generation 2 whose controller has
+	// rolled it out: every replica (1 unless said) updated and available.
 	deployment := func(replicas *int32, conditions ...appsv1.DeploymentCondition) *appsv1.Deployment {
-		return &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: replicas}, Status: appsv1.DeploymentStatus{Conditions: conditions}}
+		n := ptr.Deref(replicas, 1)
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Spec: appsv1.DeploymentSpec{Replicas: replicas},
+			Status: appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: n, UpdatedReplicas: n, AvailableReplicas: n, Conditions: conditions}}
 	}
-	c := func(t appsv1.DeploymentConditionType, status corev1.ConditionStatus, message string) appsv1.DeploymentCondition {
-		return appsv1.DeploymentCondition{Type: t, Status: status, Message: message}
+	rolling := func(status appsv1.DeploymentStatus, conditions ...appsv1.DeploymentCondition) *appsv1.Deployment {
+		d := deployment(ptr.To[int32](2), conditions...)
+		status.Conditions = conditions
+		d.Status = status
+		return d
 	}
-	available := c(appsv1.DeploymentAvailable, corev1.ConditionTrue, "Deployment has minimum availability.")
-	unavailable := c(appsv1.DeploymentAvailable, corev1.ConditionFalse, "Deployment does not have minimum availability.")
-	stuck := c(appsv1.DeploymentProgressing, corev1.ConditionFalse, `ReplicaSet "s-2" has timed out progressing.`)
-	forbidden := c(appsv1.DeploymentReplicaFailure, corev1.ConditionTrue, `pods "s-2-" is forbidden: exceeded quota`)
+	c := func(t appsv1.DeploymentConditionType, status corev1.ConditionStatus, reason, message string) appsv1.DeploymentCondition {
+		return appsv1.DeploymentCondition{Type: t, Status: status, Reason: reason, Message: message}
+	}
+	available := c(appsv1.DeploymentAvailable, corev1.ConditionTrue, "MinimumReplicasAvailable", "Deployment has minimum availability.")
+	unavailable := c(appsv1.DeploymentAvailable, corev1.ConditionFalse, "MinimumReplicasUnavailable", "Deployment does not have minimum availability.")
+	stuck := c(appsv1.DeploymentProgressing, corev1.ConditionFalse, "ProgressDeadlineExceeded", `ReplicaSet "s-2" has timed out progressing.`)
+	forbidden := c(appsv1.DeploymentReplicaFailure, corev1.ConditionTrue, "FailedCreate", `pods "s-2-" is forbidden: exceeded quota`)
 	pulling := []corev1.Pod{waitingPod("s-1", "ImagePullBackOff", `Back-off pulling image "x"`)}
+	const meanwhile = ". The pods of the previous rollout serve meanwhile"
 
 	tests := []struct {
 		name string
@@ -30,23 +41,45 @@ func TestWorkloadAvailability(t *testing.T) {
 		want availability
 	}{
 		{"no status yet is pending", deployment(nil), nil,
-			availability{metav1.ConditionFalse, "DeploymentPending", "The Deployment controller has not reported on the Deployment yet"}},
-		{"available is available, in the Deployment's words", deployment(nil, available), nil,
-			availability{metav1.ConditionTrue, "DeploymentAvailable", "Deployment has minimum availability."}},
-		{"available wins over a stuck rollout, which the message names", deployment(nil, available, stuck), nil,
-			availability{metav1.ConditionTrue, "DeploymentAvailable", `Deployment has minimum availability. Its rollout is stuck: ReplicaSet "s-2" has timed out progressing.`}},
+			availability{status: metav1.ConditionFalse, reason: "DeploymentPending", message: "The Deployment controller has not reported on the Deployment yet"}},
+		{"available and rolled out is available, in the Deployment's words", deployment(nil, available), nil,
+			availability{status: metav1.ConditionTrue, reason: "DeploymentAvailable", message: "Deployment has minimum availability."}},
+		{"available from an earlier rollout is not available for a spec the Deployment controller has not observed",
+			rolling(appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 2, UpdatedReplicas: 2, AvailableReplicas: 2}, available), nil,
+			availability{status: metav1.ConditionFalse, reason: "RolloutInProgress", serving: true,
+				message: "Waiting for the Deployment controller to observe generation 2 of the Deployment" + meanwhile}},
+		{"a rollout with replicas still to update is in progress, and names a failing new pod",
+			rolling(appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 3, UpdatedReplicas: 1, AvailableReplicas: 2}, available), pulling,
+			availability{status: metav1.ConditionFalse, reason: "RolloutInProgress", serving: true,
+				message: `Waiting for the rollout to finish: 1 of 2 new replicas have been updated: Pod s-1: container server is waiting: ImagePullBackOff: Back-off pulling image "x"` + meanwhile}},
+		{"old replicas pending termination are a rollout in progress",
+			rolling(appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 3, UpdatedReplicas: 2, AvailableReplicas: 3}, available), nil,
+			availability{status: metav1.ConditionFalse, reason: "RolloutInProgress", serving: true,
+				message: "Waiting for the rollout to finish: 1 old replicas are pending termination" + meanwhile}},
+		{"updated replicas not yet available are a rollout in progress",
+			rolling(appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 2, UpdatedReplicas: 2, AvailableReplicas: 1}, available), nil,
+			availability{status: metav1.ConditionFalse, reason: "RolloutInProgress", serving: true,
+				message: "Waiting for the rollout to finish: 1 of 2 updated replicas are available" + meanwhile}},
+		{"a replica failure during a rollout is named",
+			rolling(appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 2, UpdatedReplicas: 0, AvailableReplicas: 2}, available, forbidden), nil,
+			availability{status: metav1.ConditionFalse, reason: "RolloutInProgress", serving: true,
+				message: `Waiting for the rollout to finish: 0 of 2 new replicas have been updated: pods "s-2-" is forbidden: exceeded quota` + meanwhile}},
+		{"a stuck rollout while old pods serve says what the Deployment says",
+			rolling(appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 3, UpdatedReplicas: 1, AvailableReplicas: 2}, available, stuck), nil,
+			availability{status: metav1.ConditionFalse, reason: "ProgressDeadlineExceeded", serving: true,
+				message: `ReplicaSet "s-2" has timed out progressing. The pods of the previous rollout still serve`}},
 		{"a pod that cannot pull its image is named", deployment(nil, unavailable), pulling,
-			availability{metav1.ConditionFalse, "PodFailing", `Pod s-1: container server is waiting: ImagePullBackOff: Back-off pulling image "x"`}},
+			availability{status: metav1.ConditionFalse, reason: "PodFailing", message: `Pod s-1: container server is waiting: ImagePullBackOff: Back-off pulling image "x"`}},
 		{"pods that are starting are not failing", deployment(nil, unavailable), []corev1.Pod{waitingPod("s-1", "ContainerCreating", "")},
-			availability{metav1.ConditionFalse, "DeploymentUnavailable", "Deployment does not have minimum availability."}},
+			availability{status: metav1.ConditionFalse, reason: "DeploymentUnavailable", message: "Deployment does not have minimum availability."}},
 		{"pods are read even before the Deployment reports", deployment(nil), pulling,
-			availability{metav1.ConditionFalse, "PodFailing", `Pod s-1: container server is waiting: ImagePullBackOff: Back-off pulling image "x"`}},
+			availability{status: metav1.ConditionFalse, reason: "PodFailing", message: `Pod s-1: container server is waiting: ImagePullBackOff: Back-off pulling image "x"`}},
 		{"a replica failure says what the Deployment says", deployment(nil, unavailable, forbidden), pulling,
-			availability{metav1.ConditionFalse, "ReplicaFailure", `pods "s-2-" is forbidden: exceeded quota`}},
+			availability{status: metav1.ConditionFalse, reason: "ReplicaFailure", message: `pods "s-2-" is forbidden: exceeded quota`}},
 		{"a missed progress deadline says what the Deployment says", deployment(nil, unavailable, stuck), nil,
-			availability{metav1.ConditionFalse, "ProgressDeadlineExceeded", `ReplicaSet "s-2" has timed out progressing.`}},
+			availability{status: metav1.ConditionFalse, reason: "ProgressDeadlineExceeded", message: `ReplicaSet "s-2" has timed out progressing.`}},
 		{"zero replicas are not available, whatever the Deployment says", deployment(ptr.To[int32](0), available), nil,
-			availability{metav1.ConditionFalse, "ScaledToZero", "The Deployment is scaled to 0 replicas, so no pod runs the server"}},
+			availability{status: metav1.ConditionFalse, reason: "ScaledToZero", message: "The Deployment is scaled to 0 replicas, so no pod runs the server"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,7 +137,7 @@ func TestPodProblemClipsTheKubeletsText(t *testing.T) {
 	long := strings.Repeat("é", 300)
 	got := podProblem([]corev1.Pod{waitingPod("s-1", "ErrImagePull", long)})
 	text := strings.TrimPrefix(got, "Pod s-1: container server is waiting: ErrImagePull: ")
-	if !strings.HasSuffix(text, "…") || len(text) > maxPodMessage+len("…") {
+	if !strings.HasSuffix(text, "…") || len(text) > maxPodMessage {
 		t.Fatalf("not clipped to %d bytes: %d bytes", maxPodMessage, len(text))
 	}
 	if !strings.HasPrefix(long, strings.TrimSuffix(text, "…")) {

@@ -83,13 +83,13 @@ metadata: {generation: 3}
 status:
   observedGeneration: 2
   conditions: [{type: Ready, status: "True", reason: ToolsDiscovered, message: Discovered 5 tools}]`, "Progressing", "Waiting for the controller to handle generation 3"},
-		{"reconciling", `
-metadata: {generation: 1}
+		{"reconciling, with the last generation's Ready kept", `
+metadata: {generation: 2}
 status:
-  observedGeneration: 1
+  observedGeneration: 2
   conditions:
-  - {type: Reconciling, status: "True", reason: Progressing, message: Discovering the tools of generation 1}
-  - {type: Ready, status: Unknown, reason: Progressing, message: Discovery in progress}`, "Progressing", "Discovering the tools of generation 1"},
+  - {type: Reconciling, status: "True", reason: Progressing, message: Discovering the tools of generation 2, observedGeneration: 2}
+  - {type: Ready, status: "True", reason: ToolsDiscovered, message: Discovered 5 tools, observedGeneration: 1}`, "Progressing", "Discovering the tools of generation 2"},
 		{"stalled", `
 metadata: {generation: 1}
 status:
