@@ -69,7 +69,7 @@ func workloadEvents(before, after *mcpv1alpha1.MCPServer) []statusEvent {
 	switch {
 	case now == nil && was != nil:
 		return []statusEvent{{eventType: corev1.EventTypeNormal, reason: "WorkloadRemoved", action: "Deploy",
-			message: "spec.workload was removed: its Deployment and Service are deleted"}}
+			message: "spec.workload was removed: its Deployment, Service and NetworkPolicy are deleted"}}
 	case now == nil:
 		return nil
 	case now.Status == metav1.ConditionTrue && !wasAvailable:

@@ -85,7 +85,7 @@ func TestServerEvents(t *testing.T) {
 			eventServer(1, []metav1.Condition{wlScaledDown, unavailable(wlScaledDown)}, true, "a"),
 			[]string{"Normal ScaledToZero scaled to 0"}},
 		{"removing the workload says so", eventServer(1, []metav1.Condition{wlAvailable, readyTrue}, true, "a"), eventServer(1, []metav1.Condition{readyTrue}, true, "a"),
-			[]string{"Normal WorkloadRemoved spec.workload was removed: its Deployment and Service are deleted"}},
+			[]string{"Normal WorkloadRemoved spec.workload was removed: its Deployment, Service and NetworkPolicy are deleted"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
