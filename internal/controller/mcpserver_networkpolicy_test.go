@@ -1,11 +1,14 @@
 package controller
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -51,6 +54,26 @@ func isolated(srv *mcpv1alpha1.MCPServer, port int32) func(Gomega) {
 	}
 }
 
+// quieted makes srv look down for an hour, so that the operator's next
+// retry of it is its refresh interval away (an hour, with refreshHourly),
+// and waits for a reconcile that took this in. From then on only a watch
+// brings a reconcile within a spec's time.
+func quieted(srv *mcpv1alpha1.MCPServer) {
+	Eventually(readyOf(srv)).Should(Equal("False/WorkloadUnavailable"))
+	Eventually(func() error {
+		s := fetch(srv)
+		ready := meta.FindStatusCondition(s.Status.Conditions, mcpv1alpha1.ConditionReady)
+		ready.LastTransitionTime = metav1.NewTime(time.Now().Add(-time.Hour))
+		ready.Message = "stale"
+		return k8sClient.Status().Update(ctx, s)
+	}).Should(Succeed())
+	Eventually(func() string { return conditionMessage(srv, mcpv1alpha1.ConditionReady) }).ShouldNot(Equal("stale"))
+}
+
+func refreshHourly(s *mcpv1alpha1.MCPServer) {
+	s.Spec.RefreshInterval = &metav1.Duration{Duration: time.Hour}
+}
+
 var _ = Describe("A workload's NetworkPolicy", func() {
 	It("admits only the manager's pods, on the server's port, and belongs to the MCPServer", func() {
 		srv := createWorkload(newNamespace(), "guarded")
@@ -73,8 +96,9 @@ var _ = Describe("A workload's NetworkPolicy", func() {
 	})
 
 	It("is put back when someone edits or deletes it", func() {
-		srv := createWorkload(newNamespace(), "kept")
+		srv := createWorkload(newNamespace(), "kept", refreshHourly)
 		Eventually(isolated(srv, 8080)).Should(Succeed())
+		quieted(srv)
 
 		By("restoring the rules after an edit that opens the pods to every peer")
 		p := existing(networkPolicyOf(srv))
