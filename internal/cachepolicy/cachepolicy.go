@@ -5,7 +5,8 @@
 // memory does not grow with the cluster's Secrets and the process does not
 // hold their values. Deployments, Services, NetworkPolicies and Pods are
 // cached only when they carry the operator's managed-by label (those of
-// MCPServer workloads), so memory does not grow with every workload in the cluster.
+// MCPServer workloads), so memory does not grow with every workload in the
+// cluster.
 // managedFields, which nothing here reads, are dropped from every cached
 // object.
 package cachepolicy

@@ -36,9 +36,9 @@ type workloadError struct{ reason, message string }
 func (e *workloadError) Error() string { return e.message }
 
 // reconcileWorkload runs spec.workload: it applies the NetworkPolicy, the
-// Deployment and the Service, reads how available the Deployment is into WorkloadAvailable,
-// and returns a *workloadError until it is, so that discovery never dials
-// a server that is not up. Without a workload it removes the objects an
+// Service and the Deployment, reads how available the Deployment is into
+// WorkloadAvailable, and returns a *workloadError until it is, so that
+// discovery never dials a server that is not up. Without a workload it removes the objects an
 // earlier one left.
 func (r *MCPServerReconciler) reconcileWorkload(ctx context.Context, srv *mcpv1alpha1.MCPServer) error {
 	w := srv.Spec.Workload
