@@ -14,8 +14,10 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -135,6 +137,7 @@ func bindControllerFlags(fs *flag.FlagSet, opts *controller.Options) {
 	fs.IntVar(&opts.MaxDescriptionBytes, "max-description-bytes", controller.DefaultMaxDescriptionBytes, "Tool descriptions longer than this are cut, with a warning in status; 0 keeps them whole.")
 	fs.StringVar(&opts.BridgeImage, "bridge-image", imageRepository+":"+version,
 		"Image the init container of Stdio workloads copies mcp-bridge from (at "+controller.BridgeInImage+"): the operator's own image. config/default sets it to the manager's image.")
+	bindWorkloadIngressFlags(fs, &opts.WorkloadIngress)
 	fs.DurationVar(&opts.ListChangedInterval, "list-changed-interval", controller.DefaultListChangedInterval, "Least time between two re-lists of one server that its list_changed notifications trigger.")
 	egress := &mcpclient.EgressPolicy{Deny: mcpclient.DefaultEgressDeny}
 	opts.Egress = egress
@@ -146,6 +149,22 @@ func bindControllerFlags(fs *flag.FlagSet, opts *controller.Options) {
 	fs.Func("egress-allow-cidrs", "Comma-separated CIDRs that are the only ones dialed (default: any not denied).", func(v string) error {
 		prefixes, err := parseCIDRs(v)
 		egress.Allow = prefixes
+		return err
+	})
+}
+
+// bindWorkloadIngressFlags says where the manager's pods are: each
+// workload's NetworkPolicy admits only them. The namespace comes from the
+// downward API (POD_NAMESPACE), the labels from the manager pod template's
+// (config/manager and the chart pass them), since a pod cannot read its
+// own labels from its environment and the pod-template-hash among them
+// changes with every rollout.
+func bindWorkloadIngressFlags(fs *flag.FlagSet, in *controller.WorkloadIngress) {
+	fs.StringVar(&in.Namespace, "workload-ingress-from-namespace", os.Getenv("POD_NAMESPACE"),
+		"Namespace of the manager's pods, the only pods each workload's NetworkPolicy admits (default: $POD_NAMESPACE, which config/manager sets from the downward API). Empty: workloads get no NetworkPolicy.")
+	fs.Func("workload-ingress-from-labels", "Comma-separated key=value labels of the manager's pods: a workload's NetworkPolicy admits only pods in --workload-ingress-from-namespace carrying all of them (default: every pod of that namespace).", func(v string) error {
+		set, err := labels.ConvertSelectorToLabelsMap(v)
+		in.PodLabels = set
 		return err
 	})
 }
@@ -189,6 +208,11 @@ func (cfg *config) check() error {
 	}
 	if cfg.controllers.BridgeImage == "" {
 		return errors.New("--bridge-image must name the operator's image, which Stdio workloads copy mcp-bridge from")
+	}
+	if ns := cfg.controllers.WorkloadIngress.Namespace; ns != "" {
+		if problems := validation.IsDNS1123Label(ns); len(problems) > 0 {
+			return fmt.Errorf("--workload-ingress-from-namespace %q is not a namespace name: %s", ns, strings.Join(problems, "; "))
+		}
 	}
 	if cfg.catalog.CallerRate < 0 {
 		return errors.New("--catalog-caller-rate must not be negative")

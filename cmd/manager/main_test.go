@@ -96,6 +96,12 @@ func TestConfigCheck(t *testing.T) {
 		{"a renew deadline past the lease", []string{"--leader-elect", "--leader-election-renew-deadline=20s"}, "leader election needs retry period (2s) < renew deadline (20s) < lease duration (15s)"},
 		{"a drain longer than the shutdown", []string{"--catalog-drain-timeout=40s"}, "--graceful-shutdown-timeout (30s) must be longer than --catalog-drain-timeout (40s)"},
 		{"a negative caller rate", []string{"--catalog-caller-rate=-1"}, "--catalog-caller-rate must not be negative"},
+		{"a namespace that cannot name one", []string{"--workload-ingress-from-namespace=Tools_NS"},
+			`--workload-ingress-from-namespace "Tools_NS" is not a namespace name: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`},
+		{"labels that are not key=value", []string{"--workload-ingress-from-labels=app=a=b"},
+			`invalid value "app=a=b" for flag -workload-ingress-from-labels: invalid selector: [app a b]`},
+		{"a label value no label may have", []string{"--workload-ingress-from-labels=app=a b"},
+			`invalid value "app=a b" for flag -workload-ingress-from-labels: [app]: Invalid value: "a b": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,6 +112,35 @@ func TestConfigCheck(t *testing.T) {
 			}
 			if got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWorkloadIngressFlags(t *testing.T) {
+	manager := map[string]string{"app.kubernetes.io/name": "mcp-operator", "app.kubernetes.io/component": "manager"}
+	tests := []struct {
+		name string
+		env  string
+		args []string
+		want controller.WorkloadIngress
+	}{
+		{"out of a cluster, nothing: no NetworkPolicy", "", nil, controller.WorkloadIngress{}},
+		{"the namespace from POD_NAMESPACE", "mcp-operator-system", nil, controller.WorkloadIngress{Namespace: "mcp-operator-system"}},
+		{"the flag over POD_NAMESPACE", "mcp-operator-system", []string{"--workload-ingress-from-namespace=ops"}, controller.WorkloadIngress{Namespace: "ops"}},
+		{"the labels, spaces trimmed", "mcp-operator-system",
+			[]string{"--workload-ingress-from-labels=app.kubernetes.io/name=mcp-operator, app.kubernetes.io/component=manager"},
+			controller.WorkloadIngress{Namespace: "mcp-operator-system", PodLabels: manager}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("POD_NAMESPACE", tt.env)
+			cfg, err := parseFlags(flag.NewFlagSet("manager", flag.ContinueOnError), tt.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.controllers.WorkloadIngress; !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %+v, want %+v", got, tt.want)
 			}
 		})
 	}
@@ -131,9 +166,22 @@ func TestDeployedArgsAreValid(t *testing.T) {
 	if len(pod.Containers) == 0 || pod.TerminationGracePeriodSeconds == nil {
 		t.Fatal("config/manager has no manager container or no terminationGracePeriodSeconds")
 	}
+	// The kubelet sets POD_NAMESPACE from the downward API.
+	var fromPod bool
+	for _, e := range pod.Containers[0].Env {
+		fromPod = fromPod || e.Name == "POD_NAMESPACE" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace"
+	}
+	if !fromPod {
+		t.Error("config/manager does not set POD_NAMESPACE from metadata.namespace: workloads would get no NetworkPolicy")
+	}
+	t.Setenv("POD_NAMESPACE", "mcp-operator-system")
 	cfg, err := parseFlags(flag.NewFlagSet("manager", flag.ContinueOnError), pod.Containers[0].Args)
 	if err != nil {
 		t.Fatalf("config/manager's arguments: %v", err)
+	}
+	// A label the pods lack would shut the manager out of every workload.
+	if got, want := cfg.controllers.WorkloadIngress.PodLabels, deployment.Spec.Template.Labels; !reflect.DeepEqual(got, want) {
+		t.Errorf("--workload-ingress-from-labels says %v, the manager's pods carry %v", got, want)
 	}
 	if grace := time.Duration(*pod.TerminationGracePeriodSeconds) * time.Second; grace <= cfg.shutdownTimeout {
 		t.Errorf("terminationGracePeriodSeconds (%s) must outlast --graceful-shutdown-timeout (%s)", grace, cfg.shutdownTimeout)

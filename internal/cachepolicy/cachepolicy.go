@@ -3,9 +3,10 @@
 // cached: the controllers watch them metadata-only (to know when a
 // referenced one changes) and read the few an MCPServer names directly, so
 // memory does not grow with the cluster's Secrets and the process does not
-// hold their values. Deployments, Services and Pods are cached only when
-// they carry the operator's managed-by label (those of MCPServer
-// workloads), so memory does not grow with every workload in the cluster.
+// hold their values. Deployments, Services, NetworkPolicies and Pods are
+// cached only when they carry the operator's managed-by label (those of
+// MCPServer workloads), so memory does not grow with every workload in the
+// cluster.
 // managedFields, which nothing here reads, are dropped from every cached
 // object.
 package cachepolicy
@@ -13,6 +14,7 @@ package cachepolicy
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -38,7 +40,7 @@ func Apply(opts *ctrl.Options) {
 		opts.Cache.ByObject = map[client.Object]cache.ByObject{}
 	}
 	managed := labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedBy})
-	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &corev1.Pod{}} {
+	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &networkingv1.NetworkPolicy{}, &corev1.Pod{}} {
 		opts.Cache.ByObject[obj] = cache.ByObject{Label: managed}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,6 +72,9 @@ type MCPServerReconciler struct {
 	// BridgeImage is the image the init container of a Stdio workload
 	// copies the bridge from, at BridgeInImage: the operator's own.
 	BridgeImage string
+	// WorkloadIngress names the pods each workload's NetworkPolicy admits;
+	// without a namespace workloads get none.
+	WorkloadIngress WorkloadIngress
 	// APIReader reads what the cache does not hold: objects without the
 	// operator's label that a workload's name would take over.
 	APIReader client.Reader
@@ -87,6 +91,7 @@ type MCPServerReconciler struct {
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=mcp.toolmesh.io,resources=mcpservers/finalizers,verbs=update
 
 // Reconcile brings one MCPServer's status in line with its server.
@@ -347,6 +352,7 @@ func (r *MCPServerReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 		// The cache holds only those with the operator's label.
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
+		Owns(&networkingv1.NetworkPolicy{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(serverOfPod)).
 		WatchesRawSource(source.Channel(r.changes, &handler.TypedEnqueueRequestForObject[*mcpv1alpha1.MCPServer]{})).
 		WithOptions(controller.Options{

@@ -72,7 +72,7 @@ func workloadEvents(before, after *mcpv1alpha1.MCPServer) []statusEvent {
 	switch {
 	case now == nil && was != nil:
 		return []statusEvent{{eventType: corev1.EventTypeNormal, reason: "WorkloadRemoved", action: "Deploy",
-			message: "spec.workload was removed: its Deployment and Service are deleted"}}
+			message: "spec.workload was removed: its Deployment, Service and NetworkPolicy are deleted"}}
 	case now == nil, now.Reason == mcpv1alpha1.ReasonRolloutInProgress:
 		// A rollout is routine; it is said when it is done (available
 		// again) or stuck (Stalled).

@@ -95,7 +95,7 @@ func TestServerEvents(t *testing.T) {
 			eventServer(2, []metav1.Condition{wlStuck, readyTrue, cond("Stalled", "True", "ProgressDeadlineExceeded", "The workload (image i) did not roll out: timed out", 2)}, true, "a"),
 			[]string{"Warning ProgressDeadlineExceeded The workload (image i) did not roll out: timed out"}},
 		{"removing the workload says so", eventServer(1, []metav1.Condition{wlAvailable, readyTrue}, true, "a"), eventServer(1, []metav1.Condition{readyTrue}, true, "a"),
-			[]string{"Normal WorkloadRemoved spec.workload was removed: its Deployment and Service are deleted"}},
+			[]string{"Normal WorkloadRemoved spec.workload was removed: its Deployment, Service and NetworkPolicy are deleted"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,12 +7,14 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -38,10 +40,10 @@ type workloadError struct {
 
 func (e *workloadError) Error() string { return e.message }
 
-// reconcileWorkload runs spec.workload: it applies the Deployment and the
-// Service, reads how available the Deployment is into WorkloadAvailable,
-// and returns a *workloadError until it is, so that discovery never dials
-// a server that is not up. Without a workload it removes the objects an
+// reconcileWorkload runs spec.workload: it applies the NetworkPolicy, the
+// Service and the Deployment, reads how available the Deployment is into
+// WorkloadAvailable, and returns a *workloadError until it is, so that
+// discovery never dials a server that is not up. Without a workload it removes the objects an
 // earlier one left.
 func (r *MCPServerReconciler) reconcileWorkload(ctx context.Context, srv *mcpv1alpha1.MCPServer) error {
 	w := srv.Spec.Workload
@@ -77,14 +79,30 @@ func (r *MCPServerReconciler) reconcileWorkload(ctx context.Context, srv *mcpv1a
 		message: fmt.Sprintf("The workload (image %s) is not available: %s", w.Image, a.message)}
 }
 
-// applyWorkload brings the Service and the Deployment in line with the
-// spec and returns the Deployment as the API server stored it.
+// applyWorkload brings the NetworkPolicy (when the manager knows its
+// namespace), the Service and the Deployment in line with the spec and
+// returns the Deployment as the API server stored it. The NetworkPolicy
+// comes first, so that no pod of the workload runs without it. A manager
+// that does not know its namespace leaves an existing one as it is:
+// removing isolation because of a missing setting would be worse than
+// keeping a policy for the manager pods it was made for.
 func (r *MCPServerReconciler) applyWorkload(ctx context.Context, srv *mcpv1alpha1.MCPServer) (*appsv1.Deployment, error) {
+	isolate := r.WorkloadIngress.enabled()
+	if isolate {
+		if err := r.claim(ctx, srv, &networkingv1.NetworkPolicy{}, "NetworkPolicy"); err != nil {
+			return nil, err
+		}
+	}
 	if err := r.claim(ctx, srv, &corev1.Service{}, "Service"); err != nil {
 		return nil, err
 	}
 	if err := r.claim(ctx, srv, &appsv1.Deployment{}, "Deployment"); err != nil {
 		return nil, err
+	}
+	if isolate {
+		if err := r.apply(ctx, renderNetworkPolicy(srv, r.WorkloadIngress), &networkingv1ac.NetworkPolicyApplyConfiguration{}, nil, "NetworkPolicy"); err != nil {
+			return nil, err
+		}
 	}
 	if err := r.apply(ctx, renderService(srv), &corev1ac.ServiceApplyConfiguration{}, nil, "Service"); err != nil {
 		return nil, err
@@ -164,13 +182,14 @@ func applyConfiguration(obj any, ac any) error {
 	return json.Unmarshal(raw, ac)
 }
 
-// removeWorkload deletes the Deployment and the Service an earlier
-// spec.workload made, and nothing else: only objects srv controls.
+// removeWorkload deletes the Deployment, the Service and the
+// NetworkPolicy an earlier spec.workload made, and nothing else: only
+// objects srv controls.
 func (r *MCPServerReconciler) removeWorkload(ctx context.Context, srv *mcpv1alpha1.MCPServer) error {
 	for _, o := range []struct {
 		obj  client.Object
 		kind string
-	}{{&appsv1.Deployment{}, "Deployment"}, {&corev1.Service{}, "Service"}} {
+	}{{&appsv1.Deployment{}, "Deployment"}, {&corev1.Service{}, "Service"}, {&networkingv1.NetworkPolicy{}, "NetworkPolicy"}} {
 		obj := o.obj
 		if err := r.Get(ctx, client.ObjectKeyFromObject(srv), obj); err != nil {
 			if apierrors.IsNotFound(err) {

@@ -272,7 +272,9 @@ var _ = Describe("MCPServer workloads", func() {
 			Expect(err).NotTo(HaveOccurred())
 			s, err := serviceOf(srv)()
 			Expect(err).NotTo(HaveOccurred())
-			return []string{d.ResourceVersion, s.ResourceVersion, fetch(srv).ResourceVersion}
+			p, err := networkPolicyOf(srv)()
+			Expect(err).NotTo(HaveOccurred())
+			return []string{d.ResourceVersion, s.ResourceVersion, p.ResourceVersion, fetch(srv).ResourceVersion}
 		}
 		settled := rv()
 		Consistently(rv, 5*time.Second, 250*time.Millisecond).Should(Equal(settled))
@@ -529,13 +531,14 @@ var _ = Describe("MCPServer workloads", func() {
 		Eventually(eventsOf(srv)).Should(ContainElement("ScaledToZero: The Deployment is scaled to 0 replicas, so no pod runs the server"))
 	})
 
-	It("removes the Deployment and Service when the spec switches to a URL, and only those", func() {
+	It("removes the Deployment, Service and NetworkPolicy when the spec switches to a URL, and only those", func() {
 		ns := newNamespace()
 		mcp := startMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
 		mcp.AddTools("t")
 		srv := createWorkload(ns, "moved")
 		existing(deploymentOf(srv))
 		existing(serviceOf(srv))
+		existing(networkPolicyOf(srv))
 		Eventually(workloadOf(srv)).ShouldNot(Equal("none"))
 
 		moved := fetch(srv)
@@ -544,9 +547,10 @@ var _ = Describe("MCPServer workloads", func() {
 		Expect(k8sClient.Update(ctx, moved)).To(Succeed())
 		Eventually(gone(deploymentOf(srv))).Should(BeTrue())
 		Eventually(gone(serviceOf(srv))).Should(BeTrue())
+		Eventually(gone(networkPolicyOf(srv))).Should(BeTrue())
 		Eventually(readyOf(srv)).Should(Equal("True/ToolsDiscovered"))
 		Expect(meta.FindStatusCondition(fetch(srv).Status.Conditions, mcpv1alpha1.ConditionWorkloadAvailable)).To(BeNil())
-		Eventually(eventsOf(srv)).Should(ContainElement("WorkloadRemoved: spec.workload was removed: its Deployment and Service are deleted"))
+		Eventually(eventsOf(srv)).Should(ContainElement("WorkloadRemoved: spec.workload was removed: its Deployment, Service and NetworkPolicy are deleted"))
 
 		By("leaving alone a Service of the same name that is not the MCPServer's")
 		foreign := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "moved", Labels: map[string]string{"app.kubernetes.io/managed-by": "mcp-operator"}},
@@ -580,6 +584,7 @@ var _ = Describe("MCPServer workloads", func() {
 		Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("their/app:1"))
 		_, err := serviceOf(srv)()
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing of the workload is made while its name is taken")
+		Expect(gone(networkPolicyOf(srv))()).To(BeTrue(), "nothing of the workload is made while its name is taken")
 	})
 
 	It("stalls on a workload the API server refuses as a pod spec", func() {
@@ -646,7 +651,7 @@ var _ = Describe("The manager's ClusterRole", func() {
 		Expect(err).NotTo(HaveOccurred())
 		// Suspended, so the manager's own reconciler leaves it to this one.
 		srv := createWorkload(ns, "least", func(s *mcpv1alpha1.MCPServer) { s.Spec.Suspend = true })
-		r := &MCPServerReconciler{Client: as, APIReader: as, BridgeImage: suiteBridgeImage}
+		r := &MCPServerReconciler{Client: as, APIReader: as, BridgeImage: suiteBridgeImage, WorkloadIngress: suiteIngress}
 
 		By("being refused without the role, which shows the requests run as the user")
 		_, err = r.applyWorkload(ctx, fetch(srv))
@@ -668,6 +673,7 @@ var _ = Describe("The manager's ClusterRole", func() {
 		Expect(r.reconcileWorkload(ctx, withWorkload)).To(BeAssignableToTypeOf(unavailable), "not refused, only not available yet")
 		Expect(existing(deploymentOf(srv)).OwnerReferences).To(HaveLen(1))
 		existing(serviceOf(srv))
+		existing(networkPolicyOf(srv))
 
 		By("removing, with the role")
 		without := withWorkload.DeepCopy()
@@ -676,5 +682,6 @@ var _ = Describe("The manager's ClusterRole", func() {
 		Expect(r.reconcileWorkload(ctx, without)).To(Succeed())
 		Expect(gone(deploymentOf(srv))()).To(BeTrue())
 		Expect(gone(serviceOf(srv))()).To(BeTrue())
+		Expect(gone(networkPolicyOf(srv))()).To(BeTrue())
 	})
 })

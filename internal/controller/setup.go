@@ -27,10 +27,30 @@ type Options struct {
 	// BridgeImage holds the bridge Stdio workloads run behind (the
 	// operator's own image).
 	BridgeImage string
+	// WorkloadIngress names the pods each workload's NetworkPolicy admits:
+	// the manager's. Without a namespace no NetworkPolicy is made.
+	WorkloadIngress WorkloadIngress
 }
+
+// WorkloadIngress names the only pods that may reach a workload: those in
+// Namespace carrying PodLabels (every pod there, when PodLabels is empty).
+// The manager's own pods (discovery and the catalog on every replica) are
+// the only clients a workload needs; anyone else would skip the catalog's
+// authorization and audit trail.
+type WorkloadIngress struct {
+	Namespace string
+	PodLabels map[string]string
+}
+
+// enabled says whether workloads get a NetworkPolicy.
+func (w WorkloadIngress) enabled() bool { return w.Namespace != "" }
 
 // SetupWithManager registers both controllers, as the manager runs them.
 func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	if !opts.WorkloadIngress.enabled() {
+		// Said once, here, rather than on every workload's reconcile.
+		mgr.GetLogger().WithName("setup").Info("Workloads get no NetworkPolicy: the manager's namespace is unknown (set POD_NAMESPACE or --workload-ingress-from-namespace); any pod that can reach a workload's Service can call its tools")
+	}
 	if err := (&MCPServerReconciler{
 		Client:                  mgr.GetClient(),
 		Recorder:                mgr.GetEventRecorder("mcpserver-controller"),
@@ -41,6 +61,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		MaxDescriptionBytes:     opts.MaxDescriptionBytes,
 		ListChangedInterval:     opts.ListChangedInterval,
 		BridgeImage:             opts.BridgeImage,
+		WorkloadIngress:         opts.WorkloadIngress,
 	}).SetupWithManager(ctx, mgr); err != nil {
 		return err
 	}

@@ -23,6 +23,12 @@ const (
 	suiteBridgeImage = "ghcr.io/toolmesh/mcp-operator:suite"
 )
 
+// suiteIngress is where the suite's manager is told it runs (POD_NAMESPACE
+// and --workload-ingress-from-labels, as config/manager sets them): the
+// pods its workloads' NetworkPolicies admit.
+var suiteIngress = WorkloadIngress{Namespace: "mcp-operator-system",
+	PodLabels: map[string]string{"app.kubernetes.io/name": "mcp-operator", "app.kubernetes.io/component": "manager"}}
+
 var (
 	env       *testenv.Env
 	k8sClient client.Client
@@ -47,7 +53,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	Expect(SetupWithManager(ctx, mgr, Options{StatusBudget: suiteStatusBudget, Limits: mcpclient.DefaultLimits,
 		Egress: &mcpclient.EgressPolicy{Deny: mcpclient.DefaultEgressDeny}, MaxDescriptionBytes: DefaultMaxDescriptionBytes,
-		BridgeImage: suiteBridgeImage})).To(Succeed())
+		BridgeImage: suiteBridgeImage, WorkloadIngress: suiteIngress})).To(Succeed())
 
 	go func() {
 		defer GinkgoRecover()

@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -84,6 +85,35 @@ func renderService(srv *mcpv1alpha1.MCPServer) *corev1.Service {
 			Ports: []corev1.ServicePort{{
 				Name: portName, Protocol: corev1.ProtocolTCP, AppProtocol: ptr.To("http"),
 				Port: reach.WorkloadPort(srv.Spec.Workload), TargetPort: intstr.FromString(portName),
+			}},
+		},
+	}
+}
+
+// renderNetworkPolicy admits to srv's pods, on the server's port, only the
+// pods from names: the workload holds whatever credentials its spec gives
+// it (a token in its environment), and a client that reached it directly
+// would skip the catalog's authorization and audit trail. Every other port
+// and peer is refused once a policy selects the pods; kubelet probes come
+// from the node, which NetworkPolicy implementations admit.
+func renderNetworkPolicy(srv *mcpv1alpha1.MCPServer, from WorkloadIngress) *networkingv1.NetworkPolicy {
+	return &networkingv1.NetworkPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+		ObjectMeta: workloadMeta(srv),
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: workloadSelector(srv)},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{
+				// One peer with both selectors: pods with these labels in
+				// that namespace, not either.
+				From: []networkingv1.NetworkPolicyPeer{{
+					NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: from.Namespace}},
+					PodSelector:       &metav1.LabelSelector{MatchLabels: from.PodLabels},
+				}},
+				Ports: []networkingv1.NetworkPolicyPort{{
+					Protocol: ptr.To(corev1.ProtocolTCP),
+					Port:     ptr.To(intstr.FromInt32(reach.WorkloadPort(srv.Spec.Workload))),
+				}},
 			}},
 		},
 	}

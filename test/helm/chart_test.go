@@ -2,9 +2,12 @@ package helm
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive,staticcheck // Ginkgo's DSL reads best dot-imported
 	. "github.com/onsi/gomega"    //nolint:revive,staticcheck // so does Gomega's
@@ -113,6 +116,12 @@ var _ = Describe("The Helm chart", func() {
 		))
 
 		podLabels, _, _ := unstructured.NestedStringMap(deployment.Object, "spec", "template", "metadata", "labels")
+		var ingressFrom []string
+		for _, key := range slices.Sorted(maps.Keys(podLabels)) {
+			ingressFrom = append(ingressFrom, key+"="+podLabels[key])
+		}
+		Expect(manager["args"]).To(ContainElement("--workload-ingress-from-labels="+strings.Join(ingressFrom, ",")),
+			"workloads' NetworkPolicies admit the manager's own pods")
 		spread, _, _ := unstructured.NestedSlice(deployment.Object, "spec", "template", "spec", "topologySpreadConstraints")
 		Expect(spread).To(ConsistOf(HaveKeyWithValue("labelSelector", map[string]any{"matchLabels": toAny(podLabels)})),
 			"a constraint without labelSelector spreads the manager's own pods")
@@ -139,7 +148,8 @@ var _ = Describe("The Helm chart", func() {
 		charted := serverDryRun(renderChart())
 		Expect(charted).NotTo(HaveKey(serviceMonitorKey))
 		Expect(charted).NotTo(HaveKey(pdbKey))
-		Expect(containerOf(charted[deploymentKey])).NotTo(HaveKey("env"))
+		Expect(containerOf(charted[deploymentKey])["env"]).To(ConsistOf(HaveKeyWithValue("name", "POD_NAMESPACE")),
+			"only the manager's namespace, which its workloads' NetworkPolicies admit")
 	})
 
 	It("renders only flags the manager accepts", func() {
