@@ -209,7 +209,7 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 	}
 	noteOf(ctx).resultBytes = resultSize(envelope)
 	c.record(ctx, key, msg.Params.Name, entry, outcome)
-	stream.result(resultOf(callResultOf(envelope), modern))
+	stream.result(callAnswerOf(envelope, modern))
 }
 
 // answerFailure answers a failed call as mcpFailure decides: a tool
@@ -285,6 +285,39 @@ func withProgressToken(params, token json.RawMessage) json.RawMessage {
 func resultOf(result *mcp.CallToolResult, modern bool) json.RawMessage {
 	answer := *result
 	answer.ResultType = ""
+	if modern {
+		answer.ResultType = mcp.ResultTypeComplete
+	}
+	raw, _ := json.Marshal(answer)
+	return raw
+}
+
+// callAnswerOf is a tools/call result from the envelope, in one encoding:
+// the content items and structured content as the server returned them
+// (the catalog relays them, it does not reinterpret them), the error's
+// text when an error came without content, the catalog's note last, and
+// resultType for a 2026-07-28 caller.
+func callAnswerOf(env Envelope, modern bool) json.RawMessage {
+	content := env.Content
+	text := func(s string) json.RawMessage {
+		raw, _ := json.Marshal(mcp.NewTextContent(s))
+		return raw
+	}
+	if env.IsError && len(content) == 0 {
+		content = []json.RawMessage{text(env.Error)}
+	}
+	if env.System != "" {
+		content = append(content[:len(content):len(content)], text(env.System))
+	}
+	if content == nil {
+		content = []json.RawMessage{}
+	}
+	answer := struct {
+		Content           []json.RawMessage `json:"content"`
+		StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
+		IsError           bool              `json:"isError,omitempty"`
+		ResultType        mcp.ResultType    `json:"resultType,omitempty"`
+	}{Content: content, StructuredContent: env.StructuredContent, IsError: env.IsError}
 	if modern {
 		answer.ResultType = mcp.ResultTypeComplete
 	}

@@ -2,6 +2,8 @@ package toolcatalog
 
 import (
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -33,5 +35,47 @@ func TestResultOf(t *testing.T) {
 				t.Errorf("resultOf = %s, want %s", gotRaw, wantRaw)
 			}
 		})
+	}
+}
+
+// TestCallAnswerOf: the /mcp answer built from an envelope in one encoding
+// says what the typed round trip through mcp-go said, for both eras, and
+// relays content mcp-go does not know as the server sent it.
+func TestCallAnswerOf(t *testing.T) {
+	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
+	for _, tc := range []struct {
+		name string
+		env  Envelope
+		want string // "" to compare with resultOf(callResultOf(env))
+	}{
+		{"text", Envelope{Content: []json.RawMessage{raw(`{"type":"text","text":"3"}`)}}, ""},
+		{"an image and structured content", Envelope{Content: []json.RawMessage{raw(`{"type":"image","data":"AAAA","mimeType":"image/png"}`)},
+			StructuredContent: raw(`{"sum":3}`)}, ""},
+		{"a tool error with content", Envelope{IsError: true, Error: "x", Content: []json.RawMessage{raw(`{"type":"text","text":"the disk is full"}`)}}, ""},
+		{"an error without content", Envelope{IsError: true, Error: "the server said no"}, ""},
+		{"the catalog's note", Envelope{Content: []json.RawMessage{raw(`{"type":"text","text":"long"}`)}, System: "the result was cut to 10 characters"}, ""},
+		{"no content", Envelope{}, ""},
+		{"content mcp-go does not know", Envelope{Content: []json.RawMessage{raw(`{"type":"hologram","x":1,"_meta":{"k":"v"}}`)}},
+			`{"content":[{"type":"hologram","x":1,"_meta":{"k":"v"}}]}`},
+	} {
+		for _, modern := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, modern %v", tc.name, modern), func(t *testing.T) {
+				want := tc.want
+				if want == "" {
+					want = string(resultOf(callResultOf(tc.env), modern))
+				} else if modern {
+					want = want[:len(want)-1] + `,"resultType":"complete"}`
+				}
+				var got, wanted any
+				if err := json.Unmarshal(callAnswerOf(tc.env, modern), &got); err != nil {
+					t.Fatal(err)
+				}
+				_ = json.Unmarshal([]byte(want), &wanted)
+				if !reflect.DeepEqual(got, wanted) {
+					gotRaw, _ := json.Marshal(got)
+					t.Errorf("callAnswerOf = %s\nwant          %s", gotRaw, want)
+				}
+			})
+		}
 	}
 }
