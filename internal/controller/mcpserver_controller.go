@@ -177,6 +177,8 @@ func (r *MCPServerReconciler) discover(ctx context.Context, key types.Namespaced
 		var err error
 		list, err = s.ListTools(ctx, r.Limits)
 		info = s.Info()
+		// Until the next refresh the session needs only its stream.
+		s.ReleaseIdle()
 		return err
 	})
 	if err != nil {

@@ -152,6 +152,17 @@ func (s *Session) Close() {
 	})
 }
 
+// ReleaseIdle closes the session's connections that carry nothing now,
+// keeping its listening stream: a session held for its list changes but
+// asked something only once per refresh would otherwise keep a second
+// connection (a socket at both ends, its buffers and goroutines) per
+// server between refreshes.
+func (s *Session) ReleaseIdle() {
+	if s.http != nil {
+		s.http.CloseIdleConnections()
+	}
+}
+
 // retire closes the session once no request is in flight, so that a
 // replaced or dropped session finishes the calls it carries.
 func (s *Session) retire() {

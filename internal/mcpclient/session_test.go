@@ -465,3 +465,38 @@ func TestAClosedSessionLeavesNoConnection(t *testing.T) {
 		})
 	}
 }
+
+// TestReleaseIdleKeepsTheStream: a session held for its list changes lets
+// its idle request connection go between refreshes, and keeps listening on
+// the one connection its stream needs.
+func TestReleaseIdleKeepsTheStream(t *testing.T) {
+	for _, revision := range []string{"2025-11-25", ""} {
+		t.Run("revision "+revision, func(t *testing.T) {
+			srv := startServer(t, testmcp.Options{Transport: testmcp.StreamableHTTP, ListChanged: true})
+			srv.AddTools("echo")
+			url, open := countingFront(t, srv.URL())
+			changed := make(chan struct{}, 1)
+			s := connectT(t, Target{URL: url, Revision: revision}, func() {
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			})
+			if !s.Listening() {
+				t.Fatal("the session does not listen")
+			}
+			if _, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{}`), CallOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "a request connection beside the stream", func() bool { return open.Load() >= 2 })
+			s.ReleaseIdle()
+			waitFor(t, "only the stream's connection", func() bool { return open.Load() == 1 })
+			srv.AddTools("more")
+			select {
+			case <-changed:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the stream no longer carries list changes")
+			}
+		})
+	}
+}
