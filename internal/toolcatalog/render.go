@@ -84,20 +84,7 @@ type menuBody struct {
 // render writes a view's menu in a format; schemas go out as the bytes
 // status holds.
 func render(vw *view, format string) *rendered {
-	body := menuBody{Revision: vw.revision, Tools: make([]any, len(vw.menu.Tools))}
-	for i := range vw.menu.Tools {
-		body.Tools[i] = renderTool(&vw.menu.Tools[i], format)
-	}
-	for _, c := range vw.menu.Conflicts {
-		body.Conflicts = append(body.Conflicts, conflictJSON{Name: c.Name, Servers: c.Servers})
-	}
-	raw, err := json.Marshal(body)
-	if err != nil {
-		// Only a schema that is not valid JSON could fail here, and the API
-		// server stores only valid JSON.
-		panic(err)
-	}
-	return &rendered{etag: `"` + vw.revision + `"`, body: raw}
+	return &rendered{etag: `"` + vw.revision + `"`, body: appendMenu(nil, vw, format)}
 }
 
 func renderTool(e *menu.Entry, format string) any {

@@ -30,7 +30,7 @@ func benchView(n int) *view {
 }
 
 func BenchmarkRenderMenu(b *testing.B) {
-	for _, n := range []int{100, 1000} {
+	for _, n := range []int{100, 1000, 10000} {
 		vw := benchView(n)
 		b.Run(fmt.Sprintf("openai-%d-tools", n), func(b *testing.B) {
 			b.ReportAllocs()

@@ -1,0 +1,203 @@
+package toolcatalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/toolmesh/mcp-operator/internal/menu"
+)
+
+// A menu of thousands of tools is rendered again after every change, in
+// each format asked for, before its first byte goes out. encoding/json
+// spends most of that reflecting over each tool and re-validating each
+// schema; these append the same bytes directly: the schemas as status
+// holds them (the API server stores compact, valid JSON), strings escaped
+// as encoding/json escapes them. TestRenderMatchesEncodingJSON holds them
+// to encoding/json's output byte for byte.
+
+// appendMenu appends a view's menu body in a format.
+func appendMenu(buf []byte, vw *view, format string) []byte {
+	size := len(vw.revision) + 64
+	for i := range vw.menu.Tools {
+		e := &vw.menu.Tools[i]
+		size += len(e.Name) + len(e.Description) + len(e.Tool.Title) + len(e.Tool.InputSchema.Raw) + 96
+		if e.Tool.OutputSchema != nil {
+			size += len(e.Tool.OutputSchema.Raw)
+		}
+	}
+	buf = slices.Grow(buf, size)
+	buf = append(buf, `{"revision":`...)
+	buf = appendString(buf, vw.revision)
+	buf = append(buf, `,"tools":[`...)
+	for i := range vw.menu.Tools {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendTool(buf, &vw.menu.Tools[i], format)
+	}
+	buf = append(buf, ']')
+	if len(vw.menu.Conflicts) > 0 {
+		buf = append(buf, `,"conflicts":[`...)
+		for i, c := range vw.menu.Conflicts {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = append(buf, `{"name":`...)
+			buf = appendString(buf, c.Name)
+			buf = append(buf, `,"servers":`...)
+			buf = appendStrings(buf, c.Servers)
+			buf = append(buf, '}')
+		}
+		buf = append(buf, ']')
+	}
+	return append(buf, '}')
+}
+
+// appendTool appends what renderTool encodes to.
+func appendTool(buf []byte, e *menu.Entry, format string) []byte {
+	schema := e.Tool.InputSchema.Raw
+	switch format {
+	case formatAnthropic:
+		buf = append(buf, `{"name":`...)
+		buf = appendString(buf, e.Name)
+		buf = append(buf, `,"description":`...)
+		buf = appendString(buf, e.Description)
+		buf = append(buf, `,"input_schema":`...)
+		buf = appendRaw(buf, schema)
+	case formatMCP:
+		buf = append(buf, `{"name":`...)
+		buf = appendString(buf, e.Name)
+		if e.Tool.Title != "" {
+			buf = append(buf, `,"title":`...)
+			buf = appendString(buf, e.Tool.Title)
+		}
+		buf = append(buf, `,"description":`...)
+		buf = appendString(buf, e.Description)
+		buf = append(buf, `,"inputSchema":`...)
+		buf = appendRaw(buf, schema)
+		if e.Tool.OutputSchema != nil && len(e.Tool.OutputSchema.Raw) > 0 {
+			buf = append(buf, `,"outputSchema":`...)
+			buf = appendRaw(buf, e.Tool.OutputSchema.Raw)
+		}
+		if e.Tool.Annotations != nil {
+			raw, _ := json.Marshal(e.Tool.Annotations)
+			buf = append(buf, `,"annotations":`...)
+			buf = append(buf, raw...)
+		}
+	default:
+		buf = append(buf, `{"type":"function","function":{"name":`...)
+		buf = appendString(buf, e.Name)
+		buf = append(buf, `,"description":`...)
+		buf = appendString(buf, e.Description)
+		buf = append(buf, `,"parameters":`...)
+		buf = appendRaw(buf, schema)
+		buf = append(buf, '}')
+	}
+	return append(buf, '}')
+}
+
+// appendRaw appends raw JSON as encoding/json writes a json.RawMessage:
+// null when empty, HTML's characters escaped in its strings.
+func appendRaw(buf, raw []byte) []byte {
+	if len(raw) == 0 {
+		return append(buf, "null"...)
+	}
+	if !mayNeedHTMLEscape(raw) {
+		return append(buf, raw...)
+	}
+	escaped := bytes.NewBuffer(buf)
+	json.HTMLEscape(escaped, raw)
+	return escaped.Bytes()
+}
+
+// mayNeedHTMLEscape reports bytes json.HTMLEscape could change: <, >, &,
+// and 0xE2, the first byte of U+2028 and U+2029 (and of other
+// characters, which it leaves as they are).
+func mayNeedHTMLEscape(raw []byte) bool {
+	for _, b := range raw {
+		if b == '<' || b == '>' || b == '&' || b == 0xE2 {
+			return true
+		}
+	}
+	return false
+}
+
+func appendStrings(buf []byte, ss []string) []byte {
+	if ss == nil {
+		return append(buf, "null"...)
+	}
+	buf = append(buf, '[')
+	for i, s := range ss {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendString(buf, s)
+	}
+	return append(buf, ']')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// plain are the ASCII bytes a JSON string carries as they are.
+var plain = func() (set [utf8.RuneSelf]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		set[b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+	}
+	return set
+}()
+
+// appendString appends s quoted as encoding/json quotes a string: HTML's
+// <, > and & escaped, control characters as \u00XX (or their short
+// escapes), invalid UTF-8 as U+FFFD, and U+2028 and U+2029 escaped.
+func appendString(buf []byte, s string) []byte {
+	buf = append(buf, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if plain[b] {
+				i++
+				continue
+			}
+			buf = append(buf, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				buf = append(buf, '\\', b)
+			case '\b':
+				buf = append(buf, '\\', 'b')
+			case '\f':
+				buf = append(buf, '\\', 'f')
+			case '\n':
+				buf = append(buf, '\\', 'n')
+			case '\r':
+				buf = append(buf, '\\', 'r')
+			case '\t':
+				buf = append(buf, '\\', 't')
+			default:
+				buf = append(buf, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	buf = append(buf, s[start:]...)
+	return append(buf, '"')
+}

@@ -1,0 +1,93 @@
+package toolcatalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/menu"
+)
+
+// renderByReflection is what render writes, by encoding/json: the oracle
+// appendMenu is tested against.
+func renderByReflection(vw *view, format string) []byte {
+	body := menuBody{Revision: vw.revision, Tools: make([]any, len(vw.menu.Tools))}
+	for i := range vw.menu.Tools {
+		body.Tools[i] = renderTool(&vw.menu.Tools[i], format)
+	}
+	for _, c := range vw.menu.Conflicts {
+		body.Conflicts = append(body.Conflicts, conflictJSON{Name: c.Name, Servers: c.Servers})
+	}
+	raw, _ := json.Marshal(body)
+	return raw
+}
+
+// awkward are strings that exercise every escape encoding/json makes.
+var awkward = []string{"", "plain", `quote " and \ backslash`, "<html> & </html>", "tab\there\nnew line\r\x00\x01\x1f\x7f",
+	"\b\f", "é ü 日本語 🙂", "line\u2028separator\u2029paragraph", "bad \xff\xfe utf-8 \xc3", "\xe2\x82", strings128()}
+
+func strings128() string {
+	var b []byte
+	for i := range 128 {
+		b = append(b, byte(i))
+	}
+	return string(b)
+}
+
+// TestRenderMatchesEncodingJSON: the menu render appends is byte for byte
+// what encoding/json writes for the same tools, in every format.
+func TestRenderMatchesEncodingJSON(t *testing.T) {
+	var m menu.Menu
+	for i, s := range awkward {
+		tool := &mcpv1alpha1.Tool{Name: fmt.Sprintf("mcp_t_%d", i), Title: s, Description: "about " + s,
+			InputSchema: runtime.RawExtension{Raw: []byte(`{"properties":{"p":{"description":"a <b> \"c\"","type":"string"}},"type":"object"}`)}}
+		switch i % 4 {
+		case 1:
+			tool.OutputSchema = &runtime.RawExtension{Raw: []byte("{\"description\":\"a\u2028b \u20ac & c\",\"type\":\"object\"}")}
+		case 2:
+			tool.Annotations = &mcpv1alpha1.ToolAnnotations{Title: s, ReadOnlyHint: ptrTo(true)}
+		case 3:
+			tool.InputSchema.Raw = nil
+			tool.OutputSchema = &runtime.RawExtension{}
+		}
+		m.Tools = append(m.Tools, menu.Entry{Name: tool.Name + s, Tool: tool, Description: s})
+	}
+	m.Conflicts = []menu.Conflict{{Name: "mcp_a <x>", Servers: []string{"ns/a", "ns/b&c"}}, {Name: "none"}}
+	for _, conflicts := range [][]menu.Conflict{nil, m.Conflicts} {
+		withConflicts := m
+		withConflicts.Conflicts = conflicts
+		vw := &view{menu: withConflicts, revision: "rev<1>"}
+		for _, format := range []string{formatOpenAI, formatAnthropic, formatMCP} {
+			got, want := render(vw, format).body, renderByReflection(vw, format)
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s, %d conflicts:\n got %s\nwant %s", format, len(conflicts), got, want)
+			}
+		}
+	}
+}
+
+// TestAppendStringMatchesEncodingJSON: random bytes, valid UTF-8 or not,
+// quote as encoding/json quotes them.
+func TestAppendStringMatchesEncodingJSON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 5000 {
+		b := make([]byte, rng.IntN(24))
+		for i := range b {
+			b[i] = byte(rng.IntN(256))
+		}
+		if rng.IntN(3) == 0 {
+			b = append(b, "\u2028é<"...)
+		}
+		want, _ := json.Marshal(string(b))
+		if got := appendString(nil, string(b)); !bytes.Equal(got, want) {
+			t.Fatalf("appendString(%q) = %s, want %s", b, got, want)
+		}
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
