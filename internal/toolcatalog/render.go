@@ -117,13 +117,18 @@ func (m *menuCache) rendering(key viewKey, vw *view, format string) *rendered {
 	if ok && r.etag == `"`+vw.revision+`"` {
 		return r
 	}
-	r = render(vw, format)
-	if key.kind != globalView || key.namespace == "" {
-		// A namespace's slice of the global menu is not a menu of its own.
-		label := menuLabel(key)
-		menuRevisions.WithLabelValues(label).Inc()
-		toolsServed.WithLabelValues(label).Set(float64(len(vw.menu.Tools)))
-	}
+	// Concurrent first requests after a change share one rendering.
+	flight := fmt.Sprintf("render\x00%d\x00%s\x00%s\x00%s\x00%s\x00%s", v, key.kind, key.namespace, key.name, format, vw.revision)
+	shared, _, _ := m.building.Do(flight, func() (any, error) {
+		if key.kind != globalView || key.namespace == "" {
+			// A namespace's slice of the global menu is not a menu of its own.
+			label := menuLabel(key)
+			menuRevisions.WithLabelValues(label).Inc()
+			toolsServed.WithLabelValues(label).Set(float64(len(vw.menu.Tools)))
+		}
+		return render(vw, format), nil
+	})
+	r = shared.(*rendered)
 	if !worthKeeping(key, vw) {
 		return r
 	}
