@@ -1,6 +1,11 @@
 package mcpclient
 
 import (
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
 	"testing"
 	"time"
 
@@ -23,4 +28,24 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// front serves in front of a real server at backend: handle answers each
+// request, passing it on through pass when it likes; connState, if set,
+// hears the front's client connections. It returns the URL of the
+// backend's endpoint through the front, which stops with the test.
+func front(t *testing.T, backend string, handle func(w http.ResponseWriter, r *http.Request, pass http.Handler),
+	connState func(net.Conn, http.ConnState)) string {
+	t.Helper()
+	target, err := neturl.Parse(backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(&neturl.URL{Scheme: target.Scheme, Host: target.Host})
+	proxy.FlushInterval = -1
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handle(w, r, proxy) }))
+	srv.Config.ConnState = connState
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.URL + target.Path
 }

@@ -8,9 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	neturl "net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -197,15 +194,9 @@ func TestAFailedCallKeepsTheSession(t *testing.T) {
 // sessions does.
 func forgetful(t *testing.T, backend string) (url string, forget func()) {
 	t.Helper()
-	target, err := neturl.Parse(backend)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(&neturl.URL{Scheme: target.Scheme, Host: target.Host})
-	proxy.FlushInterval = -1
 	var mu sync.Mutex
 	seen, forgotten := map[string]bool{}, map[string]bool{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	url = front(t, backend, func(w http.ResponseWriter, r *http.Request, pass http.Handler) {
 		id := r.Header.Get("Mcp-Session-Id")
 		mu.Lock()
 		gone := forgotten[id]
@@ -217,10 +208,9 @@ func forgetful(t *testing.T, backend string) (url string, forget func()) {
 			http.Error(w, "session not found", http.StatusNotFound)
 			return
 		}
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL + target.Path, func() {
+		pass.ServeHTTP(w, r)
+	}, nil)
+	return url, func() {
 		mu.Lock()
 		defer mu.Unlock()
 		for id := range seen {
@@ -413,18 +403,12 @@ func TestCallersShareOneConnectAttempt(t *testing.T) {
 func TestADropWhileConnectingIsNotUndone(t *testing.T) {
 	srv := startServer(t, testmcp.Options{Transport: testmcp.StreamableHTTP})
 	srv.AddTools("echo")
-	backend, err := neturl.Parse(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(&neturl.URL{Scheme: backend.Scheme, Host: backend.Host})
 	arrived, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	url := front(t, srv.URL(), func(w http.ResponseWriter, r *http.Request, pass http.Handler) {
 		once.Do(func() { close(arrived); <-release })
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(front.Close)
+		pass.ServeHTTP(w, r)
+	}, nil)
 
 	p := &Pool{}
 	t.Cleanup(p.CloseAll)
@@ -435,7 +419,7 @@ func TestADropWhileConnectingIsNotUndone(t *testing.T) {
 	}
 	done := make(chan got, 1)
 	go func() {
-		s, closeAfter, err := p.Get(context.Background(), "ns/srv", Target{URL: front.URL + backend.Path, Timeout: 20 * time.Second})
+		s, closeAfter, err := p.Get(context.Background(), "ns/srv", Target{URL: url, Timeout: 20 * time.Second})
 		done <- got{s, closeAfter, err}
 	}()
 	<-arrived
@@ -458,27 +442,21 @@ func TestADropWhileConnectingIsNotUndone(t *testing.T) {
 func TestA404To2026CallIsItsAnswer(t *testing.T) {
 	srv := startServer(t, testmcp.Options{Transport: testmcp.StreamableHTTP})
 	srv.AddTools("echo")
-	backend, err := neturl.Parse(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(&neturl.URL{Scheme: backend.Scheme, Host: backend.Host})
 	var calls atomic.Int64
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	url := front(t, srv.URL(), func(w http.ResponseWriter, r *http.Request, pass http.Handler) {
 		if r.Header.Get("Mcp-Method") == "tools/call" {
 			calls.Add(1)
 			http.Error(w, "no such tool here", http.StatusNotFound)
 			return
 		}
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(front.Close)
+		pass.ServeHTTP(w, r)
+	}, nil)
 
 	p := &Pool{}
 	t.Cleanup(p.CloseAll)
-	target := Target{URL: front.URL + backend.Path, Timeout: 20 * time.Second}
+	target := Target{URL: url, Timeout: 20 * time.Second}
 	var s *Session
-	err = p.Do(context.Background(), "ns/srv", target, func(got *Session) error {
+	err := p.Do(context.Background(), "ns/srv", target, func(got *Session) error {
 		s = got
 		_, err := got.CallTool(context.Background(), "echo", json.RawMessage(`{}`), CallOptions{})
 		return err

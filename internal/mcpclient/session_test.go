@@ -7,8 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	neturl "net/url"
 	"reflect"
 	"runtime"
 	"strings"
@@ -419,25 +417,17 @@ func TestAnEndlessEventIsRefusedWithBoundedMemory(t *testing.T) {
 // connections open to it right now.
 func countingFront(t *testing.T, backend string) (url string, open *atomic.Int64) {
 	t.Helper()
-	target, err := neturl.Parse(backend)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(&neturl.URL{Scheme: target.Scheme, Host: target.Host})
-	proxy.FlushInterval = -1
 	open = &atomic.Int64{}
-	srv := httptest.NewUnstartedServer(proxy)
-	srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
-		switch state {
-		case http.StateNew:
-			open.Add(1)
-		case http.StateClosed, http.StateHijacked:
-			open.Add(-1)
-		}
-	}
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv.URL + target.Path, open
+	url = front(t, backend, func(w http.ResponseWriter, r *http.Request, pass http.Handler) { pass.ServeHTTP(w, r) },
+		func(_ net.Conn, state http.ConnState) {
+			switch state {
+			case http.StateNew:
+				open.Add(1)
+			case http.StateClosed, http.StateHijacked:
+				open.Add(-1)
+			}
+		})
+	return url, open
 }
 
 // TestAClosedSessionLeavesNoConnection: a session that is not held is

@@ -51,11 +51,19 @@ func connect(url, revision string) (*mcpclient.Session, error) {
 // hop between processes. It returns the proxy's base URL and its pid.
 func bareProxy(b *testing.B, target string) (string, int) {
 	b.Helper()
-	bin, err := build("./test/bench/bareproxy")
+	return startFloor(b, "./test/bench/bareproxy", "-target="+target)
+}
+
+// startFloor builds and starts one of the baselines that run as a process
+// of their own (bareproxy, pageserver), stopped with the benchmark; it
+// returns the base URL the process printed first, and its pid.
+func startFloor(b *testing.B, pkg string, args ...string) (string, int) {
+	b.Helper()
+	bin, err := build(pkg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-target="+target)
+	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -67,7 +75,7 @@ func bareProxy(b *testing.B, target string) (string, int) {
 	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	addr, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
-		b.Fatalf("reading the proxy's address: %v", err)
+		b.Fatalf("reading the address %s listens on: %v", pkg, err)
 	}
 	return "http://" + strings.TrimSpace(addr), cmd.Process.Pid
 }

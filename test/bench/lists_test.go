@@ -9,11 +9,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -129,25 +127,8 @@ func servePages(b *testing.B, pages []*listedPage) string {
 			b.Fatal(err)
 		}
 	}
-	bin, err := build("./test/bench/pageserver")
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-dir="+dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		b.Fatalf("reading the page server's address: %v", err)
-	}
-	return "http://" + strings.TrimSpace(addr)
+	url, _ := startFloor(b, "./test/bench/pageserver", "-dir="+dir)
+	return url
 }
 
 // servePagesInProcess serves the same answers from this process, where
