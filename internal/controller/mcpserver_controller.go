@@ -112,8 +112,11 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	before := srv.DeepCopy()
 	if startsGeneration(&srv) {
 		// Once per generation, before the slow part: kstatus and kubectl
-		// wait see the new generation in progress while discovery runs.
+		// wait see the new generation in progress while discovery runs,
+		// and a narrowed toolFilter takes its tools out of the menus at
+		// once rather than at the next discovery.
 		markReconciling(&srv)
+		withdrawFiltered(&srv)
 		if err := r.commit(ctx, before, &srv); err != nil {
 			return afterFailedStatusWrite(ctx, ctrl.Result{}, nil, err)
 		}

@@ -448,6 +448,31 @@ var _ = Describe("MCPServer discovery", func() {
 		Expect(menuOf(tc)()).To(Equal([]string{"slow/mcp_slow_t"}))
 	})
 
+	It("takes the tools a narrowed toolFilter hides out of status at once, not after rediscovery", func() {
+		ns := newNamespace()
+		// Each request waits 2 s, so rediscovery takes seconds.
+		slow := startMCP(testmcp.Options{Transport: testmcp.StreamableHTTP, Delay: 2 * time.Second})
+		slow.AddTools("read", "delete_all")
+		srv := createServer(ns, "guarded", slow.URL())
+		Eventually(func() []string { return toolNames(srv) }, 30*time.Second).Should(Equal([]string{"mcp_guarded_delete_all", "mcp_guarded_read"}))
+
+		narrowed := fetch(srv)
+		narrowed.Spec.ToolFilter = &mcpv1alpha1.ToolFilter{Exclude: []string{"delete_*"}}
+		Expect(k8sClient.Update(ctx, narrowed)).To(Succeed())
+		Eventually(func() []string {
+			got := fetch(srv)
+			if got.Status.ObservedGeneration == 2 {
+				StopTrying("generation 2 was discovered before its filter took the tool out").Now()
+			}
+			return toolNames(srv)
+		}, 30*time.Second, 20*time.Millisecond).Should(Equal([]string{"mcp_guarded_read"}))
+		got := fetch(srv)
+		Expect(got.Status.ToolCount).To(BeEquivalentTo(1))
+		Expect(meta.IsStatusConditionTrue(got.Status.Conditions, mcpv1alpha1.ConditionReady)).To(BeTrue(), "the tools left are still served")
+		Eventually(func() int64 { return fetch(srv).Status.ObservedGeneration }, 30*time.Second).Should(BeEquivalentTo(2))
+		Expect(toolNames(srv)).To(Equal([]string{"mcp_guarded_read"}))
+	})
+
 	It("emits a transition's Events only once its status is written", func() {
 		ns := newNamespace()
 		// Suspended, so the manager's own reconciler leaves it alone.

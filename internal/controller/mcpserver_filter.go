@@ -26,3 +26,26 @@ func validateToolFilter(f *mcpv1alpha1.ToolFilter) error {
 func passesFilter(name string, filter *mcpv1alpha1.ToolFilter) bool {
 	return filter == nil || glob.Keep(name, filter.Include, filter.Exclude)
 }
+
+// withdrawFiltered takes out of status the tools spec.toolFilter no longer
+// lets through. Ready and the other tools stay as they were until the new
+// generation is discovered, which a rollout can hold back for as long as
+// it takes: a filter narrowed to hide a tool must hide it now. A filter
+// that is not valid lets nothing through, since what it means to hide is
+// unknown.
+func withdrawFiltered(srv *mcpv1alpha1.MCPServer) {
+	filter := srv.Spec.ToolFilter
+	valid := validateToolFilter(filter) == nil
+	kept := make([]mcpv1alpha1.Tool, 0, len(srv.Status.Tools))
+	for _, t := range srv.Status.Tools {
+		if valid && passesFilter(t.OriginalName, filter) {
+			kept = append(kept, t)
+		}
+	}
+	if len(kept) == len(srv.Status.Tools) {
+		return
+	}
+	srv.Status.Tools = kept
+	srv.Status.ToolCount = int32(len(kept))
+	srv.Status.ToolsHash = toolsHash(kept)
+}
