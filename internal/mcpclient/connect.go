@@ -134,7 +134,7 @@ func newTransport(t Target, kind Transport, httpClient *http.Client) (transport.
 }
 
 func newSession(t Target, kind Transport, tr transport.Interface, onToolsChanged func()) *Session {
-	s := &Session{target: t, closed: make(chan struct{}), answersOnStream: kind == TransportSSE, stop: func() {},
+	s := &Session{target: t, closed: make(chan struct{}), answersOnStream: kind == TransportSSE, stop: func() {}, levelLock: make(chan struct{}, 1),
 		watch: newStreamWatch(), routes: map[string]func(string, json.RawMessage){}}
 	s.info.Transport = kind
 	s.lost, s.loseWith = context.WithCancelCause(context.Background())

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -48,7 +49,7 @@ func callerMeta(meta map[string]any) map[string]any {
 
 // relay prepares c to bring back what opts asks for, and returns what
 // undoes it once the call is over.
-func (s *Session) relay(c *call, opts CallOptions) (release func()) {
+func (s *Session) relay(ctx context.Context, c *call, opts CallOptions) (release func()) {
 	release = func() {}
 	wantLog := opts.OnLog != nil && levelRank(opts.LogLevel) >= 0
 	if opts.OnProgress == nil && !wantLog {
@@ -62,7 +63,7 @@ func (s *Session) relay(c *call, opts CallOptions) (release func()) {
 		if s.modern {
 			c.meta[mcp.MetaKeyLogLevel] = opts.LogLevel
 		} else {
-			s.raiseLogLevel(opts.LogLevel)
+			s.raiseLogLevel(ctx, opts.LogLevel)
 		}
 	}
 	forward := func(method string, params json.RawMessage) {
@@ -142,24 +143,35 @@ func withToken(params json.RawMessage, token string) (json.RawMessage, bool) {
 // raiseLogLevel asks a legacy server for log messages down to level, once:
 // its level is one for the whole session, so it is set to the most
 // verbose any caller asked for, and each call keeps what its caller wants.
-func (s *Session) raiseLogLevel(level string) {
+// Raises go one at a time (two sent at once could arrive out of order and
+// leave the server less verbose than the session believes), each waiting
+// no longer than its caller's context: a call that cannot raise the level
+// in time goes on without it. A raise the server failed is not tried again
+// for levelRetryAfter, so a server that never answers setLevel costs the
+// next callers nothing.
+func (s *Session) raiseLogLevel(ctx context.Context, level string) {
 	if !s.logging {
 		return
 	}
-	// One raise at a time, the check and the request together: two sent
-	// at once could reach the server out of order and leave it less
-	// verbose than the session believes.
-	s.levelMu.Lock()
-	defer s.levelMu.Unlock()
-	if s.logLevel != "" && levelRank(s.logLevel) <= levelRank(level) {
+	select {
+	case s.levelLock <- struct{}{}:
+		defer func() { <-s.levelLock }()
+	case <-ctx.Done():
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.target.timeout())
-	defer cancel()
-	if _, err := s.request(ctx, call{method: string(mcp.MethodSetLogLevel), params: map[string]string{"level": level}}, "setting the log level"); err == nil {
-		s.logLevel = level // a failed raise is tried again by the next call that wants it
+	if (s.logLevel != "" && levelRank(s.logLevel) <= levelRank(level)) || time.Since(s.levelFailed) < levelRetryAfter {
+		return
 	}
+	if _, err := s.request(ctx, call{method: string(mcp.MethodSetLogLevel), params: map[string]string{"level": level}}, "setting the log level"); err != nil {
+		s.levelFailed = time.Now()
+		return
+	}
+	s.logLevel = level
 }
+
+// levelRetryAfter is how long a failed raise of the log level is not tried
+// again.
+const levelRetryAfter = 30 * time.Second
 
 // tappedBody passes an event stream through unchanged and hands each
 // notification in it (a message with a method and no id) to tap.

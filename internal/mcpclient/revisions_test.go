@@ -1,14 +1,17 @@
 package mcpclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -275,5 +278,84 @@ func TestACancelledCallIsCancelledUpstream(t *testing.T) {
 				t.Errorf("the session after a cancel: %v", err)
 			}
 		})
+	}
+}
+
+// setLevelFront fronts a 2025-11-25 go-sdk server and hands each
+// logging/setLevel to answer, which may hold it, fail it or pass it on.
+func setLevelFront(t *testing.T, answer func(w http.ResponseWriter, r *http.Request, pass http.Handler)) string {
+	g := startGoSDK(t, testmcp.GoSDKSessions)
+	return front(t, g.URL(), func(w http.ResponseWriter, r *http.Request, pass http.Handler) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"logging/setLevel"`)) {
+			answer(w, r, pass)
+			return
+		}
+		pass.ServeHTTP(w, r)
+	}, nil)
+}
+
+var wantLogs = CallOptions{LogLevel: "info", OnLog: func(json.RawMessage) {}}
+
+// TestARaiseOfTheLogLevelWaitsNoLongerThanItsCall: a server that holds a
+// logging/setLevel holds the calls queued behind it no longer than their
+// own deadlines, not one target timeout each.
+func TestARaiseOfTheLogLevelWaitsNoLongerThanItsCall(t *testing.T) {
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	url := setLevelFront(t, func(w http.ResponseWriter, r *http.Request, pass http.Handler) {
+		once.Do(func() { close(held) })
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		pass.ServeHTTP(w, r)
+	})
+	s := connectT(t, Target{URL: url, Timeout: time.Minute}, nil)
+	first := make(chan error, 1)
+	go func() {
+		_, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{}`), wantLogs)
+		first <- err
+	}()
+	<-held
+	hurried, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	second := make(chan error, 1)
+	go func() {
+		_, err := s.CallTool(hurried, "echo", json.RawMessage(`{}`), wantLogs)
+		second <- err
+	}()
+	select {
+	case err := <-second:
+		if err == nil {
+			t.Error("a call whose deadline passed succeeded")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a call waited past its own deadline for another call's raise of the log level")
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Errorf("the call whose raise was held: %v", err)
+	}
+}
+
+// TestARefusedRaiseIsNotRepeatedAtOnce: a server that fails setLevel is not
+// asked again by every following call.
+func TestARefusedRaiseIsNotRepeatedAtOnce(t *testing.T) {
+	var asked atomic.Int64
+	url := setLevelFront(t, func(w http.ResponseWriter, _ *http.Request, _ http.Handler) {
+		asked.Add(1)
+		http.Error(w, "no", http.StatusInternalServerError)
+	})
+	s := connectT(t, Target{URL: url, Timeout: 20 * time.Second}, nil)
+	for range 5 {
+		if _, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{}`), wantLogs); err != nil {
+			t.Fatalf("a call failed with its log level: %v", err)
+		}
+	}
+	if n := asked.Load(); n != 1 {
+		t.Errorf("setLevel was asked %d times by 5 calls, want once", n)
 	}
 }

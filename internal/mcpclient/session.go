@@ -69,12 +69,13 @@ type Session struct {
 	// modern is true in the 2026-07-28 revision.
 	modern bool
 	// logging is true when the server offers log messages; logLevel is
-	// the session-wide level a legacy server accepted so far, under
-	// levelMu.
-	logging  bool
-	levelMu  sync.Mutex
-	logLevel string
-	routesMu sync.Mutex
+	// the session-wide level a legacy server accepted so far, and
+	// levelFailed when it last refused a raise, both held by levelLock.
+	logging     bool
+	levelLock   chan struct{}
+	logLevel    string
+	levelFailed time.Time
+	routesMu    sync.Mutex
 	// routes hands progress on a shared stream (SSE) to its call, by
 	// token; entries live as long as their call.
 	routes      map[string]func(method string, params json.RawMessage)
@@ -422,7 +423,7 @@ func (s *Session) CallTool(ctx context.Context, name string, arguments json.RawM
 		Arguments json.RawMessage `json:"arguments"`
 	}{name, arguments}
 	c := call{method: string(mcp.MethodToolsCall), params: params, tool: name, schema: opts.InputSchema, meta: callerMeta(opts.Meta)}
-	release := s.relay(&c, opts)
+	release := s.relay(ctx, &c, opts)
 	defer release()
 	raw, err := s.request(ctx, c, "calling tool "+name)
 	if err != nil {
