@@ -345,10 +345,12 @@ func (m Menu) Hash() string {
 		if t.Tool.Hash != "" {
 			text(t.Tool.Hash)
 		} else {
-			part(t.Tool.InputSchema.Raw)
+			var output []byte
 			if t.Tool.OutputSchema != nil {
-				part(t.Tool.OutputSchema.Raw)
+				output = t.Tool.OutputSchema.Raw
 			}
+			part(t.Tool.InputSchema.Raw)
+			part(output) // always a part, so that the parts of two tools never run together
 		}
 		h.Write(buf)
 	}

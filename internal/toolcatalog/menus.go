@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/singleflight"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -97,15 +98,29 @@ func (m *menuCache) view(ctx context.Context, key viewKey) (*view, error) {
 	// The build is the callers', not the first one's: it goes on if that
 	// one leaves. Its key names the version, so a build of an older one is
 	// never handed to a caller that saw the newer.
+	// Each caller waits no longer than its own context; the build itself
+	// is bounded, so that a cache that cannot answer does not hold the
+	// flight for good.
 	flight := fmt.Sprintf("%d\x00%s\x00%s\x00%s", v, key.kind, key.namespace, key.name)
-	built, err, _ := m.building.Do(flight, func() (any, error) {
-		return m.build(context.WithoutCancel(ctx), key, v)
+	done := m.building.DoChan(flight, func() (any, error) {
+		buildCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), maxViewBuild)
+		defer cancel()
+		return m.build(buildCtx, key, v)
 	})
-	if err != nil {
-		return nil, err
+	select {
+	case res := <-done:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.(*view), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the menu: %w", ctx.Err())
 	}
-	return built.(*view), nil
 }
+
+// maxViewBuild bounds one build of a view: reading the cache and
+// resolving the menu take milliseconds when the cache is synced.
+const maxViewBuild = time.Minute
 
 // build resolves a view at version v and keeps it while v is current.
 func (m *menuCache) build(ctx context.Context, key viewKey, v uint64) (*view, error) {

@@ -19,8 +19,8 @@ import (
 
 // TestConcurrentFirstRequestsShareOneBuild: after a change, the callers
 // that ask for a view at once share one resolution of it (a List of every
-// MCPServer in scope, the menu, its hash), not one each; and a build goes
-// on for the others when the caller that started it leaves.
+// MCPServer in scope, the menu, its hash), not one each; a caller that
+// leaves stops waiting at once, and the build goes on for the others.
 func TestConcurrentFirstRequestsShareOneBuild(t *testing.T) {
 	scheme := k8sruntime.NewScheme()
 	if err := mcpv1alpha1.AddToScheme(scheme); err != nil {
@@ -51,6 +51,7 @@ func TestConcurrentFirstRequestsShareOneBuild(t *testing.T) {
 
 	const callers = 8
 	leaving, leave := context.WithCancel(context.Background())
+	left := make(chan error, 1)
 	var wg sync.WaitGroup
 	tools := make([]int, callers)
 	for i := range callers {
@@ -61,12 +62,24 @@ func TestConcurrentFirstRequestsShareOneBuild(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if vw, err := c.menus.view(ctx, viewKey{kind: globalView}); err == nil {
+			vw, err := c.menus.view(ctx, viewKey{kind: globalView})
+			if i == 0 {
+				left <- err
+			}
+			if err == nil {
 				tools[i] = len(vw.menu.Tools)
 			}
 		}()
 	}
 	leave()
+	select {
+	case err := <-left:
+		if err == nil {
+			t.Error("a caller that left got a view")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a caller that left waits for the build it shares")
+	}
 	// Hold the build until a second one starts (each caller building its
 	// own), or long enough for every caller to have asked.
 	deadline := time.Now().Add(2 * time.Second)

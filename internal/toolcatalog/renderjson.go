@@ -99,25 +99,46 @@ func appendTool(buf []byte, e *menu.Entry, format string) []byte {
 }
 
 // appendRaw appends raw JSON as encoding/json writes a json.RawMessage:
-// null when empty, HTML's characters escaped in its strings.
+// null when empty, compact, HTML's characters escaped in its strings. The
+// API server hands schemas over compact, so the common case is a copy.
+// JSON that is not valid (which the API server does not store) goes out as
+// null, keeping the menu valid.
 func appendRaw(buf, raw []byte) []byte {
 	if len(raw) == 0 {
 		return append(buf, "null"...)
 	}
-	if !mayNeedHTMLEscape(raw) {
+	if !needsRewrite(raw) {
 		return append(buf, raw...)
 	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		return append(buf, "null"...)
+	}
 	escaped := bytes.NewBuffer(buf)
-	json.HTMLEscape(escaped, raw)
+	json.HTMLEscape(escaped, compact.Bytes())
 	return escaped.Bytes()
 }
 
-// mayNeedHTMLEscape reports bytes json.HTMLEscape could change: <, >, &,
-// and 0xE2, the first byte of U+2028 and U+2029 (and of other
-// characters, which it leaves as they are).
-func mayNeedHTMLEscape(raw []byte) bool {
+// needsRewrite reports raw JSON that encoding/json would not copy as it
+// is: white space outside strings, or a byte json.HTMLEscape could change
+// inside one (<, >, &, and 0xE2, the first byte of U+2028 and U+2029).
+func needsRewrite(raw []byte) bool {
+	inString, escaped := false, false
 	for _, b := range raw {
-		if b == '<' || b == '>' || b == '&' || b == 0xE2 {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && b == '\\':
+			escaped = true
+		case inString && b == '"':
+			inString = false
+		case inString:
+			if b == '<' || b == '>' || b == '&' || b == 0xE2 {
+				return true
+			}
+		case b == '"':
+			inString = true
+		case b == ' ' || b == '\t' || b == '\n' || b == '\r':
 			return true
 		}
 	}

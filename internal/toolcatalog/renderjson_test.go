@@ -55,6 +55,10 @@ func TestRenderMatchesEncodingJSON(t *testing.T) {
 			tool.InputSchema.Raw = nil
 			tool.OutputSchema = &runtime.RawExtension{}
 		}
+		if i == 5 {
+			// Not as the API server hands it over, but still written compact.
+			tool.InputSchema.Raw = []byte("{ \"type\" : \"object\",\n \"description\": \"spaced out <here>\" }")
+		}
 		m.Tools = append(m.Tools, menu.Entry{Name: tool.Name + s, Tool: tool, Description: s})
 	}
 	m.Conflicts = []menu.Conflict{{Name: "mcp_a <x>", Servers: []string{"ns/a", "ns/b&c"}}, {Name: "none"}}
