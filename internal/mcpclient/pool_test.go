@@ -98,7 +98,7 @@ func TestConcurrentCallsShareOneSession(t *testing.T) {
 			if n := g.Connects(); n != 1 {
 				t.Errorf("%d connects for one pooled session", n)
 			}
-			if _, connecting := p.size(); connecting != 0 {
+			if connecting := p.connectsUnderWay(); connecting != 0 {
 				t.Errorf("%d connect locks left behind", connecting)
 			}
 		})
@@ -392,7 +392,7 @@ func TestCallersShareOneConnectAttempt(t *testing.T) {
 	if n := silent.accepted.Load(); n != 1 {
 		t.Errorf("the server saw %d connects, want the one both callers shared", n)
 	}
-	if _, connecting := p.size(); connecting != 0 {
+	if connecting := p.connectsUnderWay(); connecting != 0 {
 		t.Errorf("%d connects left behind", connecting)
 	}
 }
