@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strconv"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -100,15 +101,17 @@ func (h *mcpHandler) keep(key listKey, revision string, answer *bufferedAnswer) 
 }
 
 // writeListAnswer writes a kept page as mcp-go writes a JSON answer.
+// Its length goes ahead, so that the page is one write rather than chunks.
 func writeListAnswer(w http.ResponseWriter, id json.RawMessage, page json.RawMessage) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
 	buf := make([]byte, 0, len(page)+len(id)+40)
 	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
 	buf = append(buf, id...)
 	buf = append(buf, `,"result":`...)
 	buf = append(buf, page...)
 	buf = append(buf, "}\n"...)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(buf)))
+	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(buf)
 }
 

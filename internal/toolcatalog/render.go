@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -157,6 +158,7 @@ func serveRendered(w http.ResponseWriter, req *http.Request, r *rendered) {
 		body = r.gzipBody()
 		h.Set("Content-Encoding", "gzip")
 	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	_, _ = w.Write(body)
 }
 
