@@ -167,7 +167,7 @@ func (s *Session) encode(ctx context.Context, id string, c call) (transport.JSON
 	req.Params = params
 	if s.modern {
 		req.Header = http.Header{}
-		for k, v := range mcp.StandardHeaders(RevisionModern, mcp.MCPMethod(c.method), params) {
+		for k, v := range standardHeaders(c, params) {
 			req.Header.Set(k, v)
 		}
 		if bytes.Contains(c.schema, []byte("x-mcp-header")) {
@@ -177,6 +177,20 @@ func (s *Session) encode(ctx context.Context, id string, c call) (transport.JSON
 		}
 	}
 	return req, nil
+}
+
+// standardHeaders are the Mcp-Method and Mcp-Name headers of a 2026-07-28
+// request. A tool call names its tool from what is in hand, where mcp-go
+// would decode the params (arguments and all) again to find it.
+func standardHeaders(c call, params json.RawMessage) map[string]string {
+	if c.method != string(mcp.MethodToolsCall) || c.tool == "" {
+		return mcp.StandardHeaders(RevisionModern, mcp.MCPMethod(c.method), params)
+	}
+	headers := map[string]string{mcp.HeaderMethod: c.method}
+	if encoded, ok := mcp.EncodeHeaderValue(c.tool); ok {
+		headers[mcp.HeaderName] = encoded
+	}
+	return headers
 }
 
 // paramsWithMeta is params, a JSON object, with meta as its _meta. The

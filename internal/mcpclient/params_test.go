@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // TestParamsWithMeta: the request params a session sends are the call's
@@ -46,5 +48,24 @@ func TestParamsWithMeta(t *testing.T) {
 				t.Errorf("paramsWithMeta = %s, want %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestStandardHeaders: a tool call's headers, built from the name in hand,
+// are what mcp-go derives from the encoded params.
+func TestStandardHeaders(t *testing.T) {
+	for _, name := range []string{"add", "名前", "with space", "a\nb", ""} {
+		params, err := paramsWithMeta(struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		}{name, json.RawMessage(`{"x":1}`)}, map[string]any{"k": "v"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := standardHeaders(call{method: "tools/call", tool: name}, params)
+		want := mcp.StandardHeaders(RevisionModern, mcp.MethodToolsCall, params)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: headers %v, mcp-go says %v", name, got, want)
+		}
 	}
 }
