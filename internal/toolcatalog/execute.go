@@ -10,14 +10,6 @@ import (
 	"github.com/toolmesh/mcp-operator/internal/menu"
 )
 
-func (c *Catalog) executeGlobal(w http.ResponseWriter, req *http.Request) {
-	c.execute(w, req, viewKey{kind: globalView})
-}
-
-func (c *Catalog) executeInCollection(w http.ResponseWriter, req *http.Request) {
-	c.execute(w, req, viewKey{kind: collectionView, namespace: req.PathValue("ns"), name: req.PathValue("name")})
-}
-
 // execute runs one tool call: decode, find the tool in the addressed menu,
 // validate the arguments, call the server, answer with the envelope.
 func (c *Catalog) execute(w http.ResponseWriter, req *http.Request, key viewKey) {

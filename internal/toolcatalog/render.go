@@ -286,15 +286,3 @@ func (c *Catalog) visibleTo(ctx context.Context, vw *view) (*view, error) {
 	}
 	return narrowed, nil
 }
-
-func (c *Catalog) serveGlobalMenu(w http.ResponseWriter, req *http.Request) {
-	c.serveMenu(w, req, viewKey{kind: globalView, namespace: req.URL.Query().Get("namespace")})
-}
-
-func (c *Catalog) serveCollectionMenu(w http.ResponseWriter, req *http.Request) {
-	c.serveMenu(w, req, viewKey{kind: collectionView, namespace: req.PathValue("ns"), name: req.PathValue("name")})
-}
-
-func (c *Catalog) serveServerMenu(w http.ResponseWriter, req *http.Request) {
-	c.serveMenu(w, req, viewKey{kind: serverView, namespace: req.PathValue("ns"), name: req.PathValue("name")})
-}

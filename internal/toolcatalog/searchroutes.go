@@ -54,18 +54,6 @@ func searchParamsOf(values url.Values) (searchParams, error) {
 	return p, nil
 }
 
-func (c *Catalog) searchGlobal(w http.ResponseWriter, req *http.Request) {
-	c.serveSearch(w, req, viewKey{kind: globalView, namespace: req.URL.Query().Get("namespace")})
-}
-
-func (c *Catalog) searchCollection(w http.ResponseWriter, req *http.Request) {
-	c.serveSearch(w, req, viewKey{kind: collectionView, namespace: req.PathValue("ns"), name: req.PathValue("name")})
-}
-
-func (c *Catalog) searchServer(w http.ResponseWriter, req *http.Request) {
-	c.serveSearch(w, req, viewKey{kind: serverView, namespace: req.PathValue("ns"), name: req.PathValue("name")})
-}
-
 // serveSearch is the shared body of the three search routes: the menu's
 // checks and authorization, then its tools ranked against q. A caller of
 // the global menu who may not see every server gets the best of the tools

@@ -56,31 +56,16 @@ func measureLatency(env *callEnv, calls int) allStats {
 	stats := allStats{}
 	rounds := min(latencyRounds, calls)
 	perBlock := (calls + rounds - 1) / rounds
-	for r := range rounds {
-		for i := range env.scenarios {
-			s := env.scenarios[(i+r)%len(env.scenarios)]
-			for j := range s.paths {
-				p := s.paths[(j+r)%len(s.paths)]
-				st := stats.of(s, p)
-				var cpuBefore time.Duration
-				if p.cpu != nil {
-					cpuBefore = p.cpu()
-				}
-				for range perBlock {
-					start := time.Now()
-					if err := p.one(); err != nil {
-						st.failed(err)
-						continue
-					}
-					st.latencies = append(st.latencies, time.Since(start))
-				}
-				if p.cpu != nil {
-					st.cpu += p.cpu() - cpuBefore
-					st.cpuCalls += perBlock
-				}
+	inRotation(env, rounds, stats, func(p *callPath, st *callStats) {
+		for range perBlock {
+			start := time.Now()
+			if err := p.one(); err != nil {
+				st.failed(err)
+				continue
 			}
+			st.latencies = append(st.latencies, time.Since(start))
 		}
-	}
+	}, func(st *callStats, cpu time.Duration) { st.cpu += cpu; st.cpuCalls += perBlock })
 	return stats
 }
 
@@ -93,7 +78,24 @@ const throughputRounds = 16
 // each scenario, in rotating rounds as measureLatency does.
 func measureThroughput(env *callEnv, calls int, stats allStats) {
 	perBlock := max(throughputCallers, 4*calls/throughputRounds)
-	for r := range throughputRounds {
+	inRotation(env, throughputRounds, stats, func(p *callPath, st *callStats) {
+		elapsed, errs := busy(p.many, perBlock)
+		st.busyTime += elapsed
+		st.busyCalls += perBlock
+		st.rates = append(st.rates, float64(perBlock-len(errs))/elapsed.Seconds())
+		for _, err := range errs {
+			st.failed(err)
+		}
+	}, func(st *callStats, cpu time.Duration) { st.busyCPU += cpu })
+}
+
+// inRotation runs block once per path of every scenario in each of rounds
+// rounds, in an order that rotates each round, so that every path sees the
+// same moments of the machine; the CPU the path's process spent during a
+// block goes to addCPU.
+func inRotation(env *callEnv, rounds int, stats allStats, block func(*callPath, *callStats),
+	addCPU func(*callStats, time.Duration)) {
+	for r := range rounds {
 		for i := range env.scenarios {
 			s := env.scenarios[(i+r)%len(env.scenarios)]
 			for j := range s.paths {
@@ -103,15 +105,9 @@ func measureThroughput(env *callEnv, calls int, stats allStats) {
 				if p.cpu != nil {
 					cpuBefore = p.cpu()
 				}
-				elapsed, errs := busy(p.many, perBlock)
+				block(p, st)
 				if p.cpu != nil {
-					st.busyCPU += p.cpu() - cpuBefore
-				}
-				st.busyTime += elapsed
-				st.busyCalls += perBlock
-				st.rates = append(st.rates, float64(perBlock-len(errs))/elapsed.Seconds())
-				for _, err := range errs {
-					st.failed(err)
+					addCPU(st, p.cpu()-cpuBefore)
 				}
 			}
 		}
