@@ -49,7 +49,7 @@ const (
 // the server announces list changes, a subscriptions/listen stream.
 func connectModern(ctx context.Context, t Target, onToolsChanged func()) (*Session, error) {
 	watch := newStreamWatch()
-	httpClient := t.httpClient(watch)
+	httpClient := t.httpClient(watch, onToolsChanged != nil)
 	tr, err := transport.NewStreamableHTTP(t.URL, transport.WithHTTPBasicClient(httpClient),
 		transport.WithHTTPHeaders(t.Headers), transport.WithHTTPLogger(quietLogger))
 	if err != nil {
@@ -303,7 +303,9 @@ func (s *Session) listen(onToolsChanged func()) {
 // readEvents hands the data of each server-sent event to f until the
 // stream ends.
 func readEvents(r io.Reader, f func(data []byte)) {
-	lines := bufio.NewReader(r)
+	// Small: the stream is held for the session's life, mostly waiting for
+	// an event of a hundred bytes; longer lines are read on past it.
+	lines := bufio.NewReaderSize(r, 256)
 	var data bytes.Buffer
 	for {
 		line, err := lines.ReadString('\n')

@@ -159,11 +159,20 @@ func (w *streamWatch) withVersion(req *http.Request) *http.Request {
 	return req
 }
 
+// listeningBufferSize is the read and write buffer of each connection of
+// a session opened to hear list changes (the controller's, one per server
+// that announces them). Such a session's connection mostly waits on its
+// stream for an event of a hundred bytes, and net/http's default of 4 KiB
+// each way, held for as long as the stream, is most of what a server
+// costs the manager. Larger reads and writes go past the buffer.
+const listeningBufferSize = 1 << 10
+
 // httpClient builds the client one session uses. It has no overall timeout
 // because event streams live as long as the session; the dial, TLS
 // handshake and response headers are bounded instead, and every request
-// carries a context deadline.
-func (t Target) httpClient(watch *streamWatch) *http.Client {
+// carries a context deadline. listening says the session is opened to hold
+// a stream for list changes.
+func (t Target) httpClient(watch *streamWatch, listening bool) *http.Client {
 	timeout := t.timeout()
 	dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: t.Egress.control}
 	base := &http.Transport{
@@ -180,7 +189,12 @@ func (t Target) httpClient(watch *streamWatch) *http.Client {
 		ResponseHeaderTimeout: timeout,
 		MaxIdleConnsPerHost:   64,
 		IdleConnTimeout:       90 * time.Second,
-		ForceAttemptHTTP2:     true,
+		// HTTP/2 needs TLS here (no h2c): set up for every session it
+		// cost each one 1.2 KiB of protocol tables it could not use.
+		ForceAttemptHTTP2: strings.HasPrefix(t.URL, "https://"),
+	}
+	if listening {
+		base.ReadBufferSize, base.WriteBufferSize = listeningBufferSize, listeningBufferSize
 	}
 	return &http.Client{
 		Transport: &recordingTransport{next: base, watch: watch, maxBody: t.maxResponseBytes()},
@@ -296,7 +310,28 @@ type eventCappedBody struct {
 	skipped   int64  // bytes of it skipped so far
 	lineStart bool
 	chunk     []byte
+	filled    bool // the last read filled chunk
 	err       error
+}
+
+// The chunk a held stream is read through is small while the stream waits
+// (a manager holds one stream per server that announces list changes, and
+// the chunk for as long as it waits) and grows while reads fill it, for a
+// legacy SSE stream carrying large answers.
+const (
+	idleChunk = 512
+	maxChunk  = 32 << 10
+)
+
+// size picks the chunk for the next read: twice the last one when that
+// read filled it, back to idleChunk when it did not.
+func (c *eventCappedBody) size() {
+	switch {
+	case c.chunk == nil || (!c.filled && len(c.chunk) > idleChunk):
+		c.chunk = make([]byte, idleChunk)
+	case c.filled && len(c.chunk) < maxChunk:
+		c.chunk = make([]byte, 2*len(c.chunk))
+	}
 }
 
 // keepEnds is how much of each end of a skipped event is kept to find
@@ -313,12 +348,9 @@ func (c *eventCappedBody) Read(p []byte) (int, error) {
 		if c.err != nil {
 			return 0, c.err
 		}
-		if c.chunk == nil {
-			// Small: a held stream keeps it for life, mostly waiting, and
-			// a manager holds one per server that announces list changes.
-			c.chunk = make([]byte, 4<<10)
-		}
+		c.size()
 		n, err := c.body.Read(c.chunk)
+		c.filled = n == len(c.chunk)
 		c.take(c.chunk[:n])
 		if c.err != nil {
 			return 0, c.err
