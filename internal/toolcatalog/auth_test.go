@@ -150,6 +150,22 @@ var _ = Describe("Kubernetes authorization", func() {
 		}
 		Expect(names).To(ContainElement("mcp_calc_add"))
 		Expect(names).NotTo(ContainElement("mcp_secret_hidden_tool"))
+
+		By("each caller is answered its own pages, and none is kept for the next")
+		h := authCatalogUnderTest.mcp.handlerFor(viewKey{kind: globalView})
+		h.mu.Lock()
+		Expect(h.listed.pages).To(BeEmpty())
+		h.mu.Unlock()
+		insider := serviceAccountToken(other, "insider")
+		bind(other, "insider", "catalog-reader", "insider")
+		s = connectMCP(authCatalog.URL+"/mcp", map[string]string{"Authorization": "Bearer " + insider}, nil)
+		listed, err = s.ListTools(ctx, mcpclient.DefaultLimits)
+		Expect(err).NotTo(HaveOccurred())
+		names = nil
+		for _, t := range listed.Tools {
+			names = append(names, t.Name)
+		}
+		Expect(names).To(ConsistOf("mcp_secret_hidden_tool"))
 	})
 
 	It("says why a server is not Ready only to callers who may call it", func() {

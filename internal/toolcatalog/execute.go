@@ -100,14 +100,10 @@ func (c *Catalog) authorizeCall(ctx context.Context, key viewKey, entry *menu.En
 	return c.authz.require(ctx, verbExecute, mcpServersResource, entry.Namespace, entry.Server)
 }
 
-// invoke is the one execution path, for REST and MCP alike: the caller's
-// rate, the arguments against the schema, the call, long output cut.
-func (c *Catalog) invoke(ctx context.Context, entry *menu.Entry, arguments json.RawMessage) (Envelope, error) {
-	return c.invokeWith(ctx, entry, arguments, mcpclient.CallOptions{})
-}
-
-// invokeWith is invoke for a caller that asked for more: progress, log
-// messages, trace context.
+// invokeWith is the one execution path, for REST and MCP alike: the
+// caller's rate, the arguments against the schema, the call, long output
+// cut; opts carry what a caller asked for besides (progress, log
+// messages, trace context).
 func (c *Catalog) invokeWith(ctx context.Context, entry *menu.Entry, arguments json.RawMessage, opts mcpclient.CallOptions) (Envelope, error) {
 	if err := c.callers.allow(ctx); err != nil {
 		return Envelope{}, err

@@ -38,7 +38,9 @@ type mcpHandlers struct {
 }
 
 type mcpHandler struct {
-	key    viewKey
+	key viewKey
+	// name is the endpoint's server name, as initialize and discovery give it.
+	name   string
 	server *server.MCPServer
 	http   http.Handler
 	mu     sync.Mutex
@@ -117,11 +119,6 @@ func (m *mcpHandlers) handlerFor(key viewKey) *mcpHandler {
 		server.WithPaginationLimit(mcpPageSize),
 		server.WithRecovery(),
 	}
-	if key.kind == globalView {
-		// Callers see the tools of the servers they may get, at listing and
-		// at call time alike.
-		opts = append(opts, server.WithToolFilter(m.catalog.visibleTools))
-	}
 	name := "mcp-operator"
 	path := "/mcp"
 	if key.kind == collectionView {
@@ -133,7 +130,8 @@ func (m *mcpHandlers) handlerFor(key viewKey) *mcpHandler {
 	hooks.AddOnRegisterSession(func(context.Context, server.ClientSession) { sessions.Inc() })
 	hooks.AddOnUnregisterSession(func(context.Context, server.ClientSession) { sessions.Dec() })
 	opts = append(opts, server.WithHooks(hooks))
-	h.server = server.NewMCPServer(name, "v1alpha1", opts...)
+	h.name = name
+	h.server = server.NewMCPServer(name, serverVersion, opts...)
 	h.http = server.NewStreamableHTTPServer(h.server,
 		server.WithEndpointPath(path),
 		// The catalog checks Origin itself, against its own allow-list.
@@ -148,11 +146,12 @@ func (m *mcpHandlers) handlerFor(key viewKey) *mcpHandler {
 	return h
 }
 
-// sync gives the handler the tools of its menu's current revision: every
-// tool, or with exposure Search find_tools, call_tool and the tools always
-// included. A tool MCP clients cannot be offered (menu.Refusal) is left
-// out of this endpoint only, counted and reported; every other tool is
-// served.
+// sync follows the handler to its menu's current revision: the pages it
+// kept are dropped and its clients hear that the list changed. The tools
+// themselves are listed from the menu (mcplist.go), with exposure Search
+// find_tools, call_tool and the tools always included; a tool MCP clients
+// cannot be offered (menu.Refusal) is left out of this endpoint only,
+// counted and reported, and every other tool is served.
 func (m *mcpHandlers) sync(ctx context.Context, h *mcpHandler) error {
 	vw, err := m.catalog.menus.view(ctx, h.key)
 	if err != nil {
@@ -163,62 +162,15 @@ func (m *mcpHandlers) sync(ctx context.Context, h *mcpHandler) error {
 	if vw.mcpRevision == h.revision {
 		return nil
 	}
-	skip := make(map[string]bool, len(vw.menu.Refused))
-	for _, e := range vw.menu.Refused {
-		skip[e.Name] = true
-	}
-	var tools []server.ServerTool
-	if vw.exposure.Search {
-		tools = m.catalog.searchTools(h.key, vw, skip)
-	} else {
-		tools = make([]server.ServerTool, 0, len(vw.menu.Tools))
-		for i := range vw.menu.Tools {
-			if e := &vw.menu.Tools[i]; !skip[e.Name] {
-				tools = append(tools, server.ServerTool{Tool: mcpToolOf(e), Handler: m.catalog.mcpCall(h.key)})
-			}
-		}
-	}
-	refusedHere := setTools(h.server, tools)
-	if refusedHere > 0 {
-		m.catalog.log.Info("The MCP library refused tool definitions the menu check let through; they are left out", "menu", menuLabel(h.key), "count", refusedHere)
-	}
-	refusedTools.WithLabelValues(menuLabel(h.key)).Set(float64(len(skip) + refusedHere))
+	refusedTools.WithLabelValues(menuLabel(h.key)).Set(float64(len(vw.menu.Refused)))
 	h.revision = vw.mcpRevision
 	h.listed = newListPages()
+	h.server.SendNotificationToAllClients(string(mcp.MethodNotificationToolsListChanged), nil)
 	return nil
 }
 
-// setTools gives the server its tools. mcp-go refuses a definition by
-// panicking; menu.Refusal screens the known cases first, and should a new
-// one slip through, each tool is tried on its own and the ones refused are
-// left out, so that one bad upstream tool never takes the endpoint down.
-func setTools(s *server.MCPServer, tools []server.ServerTool) (refused int) {
-	if tryTools(s, tools) {
-		return 0
-	}
-	var kept []server.ServerTool
-	scratch := server.NewMCPServer("probe", "v0")
-	for _, t := range tools {
-		if tryTools(scratch, []server.ServerTool{t}) {
-			kept = append(kept, t)
-		}
-	}
-	if !tryTools(s, kept) {
-		kept = nil
-		tryTools(s, nil)
-	}
-	return len(tools) - len(kept)
-}
-
-func tryTools(s *server.MCPServer, tools []server.ServerTool) (ok bool) {
-	defer func() {
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	s.SetTools(tools...)
-	return true
-}
+// serverVersion is the version each endpoint gives as its server's.
+const serverVersion = "v1alpha1"
 
 func mcpToolOf(e *menu.Entry) mcp.Tool {
 	t := mcp.Tool{
@@ -291,7 +243,7 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 			r = r.WithContext(ctx)
 		}
 		switch {
-		case listable(key, msg):
+		case listable(msg):
 			m.serveList(w, r, h, msg)
 		case msg != nil && msg.Method == string(mcp.MethodSetLogLevel) && mcpclient.KnownLogLevel(msg.Params.Level):
 			m.serveSetLevel(w, r, h, key, msg.Params.Level)
@@ -415,64 +367,6 @@ func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey)
 	return false, &msg
 }
 
-// visibleTools keeps the global endpoint's tools whose server the caller
-// may get.
-func (c *Catalog) visibleTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
-	if c.authz.mode != AuthKubernetes {
-		return tools
-	}
-	vw, err := c.menus.view(ctx, viewKey{kind: globalView})
-	if err != nil {
-		return nil
-	}
-	visible, err := c.visibleTo(ctx, vw)
-	if err != nil {
-		return nil
-	}
-	kept := tools[:0:0]
-	for _, t := range tools {
-		if _, ok := visible.byName[t.Name]; ok {
-			kept = append(kept, t)
-		}
-	}
-	return kept
-}
-
-// mcpCall runs a tools/call through the same path as REST execute. A
-// failure of the tool or its server is a result with isError, which the
-// model reads; a caller without execute gets a JSON-RPC error.
-func (c *Catalog) mcpCall(key viewKey) server.ToolHandlerFunc {
-	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		ctx = context.WithValue(ctx, callNoteKey{}, &callNote{via: "mcp", started: time.Now()})
-		vw, err := c.menus.view(ctx, key)
-		if err != nil {
-			return nil, errors.New("the catalog cannot read its cache yet; retry")
-		}
-		entry, ok := vw.byName[req.Params.Name]
-		if !ok {
-			return nil, fmt.Errorf("tool %s is no longer offered", req.Params.Name)
-		}
-		if err := c.authorizeCall(ctx, key, entry); err != nil {
-			c.record(ctx, key, req.Params.Name, entry, "forbidden")
-			return nil, err
-		}
-		arguments, err := json.Marshal(req.Params.Arguments)
-		if err != nil || string(arguments) == "null" {
-			arguments = []byte("{}")
-		}
-		envelope, err := c.invoke(ctx, entry, arguments)
-		if err != nil {
-			return c.mcpFailure(ctx, key, req.Params.Name, entry, err)
-		}
-		outcome := "success"
-		if envelope.IsError {
-			outcome = "tool_error"
-		}
-		c.record(ctx, key, req.Params.Name, entry, outcome)
-		return callResultOf(envelope), nil
-	}
-}
-
 // mcpFailure answers a failed tools/call. What the model can act on (bad
 // arguments: SEP-1303 in MCP 2025-11-25; a server down) is a tool result
 // with isError; being told to slow down (the caller's rate, a busy server)
@@ -495,25 +389,4 @@ func (c *Catalog) mcpFailure(ctx context.Context, key viewKey, name string, entr
 		return mcp.NewToolResultError(upErr.Error()), nil
 	}
 	return nil, err
-}
-
-// callResultOf turns the envelope back into an MCP result, content items
-// as the server returned them.
-func callResultOf(env Envelope) *mcp.CallToolResult {
-	raw, _ := json.Marshal(struct {
-		Content           []json.RawMessage `json:"content"`
-		StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
-		IsError           bool              `json:"isError,omitempty"`
-	}{env.Content, env.StructuredContent, env.IsError})
-	var result mcp.CallToolResult
-	if err := json.Unmarshal(raw, &result); err != nil {
-		return mcp.NewToolResultError("the server's result could not be read")
-	}
-	if env.IsError && len(result.Content) == 0 {
-		result.Content = []mcp.Content{mcp.NewTextContent(env.Error)}
-	}
-	if env.System != "" {
-		result.Content = append(result.Content, mcp.NewTextContent(env.System))
-	}
-	return &result
 }

@@ -1,21 +1,33 @@
 package toolcatalog
 
 import (
-	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"sort"
 	"strconv"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolmesh/mcp-operator/internal/menu"
 )
 
-// A collection's tools/list pages are the same for every caller until its
-// menu changes, while mcp-go copies and sorts every tool on each request
-// (thousands of them on a large menu) to cut out one page. So the first
-// answer to each page is kept, per revision, as mcp-go wrote it, and later
-// requests get those bytes with their own id: mcp-go stays the one that
-// decides what a page holds (pagination, 2026-07-28's resultType, cache
-// hints and serverInfo), and a page costs a map lookup.
+// tools/list is answered by the catalog from the menu, and mcp-go holds no
+// tools at all: handed every tool of a menu (SetTools), it kept a struct
+// of its own per tool for every endpoint (about 450 bytes a tool, a second
+// copy of a 100,000-tool menu), copied and validated them all on every
+// change, and copied and sorted them all again on each request to cut out
+// one page. The catalog pages a menu as mcp-go pages a server's tools
+// (sorted by name, mcpPageSize to a page, the next cursor the base64 of
+// the page's last name, given whenever a page is full) and encodes each
+// page with mcp-go's own types and 2026-07-28 decorations, so the answers
+// are those mcp-go gave (TestListPagesAsMCPGo holds them to it). Calls are
+// the catalog's already (serveCall), so mcp-go keeps only the sessions,
+// initialize, discovery, log levels and the listening streams.
+//
+// A page that is the same for every caller who may read the menu (a
+// collection's; the whole menu's when callers are not told apart) is kept
+// once per revision and era, so a page costs a map lookup.
 
 // listKey names one tools/list page: the revision's era and its cursor.
 type listKey struct {
@@ -25,7 +37,7 @@ type listKey struct {
 
 // listPages is what a handler keeps of its current revision's pages. It
 // only holds pages reached from the first one, so a caller's made-up
-// cursors are answered by mcp-go and never grow it.
+// cursors never grow it.
 type listPages struct {
 	pages map[listKey]json.RawMessage
 	// cursors are the nextCursor values of the pages kept: the cursors a
@@ -37,71 +49,158 @@ func newListPages() listPages {
 	return listPages{pages: map[listKey]json.RawMessage{}, cursors: map[string]bool{}}
 }
 
-// listCursor is a tools/list request's cursor.
-func listCursor(msg *rpcMessage) string {
-	var cursor string
-	_ = json.Unmarshal(msg.Params.Cursor, &cursor)
-	return cursor
+// listCursor is a tools/list request's cursor and the name it points
+// after. ok is false for a cursor mcp-go would refuse (not a string, or
+// not base64), which mcp-go then answers its way.
+func listCursor(msg *rpcMessage) (cursor, after string, ok bool) {
+	if len(msg.Params.Cursor) == 0 || string(msg.Params.Cursor) == "null" {
+		return "", "", true
+	}
+	if json.Unmarshal(msg.Params.Cursor, &cursor) != nil {
+		return "", "", false
+	}
+	decoded, err := base64.StdEncoding.DecodeString(cursor)
+	if err != nil {
+		return "", "", false
+	}
+	return cursor, string(decoded), true
 }
 
-// serveList answers a collection's tools/list: from the kept page, or by
-// mcp-go, keeping its answer when the page is one of the revision's.
+// serveList answers a tools/list: from the kept page, or built from the
+// menu (and kept when it is shared and one of the revision's).
 func (m *mcpHandlers) serveList(w http.ResponseWriter, r *http.Request, h *mcpHandler, msg *rpcMessage) {
 	modern := msg.modern(r)
-	if modern && modernHeaderProblem(r, msg) != "" {
+	cursor, after, ok := listCursor(msg)
+	if !ok || (modern && modernHeaderProblem(r, msg) != "") {
 		h.http.ServeHTTP(w, r) // mcp-go answers the problem its way
 		return
 	}
-	key := listKey{modern: modern, cursor: listCursor(msg)}
+	key := listKey{modern: modern, cursor: cursor}
+	shared := h.key.kind == collectionView || m.catalog.authz.mode != AuthKubernetes
 	h.mu.Lock()
 	revision := h.revision
 	page, kept := h.listed.pages[key]
 	reachable := key.cursor == "" || h.listed.cursors[key.cursor]
 	h.mu.Unlock()
-	if kept {
+	if kept && shared {
 		writeListAnswer(w, msg.ID, page)
 		return
 	}
-	if !reachable {
-		h.http.ServeHTTP(w, r)
+	vw, err := m.catalog.menus.view(r.Context(), h.key)
+	entries := []menu.Entry(nil)
+	if err == nil {
+		entries = vw.menu.Tools
+	}
+	if err == nil && !shared {
+		var visible *view
+		if visible, err = m.catalog.visibleTo(r.Context(), vw); err == nil {
+			entries = visible.menu.Tools
+		}
+	}
+	if err != nil {
+		// The menu cannot be read yet, or the caller's permissions cannot
+		// be checked: either way a retry may succeed.
+		message := "the catalog cannot read its cache yet; retry"
+		if denied, ok := err.(*authError); ok { //nolint:errorlint // authError is never wrapped
+			message = denied.message
+		}
+		writeRPCError(w, http.StatusServiceUnavailable, msg.ID, mcp.INTERNAL_ERROR, message)
 		return
 	}
-	answer := &bufferedAnswer{header: w.Header(), status: http.StatusOK}
-	h.http.ServeHTTP(answer, r)
-	// Kept before it is passed on: the client's next request may follow
-	// the answer's nextCursor at once.
-	h.keep(key, revision, answer)
-	w.WriteHeader(answer.status)
-	_, _ = w.Write(answer.body.Bytes())
+	page, next, err := m.listPage(vw, entries, h.name, modern, cursor != "", after)
+	if err != nil {
+		writeRPCError(w, http.StatusInternalServerError, msg.ID, mcp.INTERNAL_ERROR, "the page could not be encoded")
+		return
+	}
+	if shared && reachable && vw.mcpRevision == revision {
+		// Kept before it is passed on: the client's next request may
+		// follow the answer's nextCursor at once.
+		h.keep(key, revision, page, next)
+	}
+	writeListAnswer(w, msg.ID, page)
 }
 
-// keep keeps mcp-go's answer to a page of the revision it was asked at.
-func (h *mcpHandler) keep(key listKey, revision string, answer *bufferedAnswer) {
-	if answer.status != http.StatusOK || answer.header.Get("Content-Type") != "application/json" {
-		return
+// listPage encodes the page of a view's MCP tools that follows the tool
+// named after (the first page when hasCursor is false), and its next
+// cursor. entries are the view's tools the caller may see, sorted.
+func (m *mcpHandlers) listPage(vw *view, entries []menu.Entry, serverName string, modern, hasCursor bool, after string) (json.RawMessage, string, error) {
+	var tools []mcp.Tool
+	if vw.exposure.Search {
+		all := m.catalog.searchTools(vw)
+		for _, i := range pageOf(len(all), func(i int) string { return all[i].Name }, nil, hasCursor, after) {
+			tools = append(tools, all[i])
+		}
+	} else {
+		var skip func(int) bool
+		if len(vw.menu.Refused) > 0 {
+			refused := make(map[string]bool, len(vw.menu.Refused))
+			for _, e := range vw.menu.Refused {
+				refused[e.Name] = true
+			}
+			skip = func(i int) bool { return refused[entries[i].Name] }
+		}
+		for _, i := range pageOf(len(entries), func(i int) string { return entries[i].Name }, skip, hasCursor, after) {
+			tools = append(tools, mcpToolOf(&entries[i]))
+		}
 	}
-	var response struct {
-		Result json.RawMessage `json:"result"`
+	next := nextCursor(tools)
+	if tools == nil {
+		tools = []mcp.Tool{} // a list result's array is required
 	}
-	var result struct {
-		NextCursor string `json:"nextCursor"`
+	result := mcp.ListToolsResult{Tools: tools, PaginatedResult: mcp.PaginatedResult{NextCursor: mcp.Cursor(next)}}
+	if modern {
+		// What mcp-go adds to every 2026-07-28 list result: the result's
+		// type, the server's identity and its cache hints (mcp-go's
+		// defaults: revalidate always, private to the caller).
+		result.SetResultType(mcp.ResultTypeComplete)
+		result.EnsureResultMeta().SetServerInfo(mcp.Implementation{Name: serverName, Version: serverVersion})
+		result.SetCacheHints(0, mcp.CacheScopePrivate)
 	}
-	if json.Unmarshal(answer.body.Bytes(), &response) != nil || len(response.Result) == 0 || json.Unmarshal(response.Result, &result) != nil {
-		return // an error answer, never kept
+	page, err := json.Marshal(result)
+	return page, next, err
+}
+
+// pageOf is the indexes of a sorted list's items that follow the name
+// after (from the first without a cursor), leaving out those skip names
+// (nil: none), mcpPageSize at most.
+func pageOf(n int, name func(int) string, skip func(int) bool, hasCursor bool, after string) []int {
+	start := 0
+	if hasCursor {
+		start = sort.Search(n, func(i int) bool { return name(i) > after })
 	}
+	var out []int
+	for i := start; i < n && len(out) < mcpPageSize; i++ {
+		if skip == nil || !skip(i) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// nextCursor is the cursor after a page: mcp-go gives one whenever a page
+// is full, naming its last tool.
+func nextCursor(tools []mcp.Tool) string {
+	if len(tools) < mcpPageSize {
+		return ""
+	}
+	return base64.StdEncoding.EncodeToString([]byte(tools[len(tools)-1].Name))
+}
+
+// keep keeps a page of the revision it was built at.
+func (h *mcpHandler) keep(key listKey, revision string, page json.RawMessage, next string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.revision != revision {
-		return // the menu moved on while mcp-go answered
+		return // the menu moved on while the page was built
 	}
-	h.listed.pages[key] = response.Result
-	if result.NextCursor != "" {
-		h.listed.cursors[result.NextCursor] = true
+	h.listed.pages[key] = page
+	if next != "" {
+		h.listed.cursors[next] = true
 	}
 }
 
-// writeListAnswer writes a kept page as mcp-go writes a JSON answer.
-// Its length goes ahead, so that the page is one write rather than chunks.
+// writeListAnswer writes a page as mcp-go writes a JSON answer. Its length
+// goes ahead, so that the page is one write rather than chunks.
 func writeListAnswer(w http.ResponseWriter, id json.RawMessage, page json.RawMessage) {
 	buf := make([]byte, 0, len(page)+len(id)+40)
 	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
@@ -115,26 +214,8 @@ func writeListAnswer(w http.ResponseWriter, id json.RawMessage, page json.RawMes
 	_, _ = w.Write(buf)
 }
 
-// listable reports a request whose answer serveList may keep: a tools/list
-// request (with an id) on a collection's endpoint, whose pages are the same
-// for every caller who may read the collection. The whole menu's pages
-// depend on the caller (each sees the servers it may get), so mcp-go
-// answers those.
-func listable(key viewKey, msg *rpcMessage) bool {
-	return key.kind == collectionView && msg != nil && msg.Method == string(mcp.MethodToolsList) && len(msg.ID) > 0
+// listable reports a tools/list request (with an id), which the catalog
+// answers itself.
+func listable(msg *rpcMessage) bool {
+	return msg != nil && msg.Method == string(mcp.MethodToolsList) && len(msg.ID) > 0
 }
-
-// bufferedAnswer holds an answer mcp-go writes, to pass on and keep.
-type bufferedAnswer struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (a *bufferedAnswer) Header() http.Header         { return a.header }
-func (a *bufferedAnswer) WriteHeader(status int)      { a.status = status }
-func (a *bufferedAnswer) Write(b []byte) (int, error) { return a.body.Write(b) }
-
-// Flush lets mcp-go stream into the buffer should it turn the answer into
-// events; the events are passed on whole.
-func (a *bufferedAnswer) Flush() {}

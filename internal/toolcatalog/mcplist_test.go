@@ -156,15 +156,25 @@ var _ = Describe("A collection's tools/list pages", func() {
 })
 
 var _ = Describe("The whole menu's tools/list", func() {
-	It("is not kept, since each caller sees its own", func() {
+	It("is kept once per revision and era when callers are not told apart", func() {
 		ns := env.Namespace()
 		readyServer(ns, "calc", calcServer().URL())
 		s := connectMCP(catalog.URL+"/mcp", nil, nil)
-		_, err := s.ListTools(ctx, mcpclient.DefaultLimits)
+		first, err := s.ListTools(ctx, mcpclient.DefaultLimits)
 		Expect(err).NotTo(HaveOccurred())
 		h := catalogUnderTest.mcp.handlerFor(viewKey{kind: globalView})
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		Expect(h.listed.pages).To(BeEmpty())
+		kept := func() []listKey {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			var keys []listKey
+			for k := range h.listed.pages {
+				keys = append(keys, k)
+			}
+			return keys
+		}
+		Expect(kept()).To(ContainElement(listKey{modern: true}), "the page this 2026-07-28 session asked for")
+		again, err := s.ListTools(ctx, mcpclient.DefaultLimits)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(again.Tools).To(Equal(first.Tools))
 	})
 })

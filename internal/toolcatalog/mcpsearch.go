@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
@@ -74,48 +73,23 @@ func searchToolDefinitions() (find, call mcp.Tool) {
 	return find, call
 }
 
-// searchTools are the tools a Search endpoint lists: find_tools, call_tool
-// and the tools always included. serveCall answers their calls; these
-// handlers serve only a call mcp-go answers itself (one route could not
-// read, as for every other tool's mcpCall), with the same meaning.
-func (c *Catalog) searchTools(key viewKey, vw *view, skip map[string]bool) []server.ServerTool {
+// searchTools are the tools a Search endpoint lists, sorted by name:
+// find_tools, call_tool and the tools always included that MCP clients
+// can be offered. serveCall answers their calls.
+func (c *Catalog) searchTools(vw *view) []mcp.Tool {
 	find, call := searchToolDefinitions()
-	tools := []server.ServerTool{
-		{Tool: find, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			current, err := c.menus.view(ctx, key)
-			if err != nil {
-				return nil, errors.New("the catalog cannot read its cache yet; retry")
-			}
-			result, err := c.findTools(current, argumentsOf(req))
-			if err != nil {
-				return c.mcpFailure(ctx, key, findToolsName, nil, err)
-			}
-			c.record(ctx, key, findToolsName, nil, "success")
-			return result, nil
-		}},
-		{Tool: call, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			name, arguments, err := c.callToolTarget(argumentsOf(req))
-			if err != nil {
-				return c.mcpFailure(ctx, key, callToolName, nil, err)
-			}
-			req.Params.Name, req.Params.Arguments = name, arguments
-			return c.mcpCall(key)(ctx, req)
-		}},
+	tools := []mcp.Tool{find, call}
+	refused := make(map[string]bool, len(vw.menu.Refused))
+	for _, e := range vw.menu.Refused {
+		refused[e.Name] = true
 	}
 	for _, e := range vw.exposure.AlwaysInclude {
-		if !skip[e.Name] && e.Name != findToolsName && e.Name != callToolName {
-			tools = append(tools, server.ServerTool{Tool: mcpToolOf(e), Handler: c.mcpCall(key)})
+		if !refused[e.Name] && e.Name != findToolsName && e.Name != callToolName {
+			tools = append(tools, mcpToolOf(e))
 		}
 	}
+	slices.SortFunc(tools, func(a, b mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
 	return tools
-}
-
-func argumentsOf(req mcp.CallToolRequest) json.RawMessage {
-	raw, err := json.Marshal(req.Params.Arguments)
-	if err != nil {
-		return nil
-	}
-	return raw
 }
 
 // objectOrEmpty is arguments as a JSON object: absent or null is {}.

@@ -79,3 +79,25 @@ func TestCallAnswerOf(t *testing.T) {
 		}
 	}
 }
+
+// callResultOf is the envelope as an MCP result through mcp-go's types,
+// content items as the server returned them: the oracle resultOf is held
+// to.
+func callResultOf(env Envelope) *mcp.CallToolResult {
+	raw, _ := json.Marshal(struct {
+		Content           []json.RawMessage `json:"content"`
+		StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
+		IsError           bool              `json:"isError,omitempty"`
+	}{env.Content, env.StructuredContent, env.IsError})
+	var result mcp.CallToolResult
+	if err := json.Unmarshal(raw, &result); err != nil {
+		return mcp.NewToolResultError("the server's result could not be read")
+	}
+	if env.IsError && len(result.Content) == 0 {
+		result.Content = []mcp.Content{mcp.NewTextContent(env.Error)}
+	}
+	if env.System != "" {
+		result.Content = append(result.Content, mcp.NewTextContent(env.System))
+	}
+	return &result
+}

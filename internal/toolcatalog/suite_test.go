@@ -39,7 +39,8 @@ var (
 	catalogUnderTest *Catalog
 	// authCatalog is the same catalog with --catalog-auth=kubernetes and a
 	// one-second decision cache.
-	authCatalog *httptest.Server
+	authCatalog          *httptest.Server
+	authCatalogUnderTest *Catalog
 	// suiteManager runs the controllers and feeds every catalog's cache.
 	suiteManager ctrl.Manager
 	// apiRequests records what the manager asks the API server.
@@ -137,6 +138,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	Expect(guarded.WatchChanges(ctx, mgr.GetCache())).To(Succeed())
 	authCatalog = httptest.NewServer(guarded.Handler())
+	authCatalogUnderTest = guarded
 
 	go func() {
 		defer GinkgoRecover()
