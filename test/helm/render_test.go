@@ -1,6 +1,7 @@
 package helm
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -32,8 +33,16 @@ var (
 // helm runs the pinned Helm and returns what it printed.
 func helm(args ...string) (string, error) {
 	cmd := exec.Command("go", append([]string{"run", helmCommand}, args...)...)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	// Only helm's own output is the answer: the go command writes to
+	// stderr too (the modules it downloads on a fresh machine), which
+	// would end up in the rendered manifests.
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out) + stderr.String(), err
+	}
+	return string(out), nil
 }
 
 // renderChart is `helm template` of the chart, CRDs included, as a user
