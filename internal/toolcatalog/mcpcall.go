@@ -41,9 +41,15 @@ type rpcMessage struct {
 	} `json:"params"`
 }
 
+// codeHeaderMismatch is 2026-07-28's error for a request whose headers
+// disagree with its body.
+const codeHeaderMismatch = -32020
+
 // modern reports a request of the 2026-07-28 revision.
 func (m *rpcMessage) modern(r *http.Request) bool {
-	return mcp.IsModernProtocol(r.Header.Get("MCP-Protocol-Version")) || m.Params.Meta[mcp.MetaKeyProtocolVersion] != nil
+	// As mcp-go tells: a 2026-07-28 (or later) version in the header or in
+	// _meta; an older one in _meta is a legacy request.
+	return mcp.IsModernProtocol(r.Header.Get("MCP-Protocol-Version")) || mcp.IsModernProtocol(m.meta(mcp.MetaKeyProtocolVersion))
 }
 
 func (m *rpcMessage) meta(key string) string {
@@ -136,7 +142,7 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 	modern := msg.modern(r)
 	if modern {
 		if problem := modernHeaderProblem(r, msg); problem != "" {
-			writeRPCError(w, http.StatusBadRequest, msg.ID, -32020, problem)
+			writeRPCError(w, http.StatusBadRequest, msg.ID, codeHeaderMismatch, problem)
 			return
 		}
 	}
@@ -243,6 +249,9 @@ func modernHeaderProblem(r *http.Request, msg *rpcMessage) string {
 		return fmt.Sprintf("header mismatch: MCP-Protocol-Version %q, _meta says %q", header, meta)
 	case r.Header.Get(mcp.HeaderMethod) != msg.Method:
 		return fmt.Sprintf("header mismatch: Mcp-Method: %q for method %q", r.Header.Get(mcp.HeaderMethod), msg.Method)
+	}
+	if msg.Method != string(mcp.MethodToolsCall) {
+		return "" // Mcp-Name names the tool of a call only
 	}
 	name, ok := mcp.DecodeHeaderValue(r.Header.Get(mcp.HeaderName))
 	if !ok || name != msg.Params.Name {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -332,7 +333,19 @@ func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	var msg rpcMessage
 	if json.Unmarshal(body, &msg) != nil || msg.Method == "" {
-		return false, nil // batches and junk: mcp-go answers them
+		// The tools are the catalog's alone (mcp-go holds none, and would
+		// answer an empty list or no such tool): a tools request the
+		// catalog cannot read is refused here. Batches and other junk go
+		// to mcp-go, which refuses them.
+		var named struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(body, &named) == nil && strings.HasPrefix(named.Method, "tools/") {
+			writeRPCError(w, http.StatusBadRequest, named.ID, mcp.INVALID_REQUEST, "the request's params could not be read")
+			return true, nil
+		}
+		return false, nil
 	}
 	session := r.Header.Get("Mcp-Session-Id")
 	notification := len(msg.ID) == 0

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -29,6 +30,11 @@ import (
 // collection's; the whole menu's when callers are not told apart) is kept
 // once per revision and era, so a page costs a map lookup.
 
+// maxKeptListBytes bounds the pages one endpoint keeps of a revision: a
+// whole 100,000-tool menu listed in both eras would be twice its encoded
+// size. Pages past it are built for each request (a page is 200 tools).
+const maxKeptListBytes = 8 << 20
+
 // listKey names one tools/list page: the revision's era and its cursor.
 type listKey struct {
 	modern bool
@@ -43,7 +49,13 @@ type listPages struct {
 	// cursors are the nextCursor values of the pages kept: the cursors a
 	// client can come back with.
 	cursors map[string]bool
+	// size is the bytes of the pages kept.
+	size int
 }
+
+// fits reports whether page may be kept within maxKeptListBytes; read
+// without the handler's lock, it only decides whether to try.
+func (l *listPages) fits(page []byte) bool { return l.size+len(page) <= maxKeptListBytes }
 
 func newListPages() listPages {
 	return listPages{pages: map[listKey]json.RawMessage{}, cursors: map[string]bool{}}
@@ -69,10 +81,22 @@ func listCursor(msg *rpcMessage) (cursor, after string, ok bool) {
 // serveList answers a tools/list: from the kept page, or built from the
 // menu (and kept when it is shared and one of the revision's).
 func (m *mcpHandlers) serveList(w http.ResponseWriter, r *http.Request, h *mcpHandler, msg *rpcMessage) {
+	// mcp-go holds no tools, so it never answers a tools/list: a problem
+	// it would refuse is refused here, the rest is answered here.
 	modern := msg.modern(r)
+	if modern {
+		if problem := modernHeaderProblem(r, msg); problem != "" {
+			writeRPCError(w, http.StatusBadRequest, msg.ID, codeHeaderMismatch, problem)
+			return
+		}
+		if !slices.Contains(mcp.ValidProtocolVersions, r.Header.Get("MCP-Protocol-Version")) {
+			h.http.ServeHTTP(w, r) // mcp-go refuses it, naming the revisions it speaks
+			return
+		}
+	}
 	cursor, after, ok := listCursor(msg)
-	if !ok || (modern && modernHeaderProblem(r, msg) != "") {
-		h.http.ServeHTTP(w, r) // mcp-go answers the problem its way
+	if !ok {
+		writeRPCError(w, http.StatusOK, msg.ID, mcp.INVALID_PARAMS, "the cursor is not one this endpoint gave")
 		return
 	}
 	key := listKey{modern: modern, cursor: cursor}
@@ -190,9 +214,13 @@ func nextCursor(tools []mcp.Tool) string {
 func (h *mcpHandler) keep(key listKey, revision string, page json.RawMessage, next string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.revision != revision {
-		return // the menu moved on while the page was built
+	if h.revision != revision || !h.listed.fits(page) {
+		return // the menu moved on while the page was built, or it is full
 	}
+	if _, kept := h.listed.pages[key]; kept {
+		return
+	}
+	h.listed.size += len(page)
 	h.listed.pages[key] = page
 	if next != "" {
 		h.listed.cursors[next] = true

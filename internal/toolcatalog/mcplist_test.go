@@ -2,7 +2,10 @@ package toolcatalog
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -105,7 +108,7 @@ var _ = Describe("A collection's tools/list pages", func() {
 		Expect(keptPages(ns)).To(Equal(6), "the new revision's pages")
 	})
 
-	It("answers a cursor it never issued through mcp-go, and keeps nothing of it", func() {
+	It("answers a cursor it never issued, as mcp-go did, and keeps nothing of it", func() {
 		Expect(sdkListing(url)).To(Equal(want))
 		before := keptPages(ns)
 		caller := callerOf(url, "2026-07-28")
@@ -123,6 +126,44 @@ var _ = Describe("A collection's tools/list pages", func() {
 			}
 		}
 		Expect(keptPages(ns)).To(Equal(before))
+	})
+
+	It("answers every tools/list itself, however it is asked, since mcp-go holds no tools", func() {
+		path := strings.TrimPrefix(url, catalog.URL)
+		plain := []string{"Content-Type", "application/json", "Accept", "application/json, text/event-stream"}
+		headers := func(more ...string) []string { return append(append([]string{}, plain...), more...) }
+		toolsIn := func(r response) int {
+			Expect(r.code).To(Equal(http.StatusOK), string(r.body))
+			return strings.Count(string(r.body), `"name":"mcp_big_tool_`)
+		}
+		init := callTo(catalog.URL, path, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`, plain...)
+		session := init.header.Get("Mcp-Session-Id")
+		Expect(session).NotTo(BeEmpty(), string(init.body))
+
+		By("a legacy request naming its own revision in _meta is a legacy request")
+		r := callTo(catalog.URL, path, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}`,
+			headers("Mcp-Session-Id", session, "MCP-Protocol-Version", "2025-11-25")...)
+		Expect(toolsIn(r)).To(Equal(mcpPageSize))
+		By("a 2026-07-28 listing with an Mcp-Name header (which names only a call's tool)")
+		modernList := `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+		r = callTo(catalog.URL, path, modernList, headers("MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/list", "Mcp-Name", "x")...)
+		Expect(toolsIn(r)).To(Equal(mcpPageSize))
+		By("a 2026-07-28 listing whose headers disagree with its body")
+		r = callTo(catalog.URL, path, modernList, headers("MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call")...)
+		Expect(r.code).To(Equal(http.StatusBadRequest), string(r.body))
+		Expect(string(r.body)).To(ContainSubstring(`"code":-32020`))
+		By("a cursor that is not one the endpoint gave")
+		r = callTo(catalog.URL, path, `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"cursor":"not base64!"}}`,
+			headers("Mcp-Session-Id", session, "MCP-Protocol-Version", "2025-11-25")...)
+		Expect(r.code).To(Equal(http.StatusOK), string(r.body))
+		Expect(string(r.body)).To(ContainSubstring(`"code":-32602`))
+		Expect(string(r.body)).NotTo(ContainSubstring(`"tools"`))
+		By("params the catalog cannot read")
+		r = callTo(catalog.URL, path, `{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"name":1}}`,
+			headers("Mcp-Session-Id", session, "MCP-Protocol-Version", "2025-11-25")...)
+		Expect(r.code).To(Equal(http.StatusBadRequest), string(r.body))
+		Expect(string(r.body)).To(ContainSubstring(`"code":-32600`))
+		Expect(string(r.body)).NotTo(ContainSubstring(`"tools"`))
 	})
 
 	It("serves many callers at once while the menu changes", func() {
@@ -160,21 +201,30 @@ var _ = Describe("The whole menu's tools/list", func() {
 		ns := env.Namespace()
 		readyServer(ns, "calc", calcServer().URL())
 		s := connectMCP(catalog.URL+"/mcp", nil, nil)
-		first, err := s.ListTools(ctx, mcpclient.DefaultLimits)
-		Expect(err).NotTo(HaveOccurred())
 		h := catalogUnderTest.mcp.handlerFor(viewKey{kind: globalView})
-		kept := func() []listKey {
+		keptFirst := func() json.RawMessage {
 			h.mu.Lock()
 			defer h.mu.Unlock()
-			var keys []listKey
-			for k := range h.listed.pages {
-				keys = append(keys, k)
-			}
-			return keys
+			return h.listed.pages[listKey{modern: true}]
 		}
-		Expect(kept()).To(ContainElement(listKey{modern: true}), "the page this 2026-07-28 session asked for")
-		again, err := s.ListTools(ctx, mcpclient.DefaultLimits)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(again.Tools).To(Equal(first.Tools))
+		// Other specs' servers come and go in the whole menu; a listing
+		// that no change overtook leaves its page kept, and the next
+		// listing of the same revision is answered from it.
+		Eventually(func(g Gomega) {
+			listed, err := s.ListTools(ctx, mcpclient.DefaultLimits)
+			g.Expect(err).NotTo(HaveOccurred())
+			page := keptFirst()
+			g.Expect(page).NotTo(BeEmpty())
+			var kept struct {
+				Tools []struct {
+					Name string `json:"name"`
+				} `json:"tools"`
+			}
+			g.Expect(json.Unmarshal(page, &kept)).To(Succeed())
+			g.Expect(kept.Tools).To(HaveLen(min(len(listed.Tools), mcpPageSize)))
+			for i, t := range kept.Tools {
+				g.Expect(t.Name).To(Equal(listed.Tools[i].Name))
+			}
+		}).Should(Succeed())
 	})
 })

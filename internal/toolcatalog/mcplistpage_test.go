@@ -96,8 +96,9 @@ func (o *oracleServer) page(t *testing.T, modern bool, cursor string) json.RawMe
 }
 
 // listingView is a menu of n tools with every optional field, some awkward
-// strings, and one tool MCP clients cannot be offered.
-func listingView(n int) *view {
+// strings, and the tool at refusedAt (if any) one MCP clients cannot be
+// offered.
+func listingView(n, refusedAt int) *view {
 	var m menu.Menu
 	for i := range n {
 		s := awkward[i%len(awkward)]
@@ -111,9 +112,11 @@ func listingView(n int) *view {
 		}
 		m.Tools = append(m.Tools, menu.Entry{Name: fmt.Sprintf("mcp_s_t_%03d", i), Namespace: "ns", Server: "s", Tool: tool, Description: "about " + s})
 	}
-	refused := &m.Tools[n/2]
-	refused.Tool.InputSchema.Raw = []byte(`{"properties":{"o":{"type":"object","x-mcp-header":"O"}},"type":"object"}`)
-	m.Refused = []menu.Entry{*refused}
+	if refusedAt >= 0 && refusedAt < n {
+		refused := &m.Tools[refusedAt]
+		refused.Tool.InputSchema.Raw = []byte(`{"properties":{"o":{"type":"object","x-mcp-header":"O"}},"type":"object"}`)
+		m.Refused = []menu.Entry{*refused}
+	}
 	return &view{menu: m}
 }
 
@@ -122,20 +125,36 @@ func listingView(n int) *view {
 // the tools, from the first page on and from a cursor made up between two
 // names.
 func TestListPagesAsMCPGo(t *testing.T) {
-	full := listingView(450)
-	search := listingView(30)
+	search := listingView(30, 3)
 	search.exposure = menu.Exposure{Search: true, AlwaysInclude: []*menu.Entry{&search.menu.Tools[29], &search.menu.Tools[3], &search.menu.Tools[15]}}
 	m := &mcpHandlers{catalog: &Catalog{}}
 	for _, tc := range []struct {
 		name string
 		vw   *view
-	}{{"full", full}, {"search", search}} {
+	}{
+		{"450 tools, one refused", listingView(450, 225)},
+		{"exactly a page", listingView(mcpPageSize, -1)},
+		{"a page and one, the last of the first page refused", listingView(mcpPageSize+1, mcpPageSize-1)},
+		{"no tools", listingView(0, -1)},
+		{"search", search},
+	} {
+		// What the endpoint offered mcp-go, built apart from listPage.
+		refused := map[string]bool{}
+		for _, e := range tc.vw.menu.Refused {
+			refused[e.Name] = true
+		}
 		var offered []mcp.Tool
 		if tc.vw.exposure.Search {
-			offered = m.catalog.searchTools(tc.vw)
+			find, call := searchToolDefinitions()
+			offered = []mcp.Tool{find, call}
+			for _, e := range tc.vw.exposure.AlwaysInclude {
+				if !refused[e.Name] {
+					offered = append(offered, mcpToolOf(e))
+				}
+			}
 		} else {
 			for i := range tc.vw.menu.Tools {
-				if e := &tc.vw.menu.Tools[i]; e.Name != tc.vw.menu.Refused[0].Name {
+				if e := &tc.vw.menu.Tools[i]; !refused[e.Name] {
 					offered = append(offered, mcpToolOf(e))
 				}
 			}
@@ -189,4 +208,26 @@ func jsonEqual(a, b []byte) bool {
 	ra, _ := json.Marshal(x)
 	rb, _ := json.Marshal(y)
 	return bytes.Equal(ra, rb)
+}
+
+// TestKeptPagesAreBounded: an endpoint keeps pages of its revision up to
+// maxKeptListBytes, each once, and none of a revision it moved on from.
+func TestKeptPagesAreBounded(t *testing.T) {
+	h := &mcpHandler{revision: "r1", listed: newListPages()}
+	page := bytes.Repeat([]byte("x"), maxKeptListBytes/4)
+	for i := range 6 {
+		h.keep(listKey{cursor: fmt.Sprint(i)}, "r1", page, fmt.Sprint(i+1))
+	}
+	h.keep(listKey{cursor: "0"}, "r1", page, "1") // kept already
+	if len(h.listed.pages) != 4 || h.listed.size != maxKeptListBytes {
+		t.Errorf("kept %d pages, %d bytes; want 4 pages, %d bytes", len(h.listed.pages), h.listed.size, maxKeptListBytes)
+	}
+	if h.listed.cursors["5"] || !h.listed.cursors["4"] {
+		t.Errorf("cursors %v: want those of the pages kept only", h.listed.cursors)
+	}
+	h.listed = newListPages()
+	h.keep(listKey{}, "r0", page, "")
+	if len(h.listed.pages) != 0 {
+		t.Error("a page of a revision the endpoint moved on from was kept")
+	}
 }
