@@ -138,6 +138,9 @@ func newSession(t Target, kind Transport, tr transport.Interface, onToolsChanged
 		watch: newStreamWatch(), routes: map[string]func(string, json.RawMessage){}}
 	s.info.Transport = kind
 	s.lost, s.loseWith = context.WithCancelCause(context.Background())
+	if tr == nil {
+		return s // 2026-07-28: no mcp-go client (post.go)
+	}
 	s.client = client.NewClient(tr, client.WithProtocolVersion(ProtocolVersion))
 	s.client.OnNotification(func(n mcp.JSONRPCNotification) {
 		switch {
@@ -164,6 +167,9 @@ func (s *Session) start(ctx context.Context) error {
 		}
 	})
 	defer stopOnTimeout()
+	if s.client == nil {
+		return nil
+	}
 	if err := s.client.Start(sessionCtx); err != nil {
 		s.Close()
 		if ctx.Err() != nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -50,13 +51,11 @@ const (
 func connectModern(ctx context.Context, t Target, onToolsChanged func()) (*Session, error) {
 	watch := newStreamWatch()
 	httpClient := t.httpClient(watch, onToolsChanged != nil)
-	tr, err := transport.NewStreamableHTTP(t.URL, transport.WithHTTPBasicClient(httpClient),
-		transport.WithHTTPHeaders(t.Headers), transport.WithHTTPLogger(quietLogger))
-	if err != nil {
+	if _, err := url.Parse(t.URL); err != nil {
 		return nil, &Error{Kind: ErrProtocol, Message: fmt.Sprintf("connecting: %s is not a usable URL", t.redactedURL()), Err: err}
 	}
-	tr.SetProtocolVersion(RevisionModern)
-	s := newSession(t, TransportStreamableHTTP, tr, nil)
+	// No mcp-go transport: requests go out through post.go.
+	s := newSession(t, TransportStreamableHTTP, nil, nil)
 	s.modern, s.watch, s.http = true, watch, httpClient
 	startCtx, cancel := context.WithTimeout(ctx, t.timeout())
 	defer cancel()
@@ -274,7 +273,9 @@ func (s *Session) listen(onToolsChanged func()) {
 		s.watch.settle()
 		return
 	}
-	readEvents(resp.Body, func(data []byte) {
+	// A small buffer: the stream is held for the session's life, mostly
+	// waiting for an event of a hundred bytes.
+	_ = readEvents(resp.Body, 256, func(data []byte) bool {
 		var msg struct {
 			Method string `json:"method"`
 			Params struct {
@@ -284,7 +285,7 @@ func (s *Session) listen(onToolsChanged func()) {
 			} `json:"params"`
 		}
 		if json.Unmarshal(data, &msg) != nil {
-			return
+			return false
 		}
 		switch msg.Method {
 		case "notifications/subscriptions/acknowledged":
@@ -295,24 +296,27 @@ func (s *Session) listen(onToolsChanged func()) {
 		case string(mcp.MethodNotificationToolsListChanged):
 			onToolsChanged()
 		}
+		return false
 	})
 	s.watch.settle()
 	s.end(fmt.Errorf("%w: the subscription to list changes ended", errStreamLost))
 }
 
 // readEvents hands the data of each server-sent event to f until the
-// stream ends.
-func readEvents(r io.Reader, f func(data []byte)) {
-	// Small: the stream is held for the session's life, mostly waiting for
-	// an event of a hundred bytes; longer lines are read on past it.
-	lines := bufio.NewReaderSize(r, 256)
+// stream ends or f says to stop, and returns what ended it (io.EOF for
+// the stream's own end, nil when f stopped). size is the read buffer:
+// lines longer than it are read on past it.
+func readEvents(r io.Reader, size int, f func(data []byte) (stop bool)) error {
+	lines := bufio.NewReaderSize(r, size)
 	var data bytes.Buffer
 	for {
 		line, err := lines.ReadString('\n')
 		line = strings.TrimRight(line, "\r\n")
 		switch {
 		case line == "" && data.Len() > 0:
-			f(data.Bytes())
+			if f(data.Bytes()) {
+				return nil
+			}
 			data.Reset()
 		case strings.HasPrefix(line, "data:"):
 			if data.Len() > 0 {
@@ -321,7 +325,7 @@ func readEvents(r io.Reader, f func(data []byte)) {
 			data.WriteString(strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
 		}
 		if err != nil {
-			return
+			return err
 		}
 	}
 }

@@ -359,3 +359,43 @@ func TestARefusedRaiseIsNotRepeatedAtOnce(t *testing.T) {
 		t.Errorf("setLevel was asked %d times by 5 calls, want once", n)
 	}
 }
+
+// TestA2026ErrorStatusSaysWhatTheServerSaid: a 2026-07-28 server refuses
+// a request with an error status; a JSON-RPC error in the body is that
+// error (its code is what callers and the fallback to initialize read),
+// and any other body is explained by the status and its start.
+func TestA2026ErrorStatusSaysWhatTheServerSaid(t *testing.T) {
+	modern := startGoSDK(t, testmcp.GoSDKOnly2026)
+	var answer atomic.Value
+	url := front(t, modern.URL(), func(w http.ResponseWriter, r *http.Request, pass http.Handler) {
+		if r.Header.Get("Mcp-Method") != "tools/call" {
+			pass.ServeHTTP(w, r)
+			return
+		}
+		var req struct {
+			ID json.RawMessage `json:"id"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(body, &req)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = fmt.Fprintf(w, answer.Load().(string), req.ID)
+	}, nil)
+	s := connectT(t, Target{URL: url}, nil)
+	if s.Info().ProtocolVersion != "2026-07-28" {
+		t.Fatalf("negotiated %q, want 2026-07-28", s.Info().ProtocolVersion)
+	}
+
+	answer.Store(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32020,"message":"header mismatch: Mcp-Name"}}`)
+	_, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{}`), CallOptions{})
+	code, message, ok := RPCErrorOf(err)
+	if !ok || code != codeHeaderMismatch || !strings.Contains(message, "header mismatch: Mcp-Name") {
+		t.Errorf("got %v (code %d), want the server's JSON-RPC error -32020", err, code)
+	}
+
+	answer.Store(`not JSON-RPC (id %s)`)
+	_, err = s.CallTool(context.Background(), "echo", json.RawMessage(`{}`), CallOptions{})
+	if KindOf(err) != ErrHTTPStatus || !strings.Contains(err.Error(), "HTTP 400 Bad Request: not JSON-RPC") {
+		t.Errorf("got %v, want the server's HTTP 400 with its body", err)
+	}
+}

@@ -142,7 +142,9 @@ func (s *Session) Close() {
 	s.closeOnce.Do(func() {
 		s.end(errSessionClosed)
 		s.stop()
-		_ = s.client.Close()
+		if s.client != nil {
+			_ = s.client.Close()
+		}
 		if s.http != nil {
 			// The session's connections are its own: left idle they would
 			// hold a socket at both ends, two goroutines and their buffers
@@ -227,7 +229,12 @@ func (s *Session) request(ctx context.Context, c call, doing string) (json.RawMe
 		return nil, &Error{Kind: ErrProtocol, Message: doing + ": the request could not be encoded", Err: err}
 	}
 	ex := &exchange{tap: c.tap}
-	resp, err := s.client.GetTransport().SendRequest(withExchange(ctx, ex), req)
+	var resp *transport.JSONRPCResponse
+	if s.modern {
+		resp, err = s.post(withExchange(ctx, ex), req)
+	} else {
+		resp, err = s.client.GetTransport().SendRequest(withExchange(ctx, ex), req)
+	}
 	if err != nil {
 		switch cause := context.Cause(s.lost); {
 		case s.answersOnStream && cause != nil:
@@ -240,15 +247,10 @@ func (s *Session) request(ctx context.Context, c call, doing string) (json.RawMe
 			err = errors.Join(parent.Err(), err)
 			s.cancelUpstream(id, "the caller went away")
 		}
-		switch {
-		case errors.Is(err, transport.ErrSessionTerminated) && s.modern:
-			// mcp-go reads any 404 as a forgotten session, but 2026-07-28
-			// has none: the 404 answers this request, which the server may
-			// have acted on, so it must not read as undelivered (and be
-			// sent again), nor end the session of every other caller.
-			err = &answeredError{err}
-		case errors.Is(err, transport.ErrSessionTerminated):
+		if errors.Is(err, transport.ErrSessionTerminated) {
 			// The server forgot the session: it is over for every caller.
+			// (2026-07-28 has no session: a 404 there answers its request,
+			// which the server may have acted on, as any other status.)
 			s.end(errSessionForgotten)
 		}
 		return nil, failSpan(span, classify(err, s.target, doing, ex))
@@ -435,9 +437,3 @@ func (s *Session) CallTool(ctx context.Context, name string, arguments json.RawM
 	}
 	return result, nil
 }
-
-// answeredError hides the library's "session terminated" from an error
-// that answered a request of a revision without sessions; its text stays.
-type answeredError struct{ err error }
-
-func (e *answeredError) Error() string { return e.err.Error() }
