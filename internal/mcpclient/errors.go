@@ -106,6 +106,8 @@ func brokenStream(err error, t Target, _ *exchange) (failure, bool) {
 		return failure{ErrUnreachable, fmt.Sprintf("the event stream of %s ended before the answer came", t.redactedURL())}, true
 	case errors.Is(err, errNotSent):
 		return failure{ErrUnreachable, fmt.Sprintf("the session with %s ended before the request was sent", t.redactedURL())}, true
+	case errors.Is(err, errSessionClosed):
+		return failure{ErrUnreachable, fmt.Sprintf("the session with %s was closed before the answer came", t.redactedURL())}, true
 	}
 	return failure{}, false
 }

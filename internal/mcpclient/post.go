@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 )
@@ -21,8 +22,12 @@ import (
 // call path). What the answer is, and every failure, reads as it did
 // through mcp-go: session_test.go and revisions_test.go hold both.
 
-// errNoAnswer is a request whose answer stream ended without its answer.
-var errNoAnswer = errors.New("the answer's event stream ended before the answer")
+var (
+	// errNoAnswer is a request whose answer stream ended without its answer.
+	errNoAnswer = errors.New("the answer's event stream ended before the answer")
+	// errServerAsked is a call whose server sent a request of its own.
+	errServerAsked = errors.New("the server sent a request")
+)
 
 // answerBufferSize is the buffer an answer's event stream is read through.
 const answerBufferSize = 4 << 10
@@ -52,14 +57,20 @@ func (s *Session) post(ctx context.Context, req transport.JSONRPCRequest) (*tran
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
+	// The rest of the body is read (briefly) before it is closed, so that
+	// the connection goes back to be reused rather than being dropped.
+	defer finish(resp.Body)
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		// The credentials, whatever the body says (an OAuth error reads
+		// as a JSON-RPC error to a lenient decoder).
+		return nil, fmt.Errorf("request failed with status %d", resp.StatusCode)
+	case resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted:
 		// A JSON-RPC error sent with an error status is that error; any
 		// other body is explained by the status (the exchange recorded it).
 		raw, _ := io.ReadAll(resp.Body)
-		var answer transport.JSONRPCResponse
-		if json.Unmarshal(raw, &answer) == nil && answer.Error != nil {
-			return &answer, nil
+		if answer := rpcErrorAnswer(raw); answer != nil {
+			return answer, nil
 		}
 		return nil, fmt.Errorf("request failed with status %d", resp.StatusCode)
 	}
@@ -80,12 +91,46 @@ func (s *Session) post(ctx context.Context, req transport.JSONRPCRequest) (*tran
 	return nil, fmt.Errorf("unexpected content type: %q", resp.Header.Get("Content-Type"))
 }
 
+// rpcErrorAnswer is body as a JSON-RPC error answer, or nil when it is not
+// one: version 2.0 and an error object.
+func rpcErrorAnswer(body []byte) *transport.JSONRPCResponse {
+	var shape struct {
+		JSONRPC string          `json:"jsonrpc"`
+		Error   json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &shape) != nil || shape.JSONRPC != "2.0" || !bytes.HasPrefix(bytes.TrimSpace(shape.Error), []byte("{")) {
+		return nil
+	}
+	var answer transport.JSONRPCResponse
+	if json.Unmarshal(body, &answer) != nil || answer.Error == nil {
+		return nil
+	}
+	return &answer
+}
+
+// finishWait bounds how long the rest of an answer's body is waited for:
+// a 2026-07-28 server ends the stream with the answer, so it is there at
+// once; one that holds it open loses the connection instead.
+const finishWait = 50 * time.Millisecond
+
+// finish reads what is left of an answer's body, a little and briefly,
+// and closes it: a body closed before its end takes its connection with
+// it.
+func finish(body io.ReadCloser) {
+	stop := time.AfterFunc(finishWait, func() { _ = body.Close() })
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 4<<10))
+	stop.Stop()
+	_ = body.Close()
+}
+
 // answerOnStream reads an answer's event stream up to the answer: the
-// first message with an id and no method (a request from the server, which
-// the operator does not take, has both). A stream that breaks off fails
-// with what broke it.
+// first message with an id and no method. A request from the server fails
+// the call at once (the operator offers no capabilities to ask of, and
+// would otherwise wait for an answer that never comes); a stream that
+// ends or breaks off before the answer is a lost stream.
 func answerOnStream(r io.Reader) (*transport.JSONRPCResponse, error) {
 	var answer *transport.JSONRPCResponse
+	var asked string
 	var decodeErr error
 	readErr := readEvents(r, answerBufferSize, func(data []byte) bool {
 		var msg struct {
@@ -96,8 +141,12 @@ func answerOnStream(r io.Reader) (*transport.JSONRPCResponse, error) {
 			decodeErr = fmt.Errorf("failed to decode response: %w", err)
 			return false
 		}
-		if msg.ID.IsNil() || msg.Method != "" {
-			return false
+		switch {
+		case msg.ID.IsNil():
+			return false // a notification, which the exchange's tap heard
+		case msg.Method != "":
+			asked = msg.Method
+			return true
 		}
 		answer = &msg.JSONRPCResponse
 		return true
@@ -105,10 +154,14 @@ func answerOnStream(r io.Reader) (*transport.JSONRPCResponse, error) {
 	switch {
 	case answer != nil:
 		return answer, nil
-	case readErr != nil && !errors.Is(readErr, io.EOF):
+	case asked != "":
+		return nil, fmt.Errorf("%w: the server asked %q of the operator, which answers no requests", errServerAsked, asked)
+	case errors.Is(readErr, errResponseTooLarge):
 		return nil, readErr
+	case readErr != nil && !errors.Is(readErr, io.EOF):
+		return nil, fmt.Errorf("%w: %w", errStreamLost, readErr)
 	case decodeErr != nil:
 		return nil, decodeErr
 	}
-	return nil, errNoAnswer
+	return nil, fmt.Errorf("%w: %w", errStreamLost, errNoAnswer)
 }

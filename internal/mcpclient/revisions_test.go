@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -360,13 +361,130 @@ func TestARefusedRaiseIsNotRepeatedAtOnce(t *testing.T) {
 	}
 }
 
-// TestA2026ErrorStatusSaysWhatTheServerSaid: a 2026-07-28 server refuses
-// a request with an error status; a JSON-RPC error in the body is that
-// error (its code is what callers and the fallback to initialize read),
-// and any other body is explained by the status and its start.
-func TestA2026ErrorStatusSaysWhatTheServerSaid(t *testing.T) {
+// TestA2026AnswerReadsAsWhatHappened: a 2026-07-28 call's answer, sent
+// by the operator's own HTTP client, reads as what the server did: a
+// JSON-RPC error with an error status is that error; a 401 is the
+// credentials whatever its body; a stream that ends or breaks before the
+// answer is a lost stream; a request from the server fails the call at
+// once; an answer past the cap is too large.
+func TestA2026AnswerReadsAsWhatHappened(t *testing.T) {
+	stream := func(events ...string) func(w http.ResponseWriter, id string) {
+		return func(w http.ResponseWriter, id string) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			for _, e := range events {
+				_, _ = fmt.Fprintf(w, "event: message\ndata: "+e+"\n\n", id)
+			}
+		}
+	}
+	status := func(code int, body string) func(w http.ResponseWriter, id string) {
+		return func(w http.ResponseWriter, id string) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(code)
+			_, _ = fmt.Fprintf(w, body, id)
+		}
+	}
+	progress := `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"x","progress":1}}`
+	for _, tt := range []struct {
+		name   string
+		answer func(w http.ResponseWriter, id string)
+		kind   ErrorKind
+		says   string
+		code   int
+	}{
+		{"a JSON-RPC error with an error status", status(http.StatusBadRequest, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32020,"message":"header mismatch: Mcp-Name"}}`),
+			ErrProtocol, "header mismatch: Mcp-Name", -32020},
+		{"an error status with another body", status(http.StatusBadRequest, `not JSON-RPC (id %s)`), ErrHTTPStatus, "HTTP 400 Bad Request: not JSON-RPC", 0},
+		{"a 401 with a JSON-RPC body", status(http.StatusUnauthorized, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32001,"message":"Unauthorized"}}`),
+			ErrUnauthorized, "HTTP 401", 0},
+		{"a 401 with an OAuth body", status(http.StatusUnauthorized, `{"error":"invalid_token","id":%s}`), ErrUnauthorized, "HTTP 401", 0},
+		{"a stream that ends before the answer", stream(progress), ErrUnreachable, "ended before the answer came", 0},
+		{"a stream that breaks off in the answer", func(w http.ResponseWriter, id string) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Content-Length", "1000")
+			_, _ = fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[", id)
+		}, ErrUnreachable, "ended before the answer came", 0},
+		{"a request from the server", stream(`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}`), ErrProtocol, `asked "sampling/createMessage"`, 0},
+		{"an answer past the cap", stream(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", 4096) + `"}]}}`),
+			ErrMalformedResponse, "more than 2048 bytes", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			modern := startGoSDK(t, testmcp.GoSDKOnly2026)
+			url := front(t, modern.URL(), func(w http.ResponseWriter, r *http.Request, pass http.Handler) {
+				if r.Header.Get("Mcp-Method") != "tools/call" {
+					pass.ServeHTTP(w, r)
+					return
+				}
+				var req struct {
+					ID json.RawMessage `json:"id"`
+				}
+				body, _ := io.ReadAll(r.Body)
+				_ = json.Unmarshal(body, &req)
+				tt.answer(w, string(req.ID))
+			}, nil)
+			s := connectT(t, Target{URL: url, MaxResponseBytes: 2048}, nil)
+			if s.Info().ProtocolVersion != "2026-07-28" {
+				t.Fatalf("negotiated %q, want 2026-07-28", s.Info().ProtocolVersion)
+			}
+			_, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{}`), CallOptions{})
+			if KindOf(err) != tt.kind || err == nil || !strings.Contains(err.Error(), tt.says) {
+				t.Errorf("got %v (%s), want %s saying %q", err, KindOf(err), tt.kind, tt.says)
+			}
+			if code, _, _ := RPCErrorOf(err); code != tt.code {
+				t.Errorf("JSON-RPC code %d, want %d", code, tt.code)
+			}
+		})
+	}
+}
+
+// TestClosingA2026SessionEndsItsCalls: Close ends the calls in flight on a
+// 2026-07-28 session at once, saying so, rather than leaving them to run
+// to the target's timeout.
+func TestClosingA2026SessionEndsItsCalls(t *testing.T) {
 	modern := startGoSDK(t, testmcp.GoSDKOnly2026)
-	var answer atomic.Value
+	held, release := make(chan struct{}), make(chan struct{})
+	url := front(t, modern.URL(), func(w http.ResponseWriter, r *http.Request, pass http.Handler) {
+		if r.Header.Get("Mcp-Method") != "tools/call" {
+			pass.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		close(held)
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}, nil)
+	t.Cleanup(func() { close(release) }) // before the front closes
+	s, err := Connect(context.Background(), Target{URL: url, Timeout: 10 * time.Minute}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{}`), CallOptions{})
+		done <- err
+	}()
+	<-held
+	s.Close()
+	select {
+	case err := <-done:
+		if KindOf(err) != ErrUnreachable || !strings.Contains(err.Error(), "was closed before the answer came") {
+			t.Errorf("got %v, want the session closed", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the call went on after its session was closed")
+	}
+}
+
+// TestA2026SessionReusesItsConnection: calls answered on event streams
+// leave their connection to be reused, the rest of each stream read
+// (closing a stream before its end drops the connection, one per call),
+// also when the stream's end comes a moment after the answer.
+func TestA2026SessionReusesItsConnection(t *testing.T) {
+	modern := startGoSDK(t, testmcp.GoSDKOnly2026)
+	var opened atomic.Int64
 	url := front(t, modern.URL(), func(w http.ResponseWriter, r *http.Request, pass http.Handler) {
 		if r.Header.Get("Mcp-Method") != "tools/call" {
 			pass.ServeHTTP(w, r)
@@ -377,25 +495,26 @@ func TestA2026ErrorStatusSaysWhatTheServerSaid(t *testing.T) {
 		}
 		body, _ := io.ReadAll(r.Body)
 		_ = json.Unmarshal(body, &req)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = fmt.Fprintf(w, answer.Load().(string), req.ID)
-	}, nil)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[]}}\n\n", req.ID)
+		w.(http.Flusher).Flush()
+		// The server's own end of the stream (its handler returning), a
+		// moment after the answer went out.
+		time.Sleep(5 * time.Millisecond)
+	}, func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			opened.Add(1)
+		}
+	})
 	s := connectT(t, Target{URL: url}, nil)
-	if s.Info().ProtocolVersion != "2026-07-28" {
-		t.Fatalf("negotiated %q, want 2026-07-28", s.Info().ProtocolVersion)
+	before := opened.Load()
+	const calls = 10
+	for range calls {
+		if _, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{}`), CallOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-
-	answer.Store(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32020,"message":"header mismatch: Mcp-Name"}}`)
-	_, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{}`), CallOptions{})
-	code, message, ok := RPCErrorOf(err)
-	if !ok || code != codeHeaderMismatch || !strings.Contains(message, "header mismatch: Mcp-Name") {
-		t.Errorf("got %v (code %d), want the server's JSON-RPC error -32020", err, code)
-	}
-
-	answer.Store(`not JSON-RPC (id %s)`)
-	_, err = s.CallTool(context.Background(), "echo", json.RawMessage(`{}`), CallOptions{})
-	if KindOf(err) != ErrHTTPStatus || !strings.Contains(err.Error(), "HTTP 400 Bad Request: not JSON-RPC") {
-		t.Errorf("got %v, want the server's HTTP 400 with its body", err)
+	if n := opened.Load() - before; n > calls/2 {
+		t.Errorf("%d calls opened %d connections", calls, n)
 	}
 }

@@ -218,8 +218,13 @@ func (s *Session) request(ctx context.Context, c call, doing string) (json.RawMe
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer time.AfterFunc(s.target.timeout(), func() { cancel(context.DeadlineExceeded) }).Stop()
-	if s.answersOnStream {
+	switch {
+	case s.answersOnStream:
 		defer context.AfterFunc(s.lost, func() { cancel(errStreamLost) })()
+	case s.modern && s.streamCtx != nil:
+		// Close ends the requests in flight (mcp-go's transport did so
+		// for the revisions before); a lost subscription does not.
+		defer context.AfterFunc(s.streamCtx, func() { cancel(errSessionClosed) })()
 	}
 	id := "op-" + strconv.FormatInt(s.nextID.Add(1), 10)
 	ctx, span := s.startSpan(ctx, id, c)
@@ -240,6 +245,8 @@ func (s *Session) request(ctx context.Context, c call, doing string) (json.RawMe
 		case s.answersOnStream && cause != nil:
 			// The stream that would carry the answer broke: say why.
 			err = fmt.Errorf("%w: %w", errStreamLost, cause)
+		case errors.Is(context.Cause(ctx), errSessionClosed):
+			err = fmt.Errorf("%w: %w", errSessionClosed, err)
 		case errors.Is(context.Cause(ctx), context.DeadlineExceeded):
 			err = errors.Join(context.DeadlineExceeded, err)
 			s.cancelUpstream(id, "the request timed out")
