@@ -246,7 +246,8 @@ func (s *Session) request(ctx context.Context, c call, doing string) (json.RawMe
 			// The stream that would carry the answer broke: say why.
 			err = fmt.Errorf("%w: %w", errStreamLost, cause)
 		case errors.Is(context.Cause(ctx), errSessionClosed):
-			err = fmt.Errorf("%w: %w", errSessionClosed, err)
+			// Whatever the read saw of it, the session was closed.
+			err = errSessionClosed
 		case errors.Is(context.Cause(ctx), context.DeadlineExceeded):
 			err = errors.Join(context.DeadlineExceeded, err)
 			s.cancelUpstream(id, "the request timed out")
