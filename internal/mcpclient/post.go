@@ -86,7 +86,13 @@ func (s *Session) post(ctx context.Context, req transport.JSONRPCRequest) (*tran
 		}
 		return &answer, nil
 	case "text/event-stream":
-		return answerOnStream(resp.Body)
+		answer, err := answerOnStream(resp.Body)
+		if err != nil && ctx.Err() != nil {
+			// The stream broke because the request was ended (its timeout,
+			// its caller, Close): that is what request reports.
+			return nil, ctx.Err()
+		}
+		return answer, err
 	}
 	return nil, fmt.Errorf("unexpected content type: %q", resp.Header.Get("Content-Type"))
 }

@@ -384,6 +384,8 @@ func TestA2026AnswerReadsAsWhatHappened(t *testing.T) {
 		}
 	}
 	progress := `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"x","progress":1}}`
+	// held ends the answer that never comes once its subtest is over.
+	var held context.Context
 	for _, tt := range []struct {
 		name   string
 		answer func(w http.ResponseWriter, id string)
@@ -403,6 +405,11 @@ func TestA2026AnswerReadsAsWhatHappened(t *testing.T) {
 			w.Header().Set("Content-Length", "1000")
 			_, _ = fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[", id)
 		}, ErrUnreachable, "ended before the answer came", 0},
+		{"a stream that never answers", func(w http.ResponseWriter, id string) {
+			stream(progress)(w, id)
+			w.(http.Flusher).Flush()
+			<-held.Done()
+		}, ErrTimeout, "did not answer within 3s", 0},
 		{"a request from the server", stream(`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}`), ErrProtocol, `asked "sampling/createMessage"`, 0},
 		{"an answer past the cap", stream(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", 4096) + `"}]}}`),
 			ErrMalformedResponse, "more than 2048 bytes", 0},
@@ -421,7 +428,10 @@ func TestA2026AnswerReadsAsWhatHappened(t *testing.T) {
 				_ = json.Unmarshal(body, &req)
 				tt.answer(w, string(req.ID))
 			}, nil)
-			s := connectT(t, Target{URL: url, MaxResponseBytes: 2048}, nil)
+			var release context.CancelFunc
+			held, release = context.WithCancel(context.Background())
+			t.Cleanup(release) // before the front closes
+			s := connectT(t, Target{URL: url, MaxResponseBytes: 2048, Timeout: 3 * time.Second}, nil)
 			if s.Info().ProtocolVersion != "2026-07-28" {
 				t.Fatalf("negotiated %q, want 2026-07-28", s.Info().ProtocolVersion)
 			}
