@@ -1,6 +1,8 @@
 package mcpclient
 
 import (
+	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -48,4 +50,23 @@ func front(t *testing.T, backend string, handle func(w http.ResponseWriter, r *h
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv.URL + target.Path
+}
+
+// answeringCalls fronts a real 2026-07-28 server at backend and answers
+// each tools/call with answer, given the request's id; the rest goes on to
+// the server. connState, if set, hears the front's client connections.
+func answeringCalls(t *testing.T, backend string, answer func(w http.ResponseWriter, id string), connState func(net.Conn, http.ConnState)) string {
+	t.Helper()
+	return front(t, backend, func(w http.ResponseWriter, r *http.Request, pass http.Handler) {
+		if r.Header.Get("Mcp-Method") != "tools/call" {
+			pass.ServeHTTP(w, r)
+			return
+		}
+		var req struct {
+			ID json.RawMessage `json:"id"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(body, &req)
+		answer(w, string(req.ID))
+	}, connState)
 }

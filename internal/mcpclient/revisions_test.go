@@ -416,18 +416,7 @@ func TestA2026AnswerReadsAsWhatHappened(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			modern := startGoSDK(t, testmcp.GoSDKOnly2026)
-			url := front(t, modern.URL(), func(w http.ResponseWriter, r *http.Request, pass http.Handler) {
-				if r.Header.Get("Mcp-Method") != "tools/call" {
-					pass.ServeHTTP(w, r)
-					return
-				}
-				var req struct {
-					ID json.RawMessage `json:"id"`
-				}
-				body, _ := io.ReadAll(r.Body)
-				_ = json.Unmarshal(body, &req)
-				tt.answer(w, string(req.ID))
-			}, nil)
+			url := answeringCalls(t, modern.URL(), tt.answer, nil)
 			var release context.CancelFunc
 			held, release = context.WithCancel(context.Background())
 			t.Cleanup(release) // before the front closes
@@ -495,18 +484,9 @@ func TestClosingA2026SessionEndsItsCalls(t *testing.T) {
 func TestA2026SessionReusesItsConnection(t *testing.T) {
 	modern := startGoSDK(t, testmcp.GoSDKOnly2026)
 	var opened atomic.Int64
-	url := front(t, modern.URL(), func(w http.ResponseWriter, r *http.Request, pass http.Handler) {
-		if r.Header.Get("Mcp-Method") != "tools/call" {
-			pass.ServeHTTP(w, r)
-			return
-		}
-		var req struct {
-			ID json.RawMessage `json:"id"`
-		}
-		body, _ := io.ReadAll(r.Body)
-		_ = json.Unmarshal(body, &req)
+	url := answeringCalls(t, modern.URL(), func(w http.ResponseWriter, id string) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[]}}\n\n", req.ID)
+		_, _ = fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[]}}\n\n", id)
 		w.(http.Flusher).Flush()
 		// The server's own end of the stream (its handler returning), a
 		// moment after the answer went out.
