@@ -96,7 +96,7 @@ func (m *mcpHandlers) serveList(w http.ResponseWriter, r *http.Request, h *mcpHa
 	}
 	cursor, after, ok := listCursor(msg)
 	if !ok {
-		writeRPCError(w, http.StatusOK, msg.ID, mcp.INVALID_PARAMS, "the cursor is not one this endpoint gave")
+		writeRPCError(w, http.StatusOK, msg.ID, mcp.INVALID_PARAMS, "the cursor is not one this endpoint gives (a base64 string)")
 		return
 	}
 	key := listKey{modern: modern, cursor: cursor}
