@@ -17,10 +17,11 @@ import (
 // In the 2026-07-28 revision a request is one POST and its answer, with no
 // session to keep: the operator sends it with its own HTTP client rather
 // than mcp-go's transport, which spent a goroutine per request watching
-// the caller's context, another reading each event stream, and decoded
-// every answer into its own types (a third of the client's CPU on the
-// call path). What the answer is, and every failure, reads as it did
-// through mcp-go: session_test.go and revisions_test.go hold both.
+// the caller's context and another reading each event stream, decoded
+// every answer into its own types, and made each session hold a client and
+// a transport. Answers and failures are classified as they were through
+// mcp-go, a 401 or 403 more strictly (the credentials, whatever the body):
+// session_test.go and revisions_test.go hold both.
 
 var (
 	// errNoAnswer is a request whose answer stream ended without its answer.
