@@ -142,7 +142,12 @@ bench-smoke: ## Every benchmark once at small sizes, no thresholds: keeps them f
 	go test -run '^$$' -bench . -benchtime=1x ./internal/toolname ./internal/menu ./internal/toolcatalog ./internal/toolsearch && \
 	go test -run '^$$' -bench . -skip 'BenchmarkScale$$' -benchtime=1x -timeout 20m ./test/bench
 
-FUZZ_TIME ?= 10s
+# FUZZ_TIME is a count of inputs, not a duration: Go 1.26's fuzz coordinator
+# can fail a target with "context deadline exceeded" when a -fuzztime
+# duration ends while a worker is mid-input on a busy machine
+# (golang/go#75804, fixed in Go 1.27); a count has no deadline to race.
+# 20000 inputs take 1 to 10 s per target here.
+FUZZ_TIME ?= 20000x
 
 .PHONY: fuzz-smoke
 fuzz-smoke: ## Each fuzz target briefly, on top of its committed seed corpus (CI).
