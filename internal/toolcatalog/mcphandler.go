@@ -80,7 +80,8 @@ func (m *mcpHandlers) size() int {
 }
 
 // syncOnChange brings every handler's tools up to date after changes, so
-// that listening clients hear of them without asking.
+// that listening clients hear of them without asking, then prepares the
+// menus callers read before the changes.
 func (m *mcpHandlers) syncOnChange(ctx context.Context) {
 	for {
 		select {
@@ -103,6 +104,7 @@ func (m *mcpHandlers) syncOnChange(ctx context.Context) {
 				m.catalog.log.Error(err, "An MCP endpoint could not take up a new menu revision", "menu", menuLabel(h.key))
 			}
 		}
+		m.catalog.menus.warm(ctx)
 	}
 }
 

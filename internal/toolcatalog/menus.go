@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -51,6 +52,9 @@ type view struct {
 	// index ranks the tools for search; shared with views of the same
 	// searchable tools (see search.go).
 	index *searchIndex
+	// used says a caller asked for the view, so that the next version's
+	// is built before anyone asks again (see warm.go).
+	used atomic.Bool
 }
 
 // menuCache keeps resolved views and rendered bodies until the catalog's
@@ -69,10 +73,13 @@ type menuCache struct {
 	// share one build: many agents polling a menu of thousands of tools
 	// would otherwise each resolve it.
 	building singleflight.Group
+	// wanted are the views and renderings callers used before the
+	// version last moved: what warm prepares for them.
+	wanted wanted
 }
 
 func newMenuCache(c *Catalog) *menuCache {
-	return &menuCache{catalog: c, version: ^uint64(0), indexes: map[viewKey]*searchIndex{}}
+	return &menuCache{catalog: c, version: ^uint64(0), indexes: map[viewKey]*searchIndex{}, wanted: newWanted()}
 }
 
 // current returns the maps for the catalog's version, starting new ones
@@ -81,13 +88,25 @@ func (m *menuCache) current() uint64 {
 	v := m.catalog.version.Load()
 	if v != m.version {
 		m.version = v
+		m.wanted.note(m.views, m.renders)
 		m.views = map[viewKey]*view{}
 		m.renders = map[renderKey]*rendered{}
 	}
 	return v
 }
 
+// view is the view of a menu at the catalog's version, for a caller.
 func (m *menuCache) view(ctx context.Context, key viewKey) (*view, error) {
+	vw, err := m.resolve(ctx, key)
+	if err == nil && !vw.used.Load() {
+		vw.used.Store(true)
+	}
+	return vw, err
+}
+
+// resolve returns the view of a menu at the catalog's version, building
+// it when no caller has yet.
+func (m *menuCache) resolve(ctx context.Context, key viewKey) (*view, error) {
 	m.mu.Lock()
 	v := m.current()
 	cached, ok := m.views[key]

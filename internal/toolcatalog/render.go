@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/toolmesh/mcp-operator/internal/menu"
 )
@@ -32,6 +33,20 @@ type rendered struct {
 	body     []byte
 	gzipOnce sync.Once
 	gzipped  []byte
+	// served and servedGzip say a caller was answered with the body, and
+	// with it gzipped, so that the next version's is rendered before
+	// anyone asks again (see warm.go).
+	served, servedGzip atomic.Bool
+}
+
+// markServed notes a caller was answered with the body.
+func (r *rendered) markServed(gzipped bool) {
+	if !r.served.Load() {
+		r.served.Store(true)
+	}
+	if gzipped && !r.servedGzip.Load() {
+		r.servedGzip.Store(true)
+	}
 }
 
 func (r *rendered) gzipBody() []byte {
@@ -148,13 +163,15 @@ func serveRendered(w http.ResponseWriter, req *http.Request, r *rendered) {
 	h.Set("ETag", r.etag)
 	h.Set("Vary", "Accept-Encoding")
 	h.Set("Cache-Control", "no-cache")
+	gzipped := acceptsGzip(req.Header.Get("Accept-Encoding"))
+	r.markServed(gzipped)
 	if etagMatches(req.Header.Get("If-None-Match"), r.etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
 	h.Set("Content-Type", "application/json")
 	body := r.body
-	if acceptsGzip(req.Header.Get("Accept-Encoding")) {
+	if gzipped {
 		body = r.gzipBody()
 		h.Set("Content-Encoding", "gzip")
 	}

@@ -1,0 +1,184 @@
+package toolcatalog
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+)
+
+// warmFixture is a catalog over one Ready server whose tools a test can
+// change, counting the Lists that building its global view costs.
+type warmFixture struct {
+	t       *testing.T
+	catalog *Catalog
+	reader  client.Client
+	handler http.Handler
+	lists   atomic.Int64
+	// onList runs once, after the next List has read the servers.
+	onList atomic.Pointer[func()]
+}
+
+func newWarmFixture(t *testing.T) *warmFixture {
+	scheme := k8sruntime.NewScheme()
+	if err := mcpv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	srv := &mcpv1alpha1.MCPServer{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "calc", Generation: 1},
+		Status: mcpv1alpha1.MCPServerStatus{
+			Conditions: []metav1.Condition{{Type: mcpv1alpha1.ConditionReady, Status: metav1.ConditionTrue,
+				ObservedGeneration: 1, Reason: "ToolsDiscovered", LastTransitionTime: metav1.Now()}},
+		},
+	}
+	f := &warmFixture{t: t}
+	base := fake.NewClientBuilder().WithScheme(scheme).WithObjects(srv).WithStatusSubresource(srv).Build()
+	f.reader = interceptor.NewClient(base, interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			f.lists.Add(1)
+			err := c.List(ctx, list, opts...)
+			if hook := f.onList.Swap(nil); hook != nil {
+				(*hook)()
+			}
+			return err
+		},
+	})
+	c, err := New(f.reader, Options{Log: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.catalog, f.handler = c, c.Handler()
+	f.addTool("add")
+	return f
+}
+
+// addTool gives the server another tool, as discovery would, and moves the
+// catalog's version as its informer would.
+func (f *warmFixture) addTool(name string) {
+	f.t.Helper()
+	var srv mcpv1alpha1.MCPServer
+	if err := f.reader.Get(context.Background(), client.ObjectKey{Namespace: "team-a", Name: "calc"}, &srv); err != nil {
+		f.t.Fatal(err)
+	}
+	srv.Status.Tools = append(srv.Status.Tools, mcpv1alpha1.Tool{Name: "mcp_calc_" + name, OriginalName: name, Hash: name,
+		InputSchema: k8sruntime.RawExtension{Raw: []byte(`{"type":"object"}`)}})
+	if err := f.reader.Status().Update(context.Background(), &srv); err != nil {
+		f.t.Fatal(err)
+	}
+	f.catalog.version.Add(1)
+}
+
+// menu reads the global menu gzipped, as Go's and most HTTP clients ask.
+func (f *warmFixture) menu() string {
+	f.t.Helper()
+	req := httptest.NewRequest(http.MethodGet, "/v1/tools", nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	rec := httptest.NewRecorder()
+	f.handler.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		f.t.Fatalf("GET /v1/tools: %d %s", rec.Code, rec.Body)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(rec.Body.Bytes()))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	body, err := io.ReadAll(zr)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return string(body)
+}
+
+// kept is the global menu's openai rendering the cache holds at the
+// catalog's version, if any.
+func (f *warmFixture) kept() *rendered {
+	m := f.catalog.menus
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.current()
+	return m.renders[renderKey{view: viewKey{kind: globalView}, format: formatOpenAI}]
+}
+
+// TestWarmPreparesWhatCallersRead: after a change, the menu callers read
+// before it is built, rendered and compressed before the next caller asks,
+// who is then answered without a build; a menu nobody read since the last
+// change is left alone.
+func TestWarmPreparesWhatCallersRead(t *testing.T) {
+	f := newWarmFixture(t)
+	ctx := context.Background()
+	if body := f.menu(); !strings.Contains(body, "mcp_calc_add") {
+		t.Fatalf("menu before the change: %s", body)
+	}
+
+	f.addTool("sub")
+	before := f.lists.Load()
+	f.catalog.menus.warm(ctx)
+	if f.lists.Load() != before+1 {
+		t.Fatalf("warm listed servers %d times, want once", f.lists.Load()-before)
+	}
+	r := f.kept()
+	if r == nil || !bytes.Contains(r.body, []byte("mcp_calc_sub")) {
+		t.Fatal("after warm the cache holds no current rendering of the menu read before the change")
+	}
+	if r.gzipped == nil {
+		t.Error("the menu was read gzipped before the change, and warm did not compress its new rendering")
+	}
+	built := f.lists.Load()
+	if body := f.menu(); !strings.Contains(body, "mcp_calc_sub") {
+		t.Fatalf("menu after warm: %s", body)
+	}
+	if f.lists.Load() != built {
+		t.Error("the first caller after warm built the menu again")
+	}
+
+	// Read after the last change: prepared again after the next one.
+	f.addTool("mul")
+	f.catalog.menus.warm(ctx)
+	if r := f.kept(); r == nil || !bytes.Contains(r.body, []byte("mcp_calc_mul")) {
+		t.Fatal("a menu read since the last change was not prepared after the next")
+	}
+	// Not read since: left for its next caller.
+	f.addTool("div")
+	before = f.lists.Load()
+	f.catalog.menus.warm(ctx)
+	if f.lists.Load() != before || f.kept() != nil {
+		t.Error("warm prepared a menu nobody read since the last change")
+	}
+	if body := f.menu(); !strings.Contains(body, "mcp_calc_div") {
+		t.Fatalf("menu read after an unprepared change: %s", body)
+	}
+}
+
+// TestWarmInterruptedByAChangeTriesAgain: a change that lands while warm
+// builds makes what it prepares stale; the next warm prepares what callers
+// wanted at the newer version.
+func TestWarmInterruptedByAChangeTriesAgain(t *testing.T) {
+	f := newWarmFixture(t)
+	ctx := context.Background()
+	f.menu()
+	f.addTool("sub")
+	change := func() { f.addTool("mul") }
+	f.onList.Store(&change)
+	f.catalog.menus.warm(ctx)
+	if f.onList.Load() != nil {
+		t.Fatal("warm did not list the servers")
+	}
+	f.catalog.menus.warm(ctx)
+	if r := f.kept(); r == nil || !bytes.Contains(r.body, []byte("mcp_calc_mul")) {
+		t.Error("the warm after an interrupted one did not prepare the menu read before both")
+	}
+}
