@@ -490,3 +490,53 @@ func TestReleaseIdleKeepsTheStream(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldSessionsShareAPoolButNotConnections: sessions held for list
+// changes to plain-HTTP servers share one connection pool (a pool each
+// cost the manager 2 KB per server), and each still owns its connections:
+// closing one closes its stream's connection while the other's stream
+// goes on carrying changes. A session not held keeps a pool of its own.
+func TestHeldSessionsShareAPoolButNotConnections(t *testing.T) {
+	for _, revision := range []string{"2025-11-25", ""} {
+		t.Run("revision "+revision, func(t *testing.T) {
+			held := func() (*Session, *testmcp.Server, *atomic.Int64, chan struct{}) {
+				srv := startServer(t, testmcp.Options{Transport: testmcp.StreamableHTTP, ListChanged: true})
+				srv.AddTools("echo")
+				url, open := countingFront(t, srv.URL())
+				changed := make(chan struct{}, 1)
+				s := connectT(t, Target{URL: url, Revision: revision}, func() {
+					select {
+					case changed <- struct{}{}:
+					default:
+					}
+				})
+				if !s.Listening() {
+					t.Fatal("the session does not listen")
+				}
+				return s, srv, open, changed
+			}
+			a, _, openA, _ := held()
+			b, srvB, _, changedB := held()
+			pool := func(s *Session) http.RoundTripper { return s.http.Transport.(*recordingTransport).next }
+			if pool(a) != pool(b) {
+				t.Error("two sessions held for list changes have a pool each")
+			}
+			once := connectT(t, Target{URL: srvB.URL(), Revision: revision}, nil)
+			if pool(once) == pool(a) {
+				t.Error("a session not held shares the held sessions' pool")
+			}
+
+			a.Close()
+			waitFor(t, "the closed session's connections to close", func() bool { return openA.Load() == 0 })
+			srvB.AddTools("more")
+			select {
+			case <-changedB:
+			case <-time.After(20 * time.Second):
+				t.Fatal("closing one held session stopped another's stream")
+			}
+			if _, err := b.CallTool(context.Background(), "echo", json.RawMessage(`{}`), CallOptions{}); err != nil {
+				t.Fatalf("a call on the session left open: %v", err)
+			}
+		})
+	}
+}

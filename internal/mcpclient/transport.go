@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -171,30 +172,14 @@ const listeningBufferSize = 1 << 10
 // because event streams live as long as the session; the dial, TLS
 // handshake and response headers are bounded instead, and every request
 // carries a context deadline. listening says the session is opened to hold
-// a stream for list changes.
+// a stream for list changes; such sessions to plain-HTTP servers share
+// their connection pool (see shared.go).
 func (t Target) httpClient(watch *streamWatch, listening bool) *http.Client {
-	timeout := t.timeout()
-	dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: t.Egress.control}
-	base := &http.Transport{
-		// No proxy: the egress policy must see the server's own address.
-		Proxy: nil,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if err := t.Egress.checkName(addr); err != nil {
-				return nil, err
-			}
-			return dialer.DialContext(ctx, network, addr)
-		},
-		TLSClientConfig:       t.TLS,
-		TLSHandshakeTimeout:   timeout,
-		ResponseHeaderTimeout: timeout,
-		MaxIdleConnsPerHost:   64,
-		IdleConnTimeout:       90 * time.Second,
-		// HTTP/2 needs TLS here (no h2c): set up for every session it
-		// cost each one 1.2 KiB of protocol tables it could not use.
-		ForceAttemptHTTP2: strings.HasPrefix(t.URL, "https://"),
-	}
-	if listening {
-		base.ReadBufferSize, base.WriteBufferSize = listeningBufferSize, listeningBufferSize
+	var base *http.Transport
+	if listening && t.TLS == nil && strings.HasPrefix(t.URL, "http://") {
+		base = listeningTransports.get(t.Egress, t.timeout())
+	} else {
+		base = newBaseTransport(t.Egress, t.TLS, t.timeout(), strings.HasPrefix(t.URL, "https://"), listening)
 	}
 	return &http.Client{
 		Transport: &recordingTransport{next: base, watch: watch, maxBody: t.maxResponseBytes()},
@@ -202,6 +187,35 @@ func (t Target) httpClient(watch *streamWatch, listening bool) *http.Client {
 		// do not redirect, so refuse to follow.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+}
+
+// newBaseTransport is the connection pool under a session's client. It
+// holds nothing of any one server beyond what its arguments say, so that
+// sessions may share it.
+func newBaseTransport(egress *EgressPolicy, tlsConfig *tls.Config, timeout time.Duration, https, listening bool) *http.Transport {
+	dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: egress.control}
+	base := &http.Transport{
+		// No proxy: the egress policy must see the server's own address.
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if err := egress.checkName(addr); err != nil {
+				return nil, err
+			}
+			return dialer.DialContext(ctx, network, addr)
+		},
+		TLSClientConfig:       tlsConfig,
+		TLSHandshakeTimeout:   timeout,
+		ResponseHeaderTimeout: timeout,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		// HTTP/2 needs TLS here (no h2c): set up for every session it
+		// cost each one 1.2 KiB of protocol tables it could not use.
+		ForceAttemptHTTP2: https,
+	}
+	if listening {
+		base.ReadBufferSize, base.WriteBufferSize = listeningBufferSize, listeningBufferSize
+	}
+	return base
 }
 
 // recordingTransport fills each request's exchange and caps every answer.
