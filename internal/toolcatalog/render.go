@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -29,8 +30,11 @@ type renderKey struct {
 
 // rendered is one menu in one format, ready to serve.
 type rendered struct {
-	etag     string
+	etag string
+	// body is the menu; nil once a kept rendering is large enough to be
+	// kept only gzipped (see compact), and size is its length.
 	body     []byte
+	size     int
 	gzipOnce sync.Once
 	gzipped  []byte
 	// served and servedGzip say a caller was answered with the body, and
@@ -50,14 +54,46 @@ func (r *rendered) markServed(gzipped bool) {
 }
 
 func (r *rendered) gzipBody() []byte {
-	r.gzipOnce.Do(func() {
-		var buf bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
-		_, _ = zw.Write(r.body)
-		_ = zw.Close()
-		r.gzipped = buf.Bytes()
-	})
+	r.gzipOnce.Do(func() { r.gzipped = compress(r.body) })
 	return r.gzipped
+}
+
+func compress(body []byte) []byte {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	_, _ = zw.Write(body)
+	_ = zw.Close()
+	return bytes.Clone(buf.Bytes())
+}
+
+// maxPlainRendering is the largest menu body kept as it is. A larger one
+// (a global menu of many thousands of tools takes 170 bytes a tool) is
+// kept only gzipped, a tenth of its size: most HTTP clients take gzip,
+// and the others are sent it inflated as it goes out.
+const maxPlainRendering = 1 << 20
+
+// compact keeps a large rendering only gzipped. It is called before the
+// rendering is shared.
+func (r *rendered) compact() {
+	if len(r.body) <= maxPlainRendering {
+		return
+	}
+	r.gzipBody()
+	r.body = nil
+}
+
+// writeBody sends the body as it is, inflating it when it is kept only
+// gzipped.
+func (r *rendered) writeBody(w http.ResponseWriter) {
+	if r.body != nil {
+		_, _ = w.Write(r.body)
+		return
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(r.gzipped))
+	if err != nil {
+		return // the catalog wrote these bytes itself
+	}
+	_, _ = io.Copy(w, zr)
 }
 
 type openAITool struct {
@@ -100,7 +136,8 @@ type menuBody struct {
 // render writes a view's menu in a format; schemas go out as the bytes
 // status holds.
 func render(vw *view, format string) *rendered {
-	return &rendered{etag: `"` + vw.revision + `"`, body: appendMenu(nil, vw, format)}
+	body := appendMenu(nil, vw, format)
+	return &rendered{etag: `"` + vw.revision + `"`, body: body, size: len(body)}
 }
 
 func renderTool(e *menu.Entry, format string) any {
@@ -142,7 +179,9 @@ func (m *menuCache) rendering(key viewKey, vw *view, format string) *rendered {
 			menuRevisions.WithLabelValues(label).Inc()
 			toolsServed.WithLabelValues(label).Set(float64(len(vw.menu.Tools)))
 		}
-		return render(vw, format), nil
+		r := render(vw, format)
+		r.compact()
+		return r, nil
 	})
 	r = shared.(*rendered)
 	if !worthKeeping(key, vw) {
@@ -170,13 +209,18 @@ func serveRendered(w http.ResponseWriter, req *http.Request, r *rendered) {
 		return
 	}
 	h.Set("Content-Type", "application/json")
-	body := r.body
 	if gzipped {
-		body = r.gzipBody()
+		body := r.gzipBody()
 		h.Set("Content-Encoding", "gzip")
+		h.Set("Content-Length", strconv.Itoa(len(body)))
+		_, _ = w.Write(body)
+		return
 	}
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	_, _ = w.Write(body)
+	h.Set("Content-Length", strconv.Itoa(r.size))
+	if req.Method == http.MethodHead {
+		return
+	}
+	r.writeBody(w)
 }
 
 func etagMatches(ifNoneMatch, etag string) bool {

@@ -21,9 +21,9 @@ import (
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 )
 
-// warmFixture is a catalog over one Ready server whose tools a test can
+// menuFixture is a catalog over one Ready server whose tools a test can
 // change, counting the Lists that building its global view costs.
-type warmFixture struct {
+type menuFixture struct {
 	t       *testing.T
 	catalog *Catalog
 	reader  client.Client
@@ -33,7 +33,7 @@ type warmFixture struct {
 	onList atomic.Pointer[func()]
 }
 
-func newWarmFixture(t *testing.T) *warmFixture {
+func newMenuFixture(t *testing.T) *menuFixture {
 	scheme := k8sruntime.NewScheme()
 	if err := mcpv1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -45,7 +45,7 @@ func newWarmFixture(t *testing.T) *warmFixture {
 				ObservedGeneration: 1, Reason: "ToolsDiscovered", LastTransitionTime: metav1.Now()}},
 		},
 	}
-	f := &warmFixture{t: t}
+	f := &menuFixture{t: t}
 	base := fake.NewClientBuilder().WithScheme(scheme).WithObjects(srv).WithStatusSubresource(srv).Build()
 	f.reader = interceptor.NewClient(base, interceptor.Funcs{
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
@@ -68,7 +68,7 @@ func newWarmFixture(t *testing.T) *warmFixture {
 
 // addTool gives the server another tool, as discovery would, and moves the
 // catalog's version as its informer would.
-func (f *warmFixture) addTool(name string) {
+func (f *menuFixture) addTool(name string) {
 	f.t.Helper()
 	var srv mcpv1alpha1.MCPServer
 	if err := f.reader.Get(context.Background(), client.ObjectKey{Namespace: "team-a", Name: "calc"}, &srv); err != nil {
@@ -83,7 +83,7 @@ func (f *warmFixture) addTool(name string) {
 }
 
 // menu reads the global menu gzipped, as Go's and most HTTP clients ask.
-func (f *warmFixture) menu() string {
+func (f *menuFixture) menu() string {
 	f.t.Helper()
 	req := httptest.NewRequest(http.MethodGet, "/v1/tools", nil)
 	req.Header.Set("Accept-Encoding", "gzip")
@@ -105,7 +105,7 @@ func (f *warmFixture) menu() string {
 
 // kept is the global menu's openai rendering the cache holds at the
 // catalog's version, if any.
-func (f *warmFixture) kept() *rendered {
+func (f *menuFixture) kept() *rendered {
 	m := f.catalog.menus
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -118,7 +118,7 @@ func (f *warmFixture) kept() *rendered {
 // who is then answered without a build; a menu nobody read since the last
 // change is left alone.
 func TestWarmPreparesWhatCallersRead(t *testing.T) {
-	f := newWarmFixture(t)
+	f := newMenuFixture(t)
 	ctx := context.Background()
 	if body := f.menu(); !strings.Contains(body, "mcp_calc_add") {
 		t.Fatalf("menu before the change: %s", body)
@@ -167,7 +167,7 @@ func TestWarmPreparesWhatCallersRead(t *testing.T) {
 // builds makes what it prepares stale; the next warm prepares what callers
 // wanted at the newer version.
 func TestWarmInterruptedByAChangeTriesAgain(t *testing.T) {
-	f := newWarmFixture(t)
+	f := newMenuFixture(t)
 	ctx := context.Background()
 	f.menu()
 	f.addTool("sub")
