@@ -95,8 +95,13 @@ type Catalog struct {
 	browsers  *browserGuard
 	audit     *auditor
 	// version moves on every change to an MCPServer or ToolCollection;
-	// rendered menus are reused while it stands still.
-	version atomic.Uint64
+	// rendered menus are reused while it stands still. serverVersion moves
+	// on every change to an MCPServer, before version does: the global and
+	// server menus read MCPServers only, so they outlive changes to
+	// ToolCollections (a collection's status follows every change to its
+	// servers, and would otherwise have the global menu built twice).
+	version       atomic.Uint64
+	serverVersion atomic.Uint64
 	// streams ends the MCP listening streams when the catalog stops.
 	streams    context.Context
 	endStreams context.CancelFunc
@@ -151,10 +156,12 @@ func (c *Catalog) WatchChanges(ctx context.Context, cache ctrlcache.Cache) error
 		UpdateFunc: func(any, any) { c.changed() },
 		DeleteFunc: func(any) { c.changed() },
 	}
+	// One handler, so that the call path's view of a server and
+	// serverVersion move before version does.
 	servers := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.observeServer(obj, false) },
-		UpdateFunc: func(_, obj any) { c.observeServer(obj, false) },
-		DeleteFunc: func(obj any) { c.observeServer(obj, true) },
+		AddFunc:    func(obj any) { c.observeServer(obj, false); c.serverChanged() },
+		UpdateFunc: func(_, obj any) { c.observeServer(obj, false); c.serverChanged() },
+		DeleteFunc: func(obj any) { c.observeServer(obj, true); c.serverChanged() },
 	}
 	collections := toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
 		if tc, ok := unwrapTombstone(obj).(*mcpv1alpha1.ToolCollection); ok {
@@ -167,7 +174,7 @@ func (c *Catalog) WatchChanges(ctx context.Context, cache ctrlcache.Cache) error
 		obj      client.Object
 		handlers []toolscache.ResourceEventHandler
 	}{
-		{&mcpv1alpha1.MCPServer{}, []toolscache.ResourceEventHandler{servers, changed}},
+		{&mcpv1alpha1.MCPServer{}, []toolscache.ResourceEventHandler{servers}},
 		{&mcpv1alpha1.ToolCollection{}, []toolscache.ResourceEventHandler{collections, changed}},
 		// Metadata only: the call path checks the versions of the Secrets
 		// and ConfigMaps a server names without holding their data.
@@ -191,6 +198,11 @@ func (c *Catalog) WatchChanges(ctx context.Context, cache ctrlcache.Cache) error
 func (c *Catalog) changed() {
 	c.version.Add(1)
 	c.mcp.changed()
+}
+
+func (c *Catalog) serverChanged() {
+	c.serverVersion.Add(1)
+	c.changed()
 }
 
 // observeServer keeps the call path's view of a server current; a deleted

@@ -64,6 +64,8 @@ type menuCache struct {
 	catalog *Catalog
 	mu      sync.Mutex
 	version uint64
+	// servers is the catalog's serverVersion when the maps were started.
+	servers uint64
 	views   map[viewKey]*view
 	renders map[renderKey]*rendered
 	// indexes outlive versions: one per menu that exists, replaced when
@@ -83,15 +85,38 @@ func newMenuCache(c *Catalog) *menuCache {
 }
 
 // current returns the maps for the catalog's version, starting new ones
-// when it moved. Callers hold mu.
+// when it moved. When no MCPServer changed since the maps were started,
+// the global and server menus are carried over: only collections' are
+// new. Callers hold mu.
 func (m *menuCache) current() uint64 {
 	v := m.catalog.version.Load()
-	if v != m.version {
-		m.version = v
-		m.wanted.note(m.views, m.renders)
-		m.views = map[viewKey]*view{}
-		m.renders = map[renderKey]*rendered{}
+	if v == m.version {
+		return v
 	}
+	// Read after v, and moved before it: maps started at v never claim
+	// servers older than the cache they are built from.
+	servers := m.catalog.serverVersion.Load()
+	carry := servers == m.servers
+	views, renders := map[viewKey]*view{}, map[renderKey]*rendered{}
+	// What callers used of the menus dropped is wanted again (warm.go);
+	// those carried over keep their marks until they are dropped.
+	droppedViews, droppedRenders := map[viewKey]*view{}, map[renderKey]*rendered{}
+	for key, vw := range m.views {
+		if carry && key.kind != collectionView {
+			views[key] = vw
+		} else {
+			droppedViews[key] = vw
+		}
+	}
+	for key, r := range m.renders {
+		if carry && key.view.kind != collectionView {
+			renders[key] = r
+		} else {
+			droppedRenders[key] = r
+		}
+	}
+	m.wanted.note(droppedViews, droppedRenders)
+	m.version, m.servers, m.views, m.renders = v, servers, views, renders
 	return v
 }
 

@@ -66,11 +66,13 @@ func compress(body []byte) []byte {
 	return bytes.Clone(buf.Bytes())
 }
 
-// maxPlainRendering is the largest menu body kept as it is. A larger one
-// (a global menu of many thousands of tools takes 170 bytes a tool) is
-// kept only gzipped, a tenth of its size: most HTTP clients take gzip,
-// and the others are sent it inflated as it goes out.
-const maxPlainRendering = 1 << 20
+// maxPlainRendering is the largest menu body kept as it is: with tools of
+// 170 bytes, a menu of about 50,000. A larger one is kept only gzipped, a
+// tenth of its size or less: most HTTP clients take gzip, and the others
+// are sent it inflated as it goes out, which costs each such request
+// about as much CPU as gzipping it once. Below it, a client not taking
+// gzip costs a write of the kept bytes.
+const maxPlainRendering = 8 << 20
 
 // compact keeps a large rendering only gzipped. It is called before the
 // rendering is shared.

@@ -28,7 +28,7 @@ func TestALargeMenuIsKeptGzippedAndServedWhole(t *testing.T) {
 	if err := f.reader.Get(context.Background(), client.ObjectKey{Namespace: "team-a", Name: "calc"}, &srv); err != nil {
 		t.Fatal(err)
 	}
-	schema := `{"type":"object","properties":{"path":{"type":"string","description":"` + strings.Repeat("a file to read ", 12) + `"}}}`
+	schema := `{"type":"object","properties":{"path":{"type":"string","description":"` + strings.Repeat("a file to read ", 120) + `"}}}`
 	for i := range 5000 {
 		name := fmt.Sprintf("tool%04d", i)
 		srv.Status.Tools = append(srv.Status.Tools, mcpv1alpha1.Tool{Name: "mcp_calc_" + name, OriginalName: name, Hash: name,
@@ -37,7 +37,7 @@ func TestALargeMenuIsKeptGzippedAndServedWhole(t *testing.T) {
 	if err := f.reader.Status().Update(context.Background(), &srv); err != nil {
 		t.Fatal(err)
 	}
-	f.catalog.version.Add(1)
+	f.catalog.serverChanged()
 	vw, err := f.catalog.menus.view(context.Background(), viewKey{kind: globalView})
 	if err != nil {
 		t.Fatal(err)

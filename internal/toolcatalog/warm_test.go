@@ -45,8 +45,10 @@ func newMenuFixture(t *testing.T) *menuFixture {
 				ObservedGeneration: 1, Reason: "ToolsDiscovered", LastTransitionTime: metav1.Now()}},
 		},
 	}
+	tc := &mcpv1alpha1.ToolCollection{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "calc"},
+		Spec: mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Names: []string{"calc"}}}}
 	f := &menuFixture{t: t}
-	base := fake.NewClientBuilder().WithScheme(scheme).WithObjects(srv).WithStatusSubresource(srv).Build()
+	base := fake.NewClientBuilder().WithScheme(scheme).WithObjects(srv, tc).WithStatusSubresource(srv).Build()
 	f.reader = interceptor.NewClient(base, interceptor.Funcs{
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			f.lists.Add(1)
@@ -67,7 +69,7 @@ func newMenuFixture(t *testing.T) *menuFixture {
 }
 
 // addTool gives the server another tool, as discovery would, and moves the
-// catalog's version as its informer would.
+// catalog's versions as its informer would.
 func (f *menuFixture) addTool(name string) {
 	f.t.Helper()
 	var srv mcpv1alpha1.MCPServer
@@ -79,18 +81,24 @@ func (f *menuFixture) addTool(name string) {
 	if err := f.reader.Status().Update(context.Background(), &srv); err != nil {
 		f.t.Fatal(err)
 	}
-	f.catalog.version.Add(1)
+	f.catalog.serverChanged()
 }
 
 // menu reads the global menu gzipped, as Go's and most HTTP clients ask.
 func (f *menuFixture) menu() string {
 	f.t.Helper()
-	req := httptest.NewRequest(http.MethodGet, "/v1/tools", nil)
+	return f.read("/v1/tools")
+}
+
+// read reads a menu gzipped.
+func (f *menuFixture) read(path string) string {
+	f.t.Helper()
+	req := httptest.NewRequest(http.MethodGet, path, nil)
 	req.Header.Set("Accept-Encoding", "gzip")
 	rec := httptest.NewRecorder()
 	f.handler.ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK {
-		f.t.Fatalf("GET /v1/tools: %d %s", rec.Code, rec.Body)
+		f.t.Fatalf("GET %s: %d %s", path, rec.Code, rec.Body)
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(rec.Body.Bytes()))
 	if err != nil {
@@ -180,5 +188,37 @@ func TestWarmInterruptedByAChangeTriesAgain(t *testing.T) {
 	f.catalog.menus.warm(ctx)
 	if r := f.kept(); r == nil || !bytes.Contains(r.body, []byte("mcp_calc_mul")) {
 		t.Error("the warm after an interrupted one did not prepare the menu read before both")
+	}
+}
+
+// TestACollectionChangeKeepsTheGlobalMenu: the global menu reads only
+// MCPServers, so a change to a ToolCollection (its status follows every
+// change to its servers) leaves it built and rendered, and drops only the
+// collections' menus; a change to an MCPServer drops both.
+func TestACollectionChangeKeepsTheGlobalMenu(t *testing.T) {
+	f := newMenuFixture(t)
+	const collection = "/v1/namespaces/team-a/toolcollections/calc/tools"
+	f.menu()
+	f.read(collection)
+	lists := f.lists.Load()
+
+	f.catalog.changed() // a ToolCollection changed
+	if body := f.menu(); !strings.Contains(body, "mcp_calc_add") {
+		t.Fatalf("global menu after a collection changed: %s", body)
+	}
+	if f.lists.Load() != lists {
+		t.Error("a change to a ToolCollection had the global menu built again")
+	}
+	f.read(collection)
+	if f.lists.Load() != lists+1 {
+		t.Errorf("the collection's menu was listed %d times after its change, want once", f.lists.Load()-lists)
+	}
+
+	f.addTool("sub")
+	if body := f.menu(); !strings.Contains(body, "mcp_calc_sub") {
+		t.Errorf("global menu after a server changed: %s", body)
+	}
+	if body := f.read(collection); !strings.Contains(body, "mcp_calc_sub") {
+		t.Errorf("collection's menu after a server changed: %s", body)
 	}
 }
