@@ -146,10 +146,10 @@ func (s *Session) Close() {
 			_ = s.client.Close()
 		}
 		if s.http != nil {
-			// The session's connections are its own: left idle they would
-			// hold a socket at both ends, two goroutines and their buffers
-			// until IdleConnTimeout, per refresh of every server that is
-			// not held.
+			// Left idle, the session's connections would hold a socket at
+			// both ends, two goroutines and their buffers until
+			// IdleConnTimeout, per refresh of every server that is not
+			// held (a shared pool's idle timeout is short; see shared.go).
 			s.http.CloseIdleConnections()
 		}
 	})
@@ -159,7 +159,8 @@ func (s *Session) Close() {
 // keeping its listening stream: a session held for its list changes but
 // asked something only once per refresh would otherwise keep a second
 // connection (a socket at both ends, its buffers and goroutines) per
-// server between refreshes.
+// server between refreshes. A shared pool closes them itself, shortly
+// (see shared.go).
 func (s *Session) ReleaseIdle() {
 	if s.http != nil {
 		s.http.CloseIdleConnections()

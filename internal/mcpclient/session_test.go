@@ -457,8 +457,9 @@ func TestAClosedSessionLeavesNoConnection(t *testing.T) {
 }
 
 // TestReleaseIdleKeepsTheStream: a session held for its list changes lets
-// its idle request connection go between refreshes, and keeps listening on
-// the one connection its stream needs.
+// its idle request connection go between refreshes (its shared pool
+// within sharedIdleTimeout), and keeps listening on the one connection
+// its stream needs.
 func TestReleaseIdleKeepsTheStream(t *testing.T) {
 	for _, revision := range []string{"2025-11-25", ""} {
 		t.Run("revision "+revision, func(t *testing.T) {
@@ -491,11 +492,13 @@ func TestReleaseIdleKeepsTheStream(t *testing.T) {
 	}
 }
 
-// TestHeldSessionsShareAPoolButNotConnections: sessions held for list
-// changes to plain-HTTP servers share one connection pool (a pool each
-// cost the manager 2 KB per server), and each still owns its connections:
-// closing one closes its stream's connection while the other's stream
-// goes on carrying changes. A session not held keeps a pool of its own.
+// TestHeldSessionsShareAPoolButNotConnections: sessions that listen for
+// list changes from plain-HTTP servers share one connection pool (a pool
+// each cost the manager 2 KB per server), and each still owns its
+// connections: closing one ends its stream's connection at once and its
+// idle one within the pool's idle timeout, while the other's stream goes
+// on carrying changes. A session that does not listen keeps a pool of
+// its own.
 func TestHeldSessionsShareAPoolButNotConnections(t *testing.T) {
 	for _, revision := range []string{"2025-11-25", ""} {
 		t.Run("revision "+revision, func(t *testing.T) {
@@ -526,6 +529,10 @@ func TestHeldSessionsShareAPoolButNotConnections(t *testing.T) {
 				t.Error("a session not held shares the held sessions' pool")
 			}
 
+			select {
+			case <-changedB: // a change heard before, which proves nothing below
+			default:
+			}
 			a.Close()
 			waitFor(t, "the closed session's connections to close", func() bool { return openA.Load() == 0 })
 			srvB.AddTools("more")

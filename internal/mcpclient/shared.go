@@ -10,16 +10,23 @@ import (
 // each with a stream open for as long as the server is Ready. Each with a
 // connection pool of its own, the pools (net/http's Transport and the
 // tables it fills on first use) cost the manager about 2 KB per server.
-// Sessions held for list changes to plain-HTTP servers share a pool
-// instead, one per egress policy and timeout: the pool keeps connections
-// per server address, so a server's connections remain its own, and a
-// session's Close still closes its stream's connection with the stream.
-// What sharing adds: Close and ReleaseIdle close every idle connection of
-// the pool, other servers' too. Held sessions keep no idle connection
-// between refreshes anyway (see Session.ReleaseIdle), so at worst one
-// re-dials. Sessions to https servers (TLS settings per server, HTTP/2
-// multiplexing) and sessions not held (the catalog's, which reuse idle
-// connections call after call) keep a pool of their own.
+// Sessions opened to hear list changes from plain-HTTP servers (every
+// session of the controllers' discovery) share a pool instead, one per
+// egress policy and timeout. The pool keeps connections per server
+// address, and a session's Close still ends its stream's connection with
+// the stream; but Close and ReleaseIdle cannot close the idle connections
+// of one session alone, and closing all of them would make the other
+// sessions dial again mid-refresh. So a shared pool closes its idle
+// connections itself, sharedIdleTimeout after their last use, and
+// sessions leave them be. Sessions to https servers (TLS settings per
+// server, HTTP/2 multiplexing) and sessions that do not listen (the
+// catalog's, which reuse idle connections call after call) keep a pool
+// of their own.
+
+// sharedIdleTimeout is how long a shared pool keeps a connection nobody
+// uses: long enough for the pages of one discovery, short enough that
+// closed sessions leave little behind.
+const sharedIdleTimeout = 2 * time.Second
 
 // listeningTransports are the pools shared by sessions held for list
 // changes.
@@ -40,17 +47,20 @@ type transportShare struct {
 	max   int
 }
 
-// get returns the pool for sessions with this egress policy and timeout.
-func (s *transportShare) get(egress *EgressPolicy, timeout time.Duration) *http.Transport {
+// get returns the pool for sessions with this egress policy and timeout,
+// and whether it is shared (past max, each session gets its own).
+func (s *transportShare) get(egress *EgressPolicy, timeout time.Duration) (*http.Transport, bool) {
 	key := transportKey{egress: egress, timeout: timeout}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if tr, ok := s.byKey[key]; ok {
-		return tr
+		return tr, true
 	}
 	tr := newBaseTransport(egress, nil, timeout, false, true)
-	if len(s.byKey) < s.max {
-		s.byKey[key] = tr
+	tr.IdleConnTimeout = sharedIdleTimeout
+	if len(s.byKey) >= s.max {
+		return newBaseTransport(egress, nil, timeout, false, true), false
 	}
-	return tr
+	s.byKey[key] = tr
+	return tr, true
 }

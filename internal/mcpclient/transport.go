@@ -176,13 +176,14 @@ const listeningBufferSize = 1 << 10
 // their connection pool (see shared.go).
 func (t Target) httpClient(watch *streamWatch, listening bool) *http.Client {
 	var base *http.Transport
+	shared := false
 	if listening && t.TLS == nil && strings.HasPrefix(t.URL, "http://") {
-		base = listeningTransports.get(t.Egress, t.timeout())
+		base, shared = listeningTransports.get(t.Egress, t.timeout())
 	} else {
 		base = newBaseTransport(t.Egress, t.TLS, t.timeout(), strings.HasPrefix(t.URL, "https://"), listening)
 	}
 	return &http.Client{
-		Transport: &recordingTransport{next: base, watch: watch, maxBody: t.maxResponseBytes()},
+		Transport: &recordingTransport{next: base, shared: shared, watch: watch, maxBody: t.maxResponseBytes()},
 		// Redirects could carry our headers to another host; MCP endpoints
 		// do not redirect, so refuse to follow.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -220,14 +221,20 @@ func newBaseTransport(egress *EgressPolicy, tlsConfig *tls.Config, timeout time.
 
 // recordingTransport fills each request's exchange and caps every answer.
 type recordingTransport struct {
-	next    http.RoundTripper
+	next http.RoundTripper
+	// shared says next is a pool other sessions use, whose idle
+	// connections it closes itself (see shared.go).
+	shared  bool
 	watch   *streamWatch
 	maxBody int64
 }
 
 // CloseIdleConnections lets http.Client.CloseIdleConnections reach the
-// connections underneath.
+// connections underneath, when they are the session's own.
 func (t *recordingTransport) CloseIdleConnections() {
+	if t.shared {
+		return
+	}
 	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}

@@ -192,6 +192,7 @@ func (c *Catalog) WatchChanges(ctx context.Context, cache ctrlcache.Cache) error
 		}
 	}
 	go c.mcp.syncOnChange(ctx)
+	go c.menus.warmOnKick(ctx)
 	return nil
 }
 
@@ -218,7 +219,10 @@ func (c *Catalog) observeServer(obj any, deleted bool) {
 	}
 	key := srv.Namespace + "/" + srv.Name
 	c.upstreams.forget(key)
-	c.pool.Drop(key)
+	// Closing a legacy session may wait on its server (a DELETE, up to
+	// 5 s); the informer's next events, and the version move that takes
+	// the server off the menus, do not wait with it.
+	go c.pool.Drop(key)
 	c.menus.forget(viewKey{kind: serverView, namespace: srv.Namespace, name: srv.Name})
 }
 

@@ -80,8 +80,8 @@ func (m *mcpHandlers) size() int {
 }
 
 // syncOnChange brings every handler's tools up to date after changes, so
-// that listening clients hear of them without asking, then prepares the
-// menus callers read before the changes.
+// that listening clients hear of them without asking, then asks for the
+// menus callers read before the changes to be prepared (warm.go).
 func (m *mcpHandlers) syncOnChange(ctx context.Context) {
 	for {
 		select {
@@ -104,7 +104,7 @@ func (m *mcpHandlers) syncOnChange(ctx context.Context) {
 				m.catalog.log.Error(err, "An MCP endpoint could not take up a new menu revision", "menu", menuLabel(h.key))
 			}
 		}
-		m.catalog.menus.warm(ctx)
+		m.catalog.menus.kickWarm()
 	}
 }
 
@@ -156,7 +156,8 @@ func (m *mcpHandlers) handlerFor(key viewKey) *mcpHandler {
 // cannot be offered (menu.Refusal) is left out of this endpoint only,
 // counted and reported, and every other tool is served.
 func (m *mcpHandlers) sync(ctx context.Context, h *mcpHandler) error {
-	vw, err := m.catalog.menus.view(ctx, h.key)
+	// resolve, not view: following the revision is not a caller's use.
+	vw, err := m.catalog.menus.resolve(ctx, h.key)
 	if err != nil {
 		return err
 	}

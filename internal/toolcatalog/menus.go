@@ -76,12 +76,14 @@ type menuCache struct {
 	// would otherwise each resolve it.
 	building singleflight.Group
 	// wanted are the views and renderings callers used before the
-	// version last moved: what warm prepares for them.
-	wanted wanted
+	// version last moved: what warm prepares for them, when kicked.
+	wanted   wanted
+	warmKick chan struct{}
 }
 
 func newMenuCache(c *Catalog) *menuCache {
-	return &menuCache{catalog: c, version: ^uint64(0), indexes: map[viewKey]*searchIndex{}, wanted: newWanted()}
+	return &menuCache{catalog: c, version: ^uint64(0), indexes: map[viewKey]*searchIndex{}, wanted: newWanted(),
+		warmKick: make(chan struct{}, 1)}
 }
 
 // current returns the maps for the catalog's version, starting new ones

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -188,6 +189,29 @@ func TestWarmInterruptedByAChangeTriesAgain(t *testing.T) {
 	f.catalog.menus.warm(ctx)
 	if r := f.kept(); r == nil || !bytes.Contains(r.body, []byte("mcp_calc_mul")) {
 		t.Error("the warm after an interrupted one did not prepare the menu read before both")
+	}
+}
+
+// TestWarmLetsGoOfAMenuNobodyReads: when changes keep interrupting warms
+// and nobody reads the menu meanwhile, it is prepared warmTries times at
+// most, then left for its next caller.
+func TestWarmLetsGoOfAMenuNobodyReads(t *testing.T) {
+	f := newMenuFixture(t)
+	ctx := context.Background()
+	f.menu()
+	for i := range warmTries {
+		f.addTool(fmt.Sprintf("t%d", i))
+		change := func() { f.addTool(fmt.Sprintf("u%d", i)) }
+		f.onList.Store(&change)
+		f.catalog.menus.warm(ctx)
+		if f.onList.Load() != nil {
+			t.Fatalf("warm %d did not build the menu", i+1)
+		}
+	}
+	lists := f.lists.Load()
+	f.catalog.menus.warm(ctx)
+	if f.lists.Load() != lists {
+		t.Errorf("after %d interrupted warms with no caller, the menu was built again", warmTries)
 	}
 }
 
