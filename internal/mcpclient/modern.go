@@ -138,28 +138,41 @@ func modernRefusal(err error) bool {
 func (s *Session) encode(ctx context.Context, id string, c call) (transport.JSONRPCRequest, error) {
 	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Method: c.method}
 	meta := c.meta
-	if s.modern {
-		meta = s.protocolMeta(meta)
-	}
 	if trace.SpanContextFromContext(ctx).IsValid() {
 		// The trace goes on in the request's _meta, as 2026-07-28 documents
 		// (and in its HTTP headers, see recordingTransport).
 		carried := tracing.MetaCarrier{}
 		otel.GetTextMapPropagator().Inject(ctx, carried)
 		if len(carried) > 0 {
-			if meta == nil {
-				meta = map[string]any{}
+			with := make(map[string]any, len(meta)+len(carried))
+			for k, v := range meta {
+				with[k] = v
 			}
 			for k, v := range carried {
-				meta[k] = v
+				with[k] = v
 			}
+			meta = with
 		}
 	}
-	if len(meta) == 0 {
+	var rawMeta json.RawMessage
+	var err error
+	switch {
+	case s.modern && len(meta) == 0:
+		// Most calls: only the keys every 2026-07-28 request carries,
+		// encoded once.
+		rawMeta = modernMeta
+	case s.modern:
+		rawMeta, err = json.Marshal(protocolMeta(meta))
+	case len(meta) == 0:
 		req.Params = c.params
 		return req, nil
+	default:
+		rawMeta, err = json.Marshal(meta)
 	}
-	params, err := paramsWithMeta(c.params, meta)
+	if err != nil {
+		return req, err
+	}
+	params, err := paramsWithRawMeta(c.params, rawMeta)
 	if err != nil {
 		return req, err
 	}
@@ -201,6 +214,12 @@ func paramsWithMeta(params any, meta map[string]any) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
+	return paramsWithRawMeta(params, rawMeta)
+}
+
+// paramsWithRawMeta is paramsWithMeta with _meta already encoded.
+func paramsWithRawMeta(params any, rawMeta json.RawMessage) (json.RawMessage, error) {
+	var err error
 	raw := []byte("{}")
 	if params != nil {
 		if raw, err = json.Marshal(params); err != nil {
@@ -226,8 +245,12 @@ func paramsWithMeta(params any, meta map[string]any) (json.RawMessage, error) {
 	return append(out, '}'), nil
 }
 
+// modernMeta is the _meta of a 2026-07-28 request that carries nothing
+// else.
+var modernMeta, _ = json.Marshal(protocolMeta(nil))
+
 // protocolMeta adds the keys every 2026-07-28 request carries.
-func (s *Session) protocolMeta(meta map[string]any) map[string]any {
+func protocolMeta(meta map[string]any) map[string]any {
 	out := make(map[string]any, len(meta)+3)
 	for k, v := range meta {
 		out[k] = v
@@ -244,7 +267,7 @@ func (s *Session) protocolMeta(meta map[string]any) map[string]any {
 // too, so that its owner reconnects and lists what it missed.
 func (s *Session) listen(onToolsChanged func()) {
 	params, _ := json.Marshal(map[string]any{
-		"_meta":         s.protocolMeta(nil),
+		"_meta":         json.RawMessage(modernMeta),
 		"notifications": map[string]bool{"toolsListChanged": true},
 	})
 	body, _ := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": "listen", "method": "subscriptions/listen", "params": json.RawMessage(params)})

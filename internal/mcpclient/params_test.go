@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -67,5 +68,53 @@ func TestStandardHeaders(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%q: headers %v, mcp-go says %v", name, got, want)
 		}
+	}
+}
+
+// TestRequestBodyIsWhatMarshalWrites: the request body built around the
+// params a session encoded is byte for byte what json.Marshal writes for
+// the same request, whatever the arguments hold.
+func TestRequestBodyIsWhatMarshalWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		id        mcp.RequestId
+		method    string
+		arguments string
+	}{
+		{"a call", mcp.NewRequestId("op-1"), "tools/call", `{"a":1}`},
+		{"no arguments", mcp.NewRequestId("op-2"), "tools/call", `{}`},
+		{"strings to escape", mcp.NewRequestId("op-3"), "tools/call", `{"q":"<b>&\"é\u2028\\n"}`},
+		{"spaced arguments", mcp.NewRequestId(int64(7)), "tools/call", " {\n \"a\" : [1, 2] }\t"},
+		{"a method to quote", mcp.NewRequestId("op-4"), `odd"method`, `{"nested":{"_meta":null}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			params, err := paramsWithRawMeta(struct {
+				Name      string          `json:"name"`
+				Arguments json.RawMessage `json:"arguments"`
+			}{"echo", json.RawMessage(tc.arguments)}, modernMeta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: tc.id, Method: tc.method, Params: params}
+			got, err := requestBody(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := json.Marshal(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Errorf("requestBody =\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+	// Params not encoded by the session go through json.Marshal.
+	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId("op-5"), Method: "tools/list",
+		Params: map[string]any{"cursor": "c"}}
+	got, err := requestBody(req)
+	want, _ := json.Marshal(req)
+	if err != nil || string(got) != string(want) {
+		t.Errorf("requestBody = %s, %v; want %s", got, err, want)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // In the 2026-07-28 revision a request is one POST and its answer, with no
@@ -37,7 +38,7 @@ const answerBufferSize = 4 << 10
 // an event stream whose notifications the exchange's tap hears on the way
 // (recordingTransport) and whose first answer is the request's.
 func (s *Session) post(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	body, err := json.Marshal(req)
+	body, err := requestBody(req)
 	if err != nil {
 		return nil, err
 	}
@@ -96,6 +97,32 @@ func (s *Session) post(ctx context.Context, req transport.JSONRPCRequest) (*tran
 		return answer, err
 	}
 	return nil, fmt.Errorf("unexpected content type: %q", resp.Header.Get("Content-Type"))
+}
+
+// requestBody encodes req as json.Marshal does. Params the session encoded
+// itself (encode) go in as they are: json.Marshal would scan and compact
+// them, arguments and all, once more on every call.
+func requestBody(req transport.JSONRPCRequest) ([]byte, error) {
+	params, ok := req.Params.(json.RawMessage)
+	if !ok || len(params) == 0 || req.JSONRPC != mcp.JSONRPC_VERSION {
+		return json.Marshal(req)
+	}
+	id, err := req.ID.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	method, err := json.Marshal(req.Method)
+	if err != nil {
+		return nil, err
+	}
+	body := make([]byte, 0, len(params)+len(id)+len(method)+48)
+	body = append(body, `{"jsonrpc":"2.0","id":`...)
+	body = append(body, id...)
+	body = append(body, `,"method":`...)
+	body = append(body, method...)
+	body = append(body, `,"params":`...)
+	body = append(body, params...)
+	return append(body, '}'), nil
 }
 
 // rpcErrorAnswer is body as a JSON-RPC error answer, or nil when it is not
