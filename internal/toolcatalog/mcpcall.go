@@ -214,8 +214,10 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 		outcome = "tool_error"
 	}
 	noteOf(ctx).resultBytes = resultSize(envelope)
-	c.record(ctx, key, msg.Params.Name, entry, outcome)
 	stream.result(callAnswerOf(envelope, modern))
+	// Recorded once the answer is on its way: the audit line, the metrics
+	// and the log line are the catalog's work, not the caller's wait.
+	c.record(ctx, key, msg.Params.Name, entry, outcome)
 }
 
 // answerFailure answers a failed call as mcpFailure decides: a tool
@@ -409,9 +411,7 @@ func (s *callStream) finish(body any) {
 		s.event(raw)
 		return
 	}
-	s.Header().Set("Content-Type", "application/json")
-	s.WriteHeader(http.StatusOK)
-	_, _ = s.Write(raw)
+	writeAnswer(s.ResponseWriter, http.StatusOK, raw)
 }
 
 type rpcErrorObject struct {
