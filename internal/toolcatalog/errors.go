@@ -27,19 +27,6 @@ func writeJSON(w http.ResponseWriter, code int, body any) {
 	_ = json.NewEncoder(w).Encode(body)
 }
 
-// writeAnswer writes a JSON answer whole and sends it at once, with its
-// length, so that the caller has it before the handler's remaining work
-// (recording the call) is done: net/http would otherwise hold it until
-// the handler returns.
-func writeAnswer(w http.ResponseWriter, code int, raw []byte) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(raw)))
-	w.WriteHeader(code)
-	_, _ = w.Write(raw)
-	_ = http.NewResponseController(w).Flush()
-}
-
 // answerError answers a failed request with its status code and records it.
 func (c *Catalog) answerError(ctx context.Context, w http.ResponseWriter, key viewKey, tool string, entry *menu.Entry, err error) {
 	var reqErr *requestError

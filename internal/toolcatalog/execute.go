@@ -83,19 +83,12 @@ func (c *Catalog) execute(w http.ResponseWriter, req *http.Request, key viewKey)
 	}
 	note := noteOf(ctx)
 	note.status, note.resultBytes = http.StatusOK, resultSize(envelope)
+	c.record(ctx, key, cl.name, entry, outcome)
 	if events != nil {
 		events.send("result", envelope)
-	} else {
-		raw, err := json.Marshal(envelope)
-		if err != nil {
-			c.answerError(ctx, w, key, cl.name, entry, err)
-			return
-		}
-		writeAnswer(w, http.StatusOK, append(raw, '\n'))
+		return
 	}
-	// Recorded once the answer is on its way: the audit line, the metrics
-	// and the log line are the catalog's work, not the caller's wait.
-	c.record(ctx, key, cl.name, entry, outcome)
+	writeJSON(w, http.StatusOK, envelope)
 }
 
 // authorizeCall requires execute on the collection a call goes through, or

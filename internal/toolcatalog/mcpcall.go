@@ -214,10 +214,8 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 		outcome = "tool_error"
 	}
 	noteOf(ctx).resultBytes = resultSize(envelope)
-	stream.result(callAnswerOf(envelope, modern))
-	// Recorded once the answer is on its way: the audit line, the metrics
-	// and the log line are the catalog's work, not the caller's wait.
 	c.record(ctx, key, msg.Params.Name, entry, outcome)
+	stream.result(callAnswerOf(envelope, modern))
 }
 
 // answerFailure answers a failed call as mcpFailure decides: a tool
@@ -411,7 +409,9 @@ func (s *callStream) finish(body any) {
 		s.event(raw)
 		return
 	}
-	writeAnswer(s.ResponseWriter, http.StatusOK, raw)
+	s.Header().Set("Content-Type", "application/json")
+	s.WriteHeader(http.StatusOK)
+	_, _ = s.Write(raw)
 }
 
 type rpcErrorObject struct {

@@ -164,8 +164,7 @@ var _ = Describe("A collection with exposure Search over MCP", func() {
 		before := testutil.ToFloat64(toolCalls.WithLabelValues(ns+"/calc", "add", "success"))
 		_, err = s.CallTool(ctx, "call_tool", json.RawMessage(`{"name":"mcp_calc_add","arguments":{"a":1,"b":2}}`), mcpclient.CallOptions{})
 		Expect(err).NotTo(HaveOccurred())
-		// A call is recorded once its answer is on its way.
-		Eventually(func() float64 { return testutil.ToFloat64(toolCalls.WithLabelValues(ns+"/calc", "add", "success")) }).Should(Equal(before + 1))
+		Expect(testutil.ToFloat64(toolCalls.WithLabelValues(ns+"/calc", "add", "success"))).To(Equal(before + 1))
 	})
 
 	It("tells a model what is wrong with find_tools' and call_tool's own arguments", func() {
