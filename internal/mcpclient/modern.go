@@ -246,8 +246,12 @@ func paramsWithRawMeta(params any, rawMeta json.RawMessage) (json.RawMessage, er
 }
 
 // modernMeta is the _meta of a 2026-07-28 request that carries nothing
-// else.
-var modernMeta, _ = json.Marshal(protocolMeta(nil))
+// else. Shared by every request: only ever read (clipped, so that an
+// append copies).
+var modernMeta = func() json.RawMessage {
+	raw, _ := json.Marshal(protocolMeta(nil))
+	return slices.Clip(raw)
+}()
 
 // protocolMeta adds the keys every 2026-07-28 request carries.
 func protocolMeta(meta map[string]any) map[string]any {

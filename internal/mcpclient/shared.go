@@ -56,11 +56,11 @@ func (s *transportShare) get(egress *EgressPolicy, timeout time.Duration) (*http
 	if tr, ok := s.byKey[key]; ok {
 		return tr, true
 	}
-	tr := newBaseTransport(egress, nil, timeout, false, true)
-	tr.IdleConnTimeout = sharedIdleTimeout
 	if len(s.byKey) >= s.max {
 		return newBaseTransport(egress, nil, timeout, false, true), false
 	}
+	tr := newBaseTransport(egress, nil, timeout, false, true)
+	tr.IdleConnTimeout = sharedIdleTimeout
 	s.byKey[key] = tr
 	return tr, true
 }

@@ -219,10 +219,7 @@ func (c *Catalog) observeServer(obj any, deleted bool) {
 	}
 	key := srv.Namespace + "/" + srv.Name
 	c.upstreams.forget(key)
-	// Closing a legacy session may wait on its server (a DELETE, up to
-	// 5 s); the informer's next events, and the version move that takes
-	// the server off the menus, do not wait with it.
-	go c.pool.Drop(key)
+	c.pool.Drop(key) // never waits on the server
 	c.menus.forget(viewKey{kind: serverView, namespace: srv.Namespace, name: srv.Name})
 }
 
