@@ -271,7 +271,7 @@ func protocolMeta(meta map[string]any) map[string]any {
 // too, so that its owner reconnects and lists what it missed.
 func (s *Session) listen(onToolsChanged func()) {
 	params, _ := json.Marshal(map[string]any{
-		"_meta":         json.RawMessage(modernMeta),
+		"_meta":         modernMeta,
 		"notifications": map[string]bool{"toolsListChanged": true},
 	})
 	body, _ := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": "listen", "method": "subscriptions/listen", "params": json.RawMessage(params)})
