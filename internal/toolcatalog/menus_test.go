@@ -22,19 +22,9 @@ import (
 // MCPServer in scope, the menu, its hash), not one each; a caller that
 // leaves stops waiting at once, and the build goes on for the others.
 func TestConcurrentFirstRequestsShareOneBuild(t *testing.T) {
-	scheme := k8sruntime.NewScheme()
-	if err := mcpv1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	srv := &mcpv1alpha1.MCPServer{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "calc", Generation: 1},
-		Status: mcpv1alpha1.MCPServerStatus{
-			Conditions: []metav1.Condition{{Type: mcpv1alpha1.ConditionReady, Status: metav1.ConditionTrue,
-				ObservedGeneration: 1, Reason: "ToolsDiscovered", LastTransitionTime: metav1.Now()}},
-			Tools: []mcpv1alpha1.Tool{{Name: "mcp_calc_add", OriginalName: "add", Hash: "h1",
-				InputSchema: k8sruntime.RawExtension{Raw: []byte(`{"type":"object"}`)}}},
-		},
-	}
+	scheme := apiScheme(t)
+	srv := readyCalc(mcpv1alpha1.Tool{Name: "mcp_calc_add", OriginalName: "add", Hash: "h1",
+		InputSchema: k8sruntime.RawExtension{Raw: []byte(`{"type":"object"}`)}})
 	var lists atomic.Int64
 	release := make(chan struct{})
 	reader := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme).WithObjects(srv).Build(), interceptor.Funcs{
@@ -95,5 +85,27 @@ func TestConcurrentFirstRequestsShareOneBuild(t *testing.T) {
 		if n != 1 {
 			t.Errorf("caller %d got %d tools, want the one the shared build found", i+1, n)
 		}
+	}
+}
+
+// apiScheme knows the operator's kinds, for a fake client.
+func apiScheme(t *testing.T) *k8sruntime.Scheme {
+	t.Helper()
+	scheme := k8sruntime.NewScheme()
+	if err := mcpv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	return scheme
+}
+
+// readyCalc is the MCPServer team-a/calc, Ready with tools.
+func readyCalc(tools ...mcpv1alpha1.Tool) *mcpv1alpha1.MCPServer {
+	return &mcpv1alpha1.MCPServer{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "calc", Generation: 1},
+		Status: mcpv1alpha1.MCPServerStatus{
+			Conditions: []metav1.Condition{{Type: mcpv1alpha1.ConditionReady, Status: metav1.ConditionTrue,
+				ObservedGeneration: 1, Reason: "ToolsDiscovered", LastTransitionTime: metav1.Now()}},
+			Tools: tools,
+		},
 	}
 }

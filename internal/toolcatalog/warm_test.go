@@ -35,17 +35,8 @@ type menuFixture struct {
 }
 
 func newMenuFixture(t *testing.T) *menuFixture {
-	scheme := k8sruntime.NewScheme()
-	if err := mcpv1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	srv := &mcpv1alpha1.MCPServer{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "calc", Generation: 1},
-		Status: mcpv1alpha1.MCPServerStatus{
-			Conditions: []metav1.Condition{{Type: mcpv1alpha1.ConditionReady, Status: metav1.ConditionTrue,
-				ObservedGeneration: 1, Reason: "ToolsDiscovered", LastTransitionTime: metav1.Now()}},
-		},
-	}
+	scheme := apiScheme(t)
+	srv := readyCalc()
 	tc := &mcpv1alpha1.ToolCollection{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "calc"},
 		Spec: mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Names: []string{"calc"}}}}
 	f := &menuFixture{t: t}
