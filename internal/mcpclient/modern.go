@@ -172,7 +172,7 @@ func (s *Session) encode(ctx context.Context, id string, c call) (transport.JSON
 	if err != nil {
 		return req, err
 	}
-	params, err := paramsWithRawMeta(c.params, rawMeta)
+	params, err := paramsWithMeta(c.params, rawMeta)
 	if err != nil {
 		return req, err
 	}
@@ -205,20 +205,11 @@ func standardHeaders(c call, params json.RawMessage) map[string]string {
 	return headers
 }
 
-// paramsWithMeta is params, a JSON object, with meta as its _meta. The
-// common case appends the key to the encoded object, on the call path of
-// every tool call; params that carry a _meta of their own are decoded and
-// the key replaced.
-func paramsWithMeta(params any, meta map[string]any) (json.RawMessage, error) {
-	rawMeta, err := json.Marshal(meta)
-	if err != nil {
-		return nil, err
-	}
-	return paramsWithRawMeta(params, rawMeta)
-}
-
-// paramsWithRawMeta is paramsWithMeta with _meta already encoded.
-func paramsWithRawMeta(params any, rawMeta json.RawMessage) (json.RawMessage, error) {
+// paramsWithMeta is params, a JSON object, with rawMeta (encoded) as its
+// _meta. The common case appends the key to the encoded object, on the
+// call path of every tool call; params that carry a _meta of their own are
+// decoded and the key replaced.
+func paramsWithMeta(params any, rawMeta json.RawMessage) (json.RawMessage, error) {
 	var err error
 	raw := []byte("{}")
 	if params != nil {

@@ -12,7 +12,7 @@ import (
 // TestParamsWithMeta: the request params a session sends are the call's
 // params with its _meta, whatever shape the params came in.
 func TestParamsWithMeta(t *testing.T) {
-	meta := map[string]any{"traceparent": "00-1-2-01"}
+	meta := json.RawMessage(`{"traceparent":"00-1-2-01"}`)
 	for _, tc := range []struct {
 		name   string
 		params any
@@ -59,7 +59,7 @@ func TestStandardHeaders(t *testing.T) {
 		params, err := paramsWithMeta(struct {
 			Name      string          `json:"name"`
 			Arguments json.RawMessage `json:"arguments"`
-		}{name, json.RawMessage(`{"x":1}`)}, map[string]any{"k": "v"})
+		}{name, json.RawMessage(`{"x":1}`)}, json.RawMessage(`{"k":"v"}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +88,7 @@ func TestRequestBodyIsWhatMarshalWrites(t *testing.T) {
 		{"a method to quote", mcp.NewRequestId("op-4"), `odd"method`, `{"nested":{"_meta":null}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			params, err := paramsWithRawMeta(struct {
+			params, err := paramsWithMeta(struct {
 				Name      string          `json:"name"`
 				Arguments json.RawMessage `json:"arguments"`
 			}{"echo", json.RawMessage(tc.arguments)}, modernMeta)

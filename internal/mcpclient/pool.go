@@ -224,25 +224,30 @@ func (p *Pool) Drop(key string) {
 	if a, connecting := p.connecting[key]; connecting {
 		a.dropped = true
 	}
-	h, ok := p.sessions[key]
-	delete(p.sessions, key)
 	p.mu.Unlock()
-	if ok {
-		p.counted(-1)
-		go h.session.retire()
+	if s := p.take(key); s != nil {
+		go s.retire()
 	}
 }
 
 // release forgets and retires the session held for key, if any.
 func (p *Pool) release(key string) {
+	if s := p.take(key); s != nil {
+		s.retire()
+	}
+}
+
+// take forgets the session held for key and returns it, nil when none.
+func (p *Pool) take(key string) *Session {
 	p.mu.Lock()
 	h, ok := p.sessions[key]
 	delete(p.sessions, key)
 	p.mu.Unlock()
-	if ok {
-		p.counted(-1)
-		h.session.retire()
+	if !ok {
+		return nil
 	}
+	p.counted(-1)
+	return h.session
 }
 
 // HeldSessions counts the sessions pools hold open to MCP servers, by

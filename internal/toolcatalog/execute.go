@@ -60,7 +60,7 @@ func (c *Catalog) execute(w http.ResponseWriter, req *http.Request, key viewKey)
 		defer events.close()
 		opts.OnProgress = func(params json.RawMessage) { events.send("progress", params) }
 	}
-	envelope, err := c.invokeWith(ctx, entry, cl.arguments, opts)
+	envelope, err := c.invoke(ctx, entry, cl.arguments, opts)
 	if err != nil {
 		if events != nil {
 			c.record(ctx, key, cl.name, entry, outcomeOf(err))
@@ -100,11 +100,11 @@ func (c *Catalog) authorizeCall(ctx context.Context, key viewKey, entry *menu.En
 	return c.authz.require(ctx, verbExecute, mcpServersResource, entry.Namespace, entry.Server)
 }
 
-// invokeWith is the one execution path, for REST and MCP alike: the
+// invoke is the one execution path, for REST and MCP alike: the
 // caller's rate, the arguments against the schema, the call, long output
 // cut; opts carry what a caller asked for besides (progress, log
 // messages, trace context).
-func (c *Catalog) invokeWith(ctx context.Context, entry *menu.Entry, arguments json.RawMessage, opts mcpclient.CallOptions) (Envelope, error) {
+func (c *Catalog) invoke(ctx context.Context, entry *menu.Entry, arguments json.RawMessage, opts mcpclient.CallOptions) (Envelope, error) {
 	if err := c.callers.allow(ctx); err != nil {
 		return Envelope{}, err
 	}

@@ -200,7 +200,7 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 	if len(bytes.TrimSpace(arguments)) == 0 || string(arguments) == "null" {
 		arguments = json.RawMessage(`{}`)
 	}
-	envelope, err := c.invokeWith(ctx, entry, arguments, opts)
+	envelope, err := c.invoke(ctx, entry, arguments, opts)
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errCancelledByCaller) {
 			c.record(ctx, key, msg.Params.Name, entry, "cancelled")

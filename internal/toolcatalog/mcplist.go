@@ -53,8 +53,8 @@ type listPages struct {
 	size int
 }
 
-// fits reports whether page may be kept within maxKeptListBytes; read
-// without the handler's lock, it only decides whether to try.
+// fits reports whether page may be kept within maxKeptListBytes. Callers
+// hold the handler's lock.
 func (l *listPages) fits(page []byte) bool { return l.size+len(page) <= maxKeptListBytes }
 
 func newListPages() listPages {

@@ -102,22 +102,20 @@ func (m *menuCache) current() uint64 {
 	views, renders := map[viewKey]*view{}, map[renderKey]*rendered{}
 	// What callers used of the menus dropped is wanted again (warm.go);
 	// those carried over keep their marks until they are dropped.
-	droppedViews, droppedRenders := map[viewKey]*view{}, map[renderKey]*rendered{}
 	for key, vw := range m.views {
 		if carry && key.kind != collectionView {
 			views[key] = vw
 		} else {
-			droppedViews[key] = vw
+			m.wanted.noteView(key, vw)
 		}
 	}
 	for key, r := range m.renders {
 		if carry && key.view.kind != collectionView {
 			renders[key] = r
 		} else {
-			droppedRenders[key] = r
+			m.wanted.noteRendering(key, r)
 		}
 	}
-	m.wanted.note(droppedViews, droppedRenders)
 	m.version, m.servers, m.views, m.renders = v, servers, views, renders
 	return v
 }

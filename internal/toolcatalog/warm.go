@@ -34,18 +34,19 @@ func newWanted() wanted {
 	return wanted{views: map[viewKey]int{}, renders: map[renderKey]wantedRendering{}}
 }
 
-// note adds what callers used of the views and renderings a version move
-// dropped, with every try.
-func (w wanted) note(views map[viewKey]*view, renders map[renderKey]*rendered) {
-	for key, vw := range views {
-		if vw.used.Load() {
-			w.views[key] = warmTries
-		}
+// noteView wants a dropped view again, with every try, when a caller
+// used it.
+func (w wanted) noteView(key viewKey, vw *view) {
+	if vw.used.Load() {
+		w.views[key] = warmTries
 	}
-	for key, r := range renders {
-		if r.served.Load() {
-			w.renders[key] = wantedRendering{gzipped: w.renders[key].gzipped || r.servedGzip.Load(), left: warmTries}
-		}
+}
+
+// noteRendering wants a dropped rendering again, with every try, when a
+// caller was served it.
+func (w wanted) noteRendering(key renderKey, r *rendered) {
+	if r.served.Load() {
+		w.renders[key] = wantedRendering{gzipped: w.renders[key].gzipped || r.servedGzip.Load(), left: warmTries}
 	}
 }
 
