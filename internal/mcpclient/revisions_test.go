@@ -489,8 +489,10 @@ func TestA2026SessionReusesItsConnection(t *testing.T) {
 		_, _ = fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[]}}\n\n", id)
 		w.(http.Flusher).Flush()
 		// The server's own end of the stream (its handler returning), a
-		// moment after the answer went out.
-		time.Sleep(5 * time.Millisecond)
+		// moment after the answer went out: without the moment the end
+		// comes in the answer's read and the test could not fail. The
+		// client waits up to finishWait (50 ms) for it.
+		time.Sleep(time.Millisecond)
 	}, func(_ net.Conn, state http.ConnState) {
 		if state == http.StateNew {
 			opened.Add(1)

@@ -345,10 +345,14 @@ const (
 )
 
 // size picks the chunk for the next read: twice the last one when that
-// read filled it, back to idleChunk when it did not.
+// read filled it; back to idleChunk only once the stream is between
+// events, since reads of a large event come in pieces of any size (a TLS
+// record, a proxy's flush) and shrinking on each would allocate a chunk
+// per read.
 func (c *eventCappedBody) size() {
+	between := len(c.event) == 0 && !c.over
 	switch {
-	case c.chunk == nil || (!c.filled && len(c.chunk) > idleChunk):
+	case c.chunk == nil || (!c.filled && between && len(c.chunk) > idleChunk):
 		c.chunk = make([]byte, idleChunk)
 	case c.filled && len(c.chunk) < maxChunk:
 		c.chunk = make([]byte, 2*len(c.chunk))
