@@ -219,7 +219,7 @@ var _ = Describe("The audit trail", func() {
 		reader := serviceAccountToken(ns, "looker")
 		bind(ns, "looker", "catalog-reader", "looker")
 		trail := &testenv.LockedBuffer{}
-		_, srv := newCatalog(Options{Auth: AuthKubernetes, Audit: trail, CallerRate: 0.001, CallerBurst: 3})
+		cat, srv := newCatalog(Options{Auth: AuthKubernetes, Audit: trail, CallerRate: 0.001, CallerBurst: 3})
 		path := "/v1/namespaces/" + ns + "/toolcollections/kit/execute"
 		bearer := func(token string) []string { return []string{"Authorization", "Bearer " + token} }
 
@@ -233,14 +233,23 @@ var _ = Describe("The audit trail", func() {
 		mcp := connectMCP(srv.URL+"/v1/namespaces/"+ns+"/toolcollections/kit/mcp", map[string]string{"Authorization": "Bearer " + caller}, nil)
 		_, _ = mcp.CallTool(ctx, "mcp_calc_add", json.RawMessage(`{"a":2,"b":3}`), mcpclient.CallOptions{})
 
-		var lines []AuditRecord
-		for _, l := range strings.Split(strings.TrimSpace(trail.String()), "\n") {
-			var rec AuditRecord
-			Expect(json.Unmarshal([]byte(l), &rec)).To(Succeed(), l)
-			lines = append(lines, rec)
+		// The trail is written in batches, within auditFlushInterval of a
+		// line; flushing then (as the catalog does when it stops) finds
+		// nothing more.
+		readLines := func(g Gomega) []AuditRecord {
+			var lines []AuditRecord
+			for _, l := range strings.Split(strings.TrimSpace(trail.String()), "\n") {
+				var rec AuditRecord
+				g.Expect(json.Unmarshal([]byte(l), &rec)).To(Succeed(), l)
+				lines = append(lines, rec)
+			}
+			return lines
 		}
-		Expect(trail.String()).NotTo(ContainSubstring("audit-marker"), "an argument value or a token reached the trail")
+		Eventually(readLines).Should(HaveLen(6))
+		cat.audit.flush()
+		lines := readLines(Default)
 		Expect(lines).To(HaveLen(6))
+		Expect(trail.String()).NotTo(ContainSubstring("audit-marker"), "an argument value or a token reached the trail")
 		user := "system:serviceaccount:" + ns + ":auditee"
 		Expect(lines[0]).To(MatchFields(user, "req-1", "rest", "mcp_calc_add", "invalid_arguments", 422))
 		Expect(lines[1]).To(MatchFields(user, "", "rest", "mcp_calc_add", "success", 200))

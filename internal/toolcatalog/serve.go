@@ -80,6 +80,9 @@ func (r *Runnable) shutdown(srv *http.Server) error {
 		err = srv.Close()
 	}
 	c.pool.CloseAll()
+	// The calls are over: their audit lines go out before the manager
+	// exits.
+	c.audit.flush()
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

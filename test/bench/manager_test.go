@@ -118,6 +118,11 @@ func launchManager(cp *controlPlane, name string, env []string, flags ...string)
 	}
 	args := append([]string{"--kubeconfig=" + cp.kubeconfig, "--catalog-bind-address=" + addrs[0],
 		"--metrics-bind-address=" + addrs[1], "--health-probe-bind-address=" + addrs[2]}, flags...)
+	// BENCH_AB_FLAGS adds flags to every manager a run starts, to compare
+	// two settings of the same binary (--audit-log=off, say) run by run.
+	if extra := os.Getenv("BENCH_AB_FLAGS"); extra != "" {
+		args = append(args, strings.Fields(extra)...)
+	}
 	m.cmd = exec.Command(bin, args...)
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
 	// gctrace=1 makes the runtime print the live heap after every GC: the

@@ -166,6 +166,7 @@ type profileBuilder struct {
 	p         *profile.Profile
 	symbols   *goSymbols
 	binary    string
+	mapping   *profile.Mapping
 	locations map[string]*profile.Location
 	functions map[string]*profile.Function
 	period    int64
@@ -173,7 +174,7 @@ type profileBuilder struct {
 }
 
 func newProfileBuilder(symbols *goSymbols, binary string) *profileBuilder {
-	return &profileBuilder{
+	b := &profileBuilder{
 		p: &profile.Profile{
 			SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
 			PeriodType: &profile.ValueType{Type: "cpu", Unit: "nanoseconds"},
@@ -182,6 +183,13 @@ func newProfileBuilder(symbols *goSymbols, binary string) *profileBuilder {
 		symbols: symbols, binary: binary,
 		locations: map[string]*profile.Location{}, functions: map[string]*profile.Function{},
 	}
+	// Every frame is symbolized here, and the mapping says so: without it
+	// `go tool pprof <binary> <profile>` would symbolize the addresses
+	// again, as if perf's file offsets were program counters, and name
+	// the wrong functions.
+	b.mapping = &profile.Mapping{ID: 1, Limit: ^uint64(0), File: binary, HasFunctions: true, HasFilenames: true, HasLineNumbers: true}
+	b.p.Mapping = []*profile.Mapping{b.mapping}
+	return b
 }
 
 func (b *profileBuilder) line(text string) {
@@ -232,7 +240,7 @@ func (b *profileBuilder) location(frame string) *profile.Location {
 		b.functions[symbol] = fn
 		b.p.Function = append(b.p.Function, fn)
 	}
-	loc := &profile.Location{ID: uint64(len(b.locations) + 1), Address: ip, Line: []profile.Line{{Function: fn, Line: int64(line)}}}
+	loc := &profile.Location{ID: uint64(len(b.locations) + 1), Mapping: b.mapping, Address: ip, Line: []profile.Line{{Function: fn, Line: int64(line)}}}
 	b.locations[key] = loc
 	b.p.Location = append(b.p.Location, loc)
 	return loc

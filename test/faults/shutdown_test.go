@@ -90,6 +90,8 @@ var _ = Describe("A manager told to stop (SIGTERM)", Ordered, func() {
 		Eventually(manager.done).Should(BeClosed())
 		Expect(manager.cmd.ProcessState.ExitCode()).To(Equal(0), manager.logs)
 		Expect(manager.logs()).To(ContainSubstring("Stopping the catalog: draining calls in flight"))
+		Expect(manager.logs()).To(MatchRegexp(`\{"time":"[^"]+","requestId":"[^"]+","user":"anonymous","via":"rest","tool":"mcp_slow_slow",[^\n]*"outcome":"success"`),
+			"the drained call's audit line went out before the manager exited")
 	})
 })
 

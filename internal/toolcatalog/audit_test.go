@@ -1,0 +1,153 @@
+package toolcatalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+// countingTrail is where an auditor writes, counting its writes.
+type countingTrail struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	writes int
+}
+
+func (t *countingTrail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.writes++
+	return t.buf.Write(p)
+}
+
+// lines is what was written, line by line, each a whole audit record.
+func (t *countingTrail) lines(tb testing.TB) []AuditRecord {
+	tb.Helper()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []AuditRecord
+	for _, l := range strings.Split(strings.TrimSuffix(t.buf.String(), "\n"), "\n") {
+		if l == "" {
+			continue
+		}
+		var rec AuditRecord
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			tb.Fatalf("a line of the trail is not a record: %q: %v", l, err)
+		}
+		out = append(out, rec)
+	}
+	return out
+}
+
+func (t *countingTrail) counts() (bytes, writes int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.buf.Len(), t.writes
+}
+
+// waitFor polls cond until it holds, failing the test after ten seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited ten seconds for %s", what)
+		}
+	}
+}
+
+func TestAuditLinesGoOutInBatchesWithoutAnotherCall(t *testing.T) {
+	trail := &countingTrail{}
+	a := newAuditor(trail)
+	const n = 1000
+	for i := range n {
+		a.write(AuditRecord{RequestID: fmt.Sprint(i), Tool: "mcp_calc_add", Outcome: "success"})
+	}
+	// Nothing else is written and nobody flushes: the lines go out by
+	// themselves.
+	waitFor(t, "the lines to go out", func() bool { return len(trail.lines(t)) == n })
+	for i, rec := range trail.lines(t) {
+		if rec.RequestID != fmt.Sprint(i) {
+			t.Fatalf("line %d is request %s: lines out of order", i, rec.RequestID)
+		}
+	}
+	// A write per line would be n; a loop of n writes does not span n/2
+	// flush intervals.
+	if _, writes := trail.counts(); writes > n/2 {
+		t.Fatalf("%d lines took %d writes: not batched", n, writes)
+	}
+}
+
+func TestAuditBufferIsBounded(t *testing.T) {
+	trail := &countingTrail{}
+	a := newAuditor(trail)
+	a.interval = time.Hour // only a full buffer writes
+	record := AuditRecord{Tool: strings.Repeat("x", 1000), Outcome: "success"}
+	line, _ := json.Marshal(record)
+	total := 0
+	for total < auditBufferLimit {
+		a.write(record)
+		total += len(line) + 1
+	}
+	// The write that filled the buffer wrote everything before it
+	// returned.
+	if written, _ := trail.counts(); written != total {
+		t.Fatalf("%d of %d bytes written once the buffer was full", written, total)
+	}
+	a.write(record)
+	if written, _ := trail.counts(); written != total {
+		t.Fatalf("the next line was written at once (%d bytes, %d before)", written, total)
+	}
+}
+
+func TestAuditLinesFromConcurrentCallsStayWhole(t *testing.T) {
+	trail := &countingTrail{}
+	a := newAuditor(trail)
+	const callers, each = 8, 300
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Go(func() {
+			for i := range each {
+				a.write(AuditRecord{RequestID: fmt.Sprintf("%d-%d", c, i), Tool: strings.Repeat("t", 1+i%2000), Outcome: "success"})
+			}
+		})
+	}
+	wg.Wait()
+	a.flush()
+	seen := map[string]bool{}
+	for _, rec := range trail.lines(t) {
+		if seen[rec.RequestID] {
+			t.Fatalf("request %s audited twice", rec.RequestID)
+		}
+		seen[rec.RequestID] = true
+	}
+	if len(seen) != callers*each {
+		t.Fatalf("%d lines after the flush, want %d", len(seen), callers*each)
+	}
+}
+
+func TestStoppingTheCatalogWritesPendingAuditLines(t *testing.T) {
+	trail := &countingTrail{}
+	c, err := New(fake.NewClientBuilder().WithScheme(apiScheme(t)).Build(), Options{Log: logr.Discard(), Audit: trail})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.audit.interval = time.Hour // only stopping writes
+	c.audit.write(AuditRecord{RequestID: "last", Tool: "mcp_calc_add", Outcome: "success"})
+	if written, _ := trail.counts(); written != 0 {
+		t.Fatalf("%d bytes written before the catalog stopped", written)
+	}
+	if err := (&Runnable{Catalog: c}).shutdown(&http.Server{}); err != nil {
+		t.Fatal(err)
+	}
+	if lines := trail.lines(t); len(lines) != 1 || lines[0].RequestID != "last" {
+		t.Fatalf("after stopping, the trail is %+v", lines)
+	}
+}
