@@ -178,7 +178,8 @@ func (s *Session) encode(ctx context.Context, id string, c call) (transport.JSON
 	}
 	req.Params = params
 	if s.modern {
-		req.Header = http.Header{}
+		// Sized for what post adds: its three headers and the target's.
+		req.Header = make(http.Header, 5+len(s.target.Headers))
 		for k, v := range standardHeaders(c, params) {
 			req.Header.Set(k, v)
 		}

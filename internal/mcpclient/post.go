@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -46,15 +47,19 @@ func (s *Session) post(ctx context.Context, req transport.JSONRPCRequest) (*tran
 	if err != nil {
 		return nil, err
 	}
-	if req.Header != nil {
-		httpReq.Header = req.Header.Clone()
+	// encode made req.Header for this request alone: it is taken, not
+	// copied, and made large enough once for what follows.
+	header := req.Header
+	if header == nil {
+		header = make(http.Header, 3+len(s.target.Headers))
 	}
-	httpReq.Header.Set("Content-Type", "application/json")
-	httpReq.Header.Set("Accept", "application/json, text/event-stream")
-	httpReq.Header.Set("MCP-Protocol-Version", RevisionModern)
+	header["Content-Type"] = jsonMediaType
+	header["Accept"] = acceptAnswers
+	header["Mcp-Protocol-Version"] = modernVersion
 	for k, v := range s.target.Headers {
-		httpReq.Header.Set(k, v)
+		header.Set(k, v)
 	}
+	httpReq.Header = header
 	resp, err := s.http.Do(httpReq)
 	if err != nil {
 		return nil, err
@@ -79,14 +84,7 @@ func (s *Session) post(ctx context.Context, req transport.JSONRPCRequest) (*tran
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch mediaType {
 	case "application/json":
-		var answer transport.JSONRPCResponse
-		if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
-			return nil, fmt.Errorf("failed to decode response: %w", err)
-		}
-		if answer.ID.IsNil() {
-			return nil, errors.New("the answer has no id")
-		}
-		return &answer, nil
+		return decodeAnswer(resp.Body, resp.ContentLength)
 	case "text/event-stream":
 		answer, err := answerOnStream(resp.Body)
 		if err != nil && ctx.Err() != nil {
@@ -97,6 +95,59 @@ func (s *Session) post(ctx context.Context, req transport.JSONRPCRequest) (*tran
 		return answer, err
 	}
 	return nil, fmt.Errorf("unexpected content type: %q", resp.Header.Get("Content-Type"))
+}
+
+// The values of the headers every request carries, shared: a request's
+// header map holds them and nothing appends to them.
+var (
+	jsonMediaType = []string{"application/json"}
+	acceptAnswers = []string{"application/json, text/event-stream"}
+	modernVersion = []string{RevisionModern}
+)
+
+// answerBuffers hold JSON answers of a known length while they are
+// decoded: read whole, decoded (the result copied out) and the buffer
+// kept for the next, where a json.Decoder per answer allocated buffers of
+// its own on every call.
+var answerBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledAnswer is the largest buffer answerBuffers keeps: one large
+// answer must not pin its size in the pool.
+const maxPooledAnswer = 64 << 10
+
+// decodeAnswer reads a JSON answer: the first JSON-RPC response in the
+// body, which must have an id. An answer of unknown length is decoded as
+// it arrives: its server may hold the body open after the answer (finish
+// then waits briefly for the rest).
+func decodeAnswer(body io.Reader, length int64) (*transport.JSONRPCResponse, error) {
+	var answer transport.JSONRPCResponse
+	if err := decodeFirst(body, length, &answer); err != nil {
+		return nil, fmt.Errorf("failed to decode response: %w", err)
+	}
+	if answer.ID.IsNil() {
+		return nil, errors.New("the answer has no id")
+	}
+	return &answer, nil
+}
+
+func decodeFirst(body io.Reader, length int64, v any) error {
+	if length < 0 || length > maxPooledAnswer {
+		return json.NewDecoder(body).Decode(v)
+	}
+	buf := answerBuffers.Get().(*bytes.Buffer)
+	defer answerBuffers.Put(buf)
+	buf.Reset()
+	if _, err := buf.ReadFrom(body); err != nil {
+		return err
+	}
+	err := json.Unmarshal(buf.Bytes(), v)
+	var syntax *json.SyntaxError
+	if errors.As(err, &syntax) {
+		// Perhaps something after the answer: the first value is the
+		// answer, as a decoder of the stream reads it.
+		return json.NewDecoder(bytes.NewReader(buf.Bytes())).Decode(v)
+	}
+	return err
 }
 
 // requestBody encodes req as json.Marshal does. Params the session encoded
