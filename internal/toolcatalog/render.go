@@ -138,8 +138,41 @@ type menuBody struct {
 // render writes a view's menu in a format; schemas go out as the bytes
 // status holds.
 func render(vw *view, format string) *rendered {
-	body := appendMenu(nil, vw, format)
-	return &rendered{etag: `"` + vw.revision + `"`, body: body, size: len(body)}
+	return renderWithin(vw, format, maxPlainRendering)
+}
+
+// renderChunk is how much of a large menu is rendered before it is
+// handed to gzip.
+const renderChunk = 64 << 10
+
+// renderWithin renders a menu whose body is kept as it is up to limit
+// bytes. A larger one is rendered straight into gzip, a piece at a time:
+// its body is never whole in memory, where allocating it (tens of MiB
+// for 100,000 tools, zeroed and faulted in page by page) cost about as
+// much as writing it. When the size was overestimated and the body fits
+// after all, it is rendered once more as it is.
+func renderWithin(vw *view, format string, limit int) *rendered {
+	r := &rendered{etag: `"` + vw.revision + `"`}
+	if menuSize(vw) <= limit {
+		r.body = appendMenu(nil, vw, format)
+		r.size = len(r.body)
+		return r
+	}
+	var out bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&out, gzip.BestSpeed)
+	write := func(b []byte) []byte {
+		r.size += len(b)
+		_, _ = zw.Write(b)
+		return b[:0]
+	}
+	write(appendMenuIn(make([]byte, 0, renderChunk+renderChunk/2), vw, format, write))
+	_ = zw.Close()
+	gzipped := bytes.Clone(out.Bytes())
+	r.gzipOnce.Do(func() { r.gzipped = gzipped })
+	if r.size <= limit {
+		r.body = appendMenu(nil, vw, format)
+	}
+	return r
 }
 
 func renderTool(e *menu.Entry, format string) any {

@@ -90,3 +90,42 @@ func TestALargeMenuIsKeptGzippedAndServedWhole(t *testing.T) {
 		t.Errorf("kept %d bytes plain and %d gzipped of a %d-byte menu, want only gzipped", len(kept.body), len(kept.gzipped), len(whole))
 	}
 }
+
+// TestRenderWithinKeepsWhatFits: a menu estimated past the limit is
+// rendered straight into gzip, and kept as it is as well when it turns out
+// to fit; either way both encodings are the menu byte for byte, in every
+// format.
+func TestRenderWithinKeepsWhatFits(t *testing.T) {
+	vw := benchView(1000) // several of renderChunk
+	for _, format := range []string{formatOpenAI, formatAnthropic, formatMCP} {
+		whole := appendMenu(nil, vw, format)
+		estimate := menuSize(vw)
+		if estimate <= len(whole) {
+			t.Fatalf("%s: the estimate %d is not above the %d bytes written; the cases below need it", format, estimate, len(whole))
+		}
+		for _, tc := range []struct {
+			name      string
+			limit     int
+			keepsBody bool
+		}{
+			{"estimated within the limit", estimate, true},
+			{"estimated past it but within", len(whole), true},
+			{"past it", len(whole) - 1, false},
+		} {
+			r := renderWithin(vw, format, tc.limit)
+			if r.size != len(whole) {
+				t.Errorf("%s, %s: size %d, want %d", format, tc.name, r.size, len(whole))
+			}
+			if kept := r.body != nil; kept != tc.keepsBody || (kept && !bytes.Equal(r.body, whole)) {
+				t.Errorf("%s, %s: kept %d bytes as they are, want the menu: %v", format, tc.name, len(r.body), tc.keepsBody)
+			}
+			zr, err := gzip.NewReader(bytes.NewReader(r.gzipBody()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if inflated, err := io.ReadAll(zr); err != nil || !bytes.Equal(inflated, whole) {
+				t.Errorf("%s, %s: gzipped, the menu inflates to %d bytes (%v), want %d", format, tc.name, len(inflated), err, len(whole))
+			}
+		}
+	}
+}

@@ -19,6 +19,12 @@ import (
 
 // appendMenu appends a view's menu body in a format.
 func appendMenu(buf []byte, vw *view, format string) []byte {
+	return appendMenuIn(slices.Grow(buf, menuSize(vw)), vw, format, nil)
+}
+
+// menuSize is about how long a view's menu body is, in any format: no
+// less, unless its strings need escaping.
+func menuSize(vw *view) int {
 	size := len(vw.revision) + 64
 	for i := range vw.menu.Tools {
 		e := &vw.menu.Tools[i]
@@ -27,7 +33,13 @@ func appendMenu(buf []byte, vw *view, format string) []byte {
 			size += len(e.Tool.OutputSchema.Raw)
 		}
 	}
-	buf = slices.Grow(buf, size)
+	return size
+}
+
+// appendMenuIn appends a view's menu body in a format, handing buf to
+// flush, when it is set, whenever it holds renderChunk bytes or more;
+// flush returns the buffer to go on with (emptied).
+func appendMenuIn(buf []byte, vw *view, format string, flush func([]byte) []byte) []byte {
 	buf = append(buf, `{"revision":`...)
 	buf = appendString(buf, vw.revision)
 	buf = append(buf, `,"tools":[`...)
@@ -36,6 +48,9 @@ func appendMenu(buf []byte, vw *view, format string) []byte {
 			buf = append(buf, ',')
 		}
 		buf = appendTool(buf, &vw.menu.Tools[i], format)
+		if flush != nil && len(buf) >= renderChunk {
+			buf = flush(buf)
+		}
 	}
 	buf = append(buf, ']')
 	if len(vw.menu.Conflicts) > 0 {

@@ -119,7 +119,8 @@ func launchManager(cp *controlPlane, name string, env []string, flags ...string)
 	args := append([]string{"--kubeconfig=" + cp.kubeconfig, "--catalog-bind-address=" + addrs[0],
 		"--metrics-bind-address=" + addrs[1], "--health-probe-bind-address=" + addrs[2]}, flags...)
 	// BENCH_AB_FLAGS adds flags to every manager a run starts, to compare
-	// two settings of the same binary (--audit-log=off, say) run by run.
+	// two settings of the same binary (--audit-log=off, say) run by run;
+	// BENCH_AB_ENV (below) does the same for its environment.
 	if extra := os.Getenv("BENCH_AB_FLAGS"); extra != "" {
 		args = append(args, strings.Fields(extra)...)
 	}
@@ -128,6 +129,9 @@ func launchManager(cp *controlPlane, name string, env []string, flags ...string)
 	// gctrace=1 makes the runtime print the live heap after every GC: the
 	// process's memory without changing the binary.
 	m.cmd.Env = append(append(os.Environ(), "GODEBUG=gctrace=1"), env...)
+	// BENCH_AB_ENV adds variables (KEY=value, space-separated) to every
+	// manager's environment, as BENCH_AB_FLAGS adds flags.
+	m.cmd.Env = append(m.cmd.Env, strings.Fields(os.Getenv("BENCH_AB_ENV"))...)
 	// The manager must not outlive a benchmark that dies.
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	m.started = time.Now()
