@@ -54,8 +54,13 @@ func (r *ToolCollectionReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		collectionStalled(&tc, err.Error()+"; fix the spec to resume")
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
+	// The cache's own objects, not copies: a collection is reconciled
+	// after every change to a server of its namespace, and copying every
+	// server's status (each tool's schemas) on each was most of the work.
+	// The menu only reads them, and the status it yields holds strings
+	// and slices of its own, never the servers'.
 	var servers mcpv1alpha1.MCPServerList
-	if err := r.List(ctx, &servers, client.InNamespace(tc.Namespace)); err != nil {
+	if err := r.List(ctx, &servers, client.InNamespace(tc.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing MCPServers in %s: %w", tc.Namespace, err)
 	}
 	m := menu.ForCollection(&tc.Spec, servers.Items)
