@@ -133,8 +133,10 @@ func (c *Catalog) record(ctx context.Context, key viewKey, tool string, entry *m
 	}
 	// Debug level: the audit trail is the record of every call; this line
 	// is for following calls among the manager's other logs.
-	c.log.V(1).Info("Tool call", "collection", collection, "tool", tool, "server", server,
-		"duration", elapsed.String(), "outcome", outcome, "requestId", note.requestID)
+	if debug := c.log.V(1); debug.Enabled() { // its values are not built otherwise
+		debug.Info("Tool call", "collection", collection, "tool", tool, "server", server,
+			"duration", elapsed.String(), "outcome", outcome, "requestId", note.requestID)
+	}
 
 	span := trace.SpanFromContext(ctx)
 	if known && note.via == "mcp" {
