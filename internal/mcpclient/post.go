@@ -9,7 +9,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -84,7 +83,7 @@ func (s *Session) post(ctx context.Context, req transport.JSONRPCRequest) (*tran
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch mediaType {
 	case "application/json":
-		return decodeAnswer(resp.Body, resp.ContentLength)
+		return decodeAnswer(resp.Body)
 	case "text/event-stream":
 		answer, err := answerOnStream(resp.Body)
 		if err != nil && ctx.Err() != nil {
@@ -105,49 +104,20 @@ var (
 	modernVersion = []string{RevisionModern}
 )
 
-// answerBuffers hold JSON answers of a known length while they are
-// decoded: read whole, decoded (the result copied out) and the buffer
-// kept for the next, where a json.Decoder per answer allocated buffers of
-// its own on every call.
-var answerBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// maxPooledAnswer is the largest buffer answerBuffers keeps: one large
-// answer must not pin its size in the pool.
-const maxPooledAnswer = 64 << 10
-
 // decodeAnswer reads a JSON answer: the first JSON-RPC response in the
-// body, which must have an id. An answer of unknown length is decoded as
-// it arrives: its server may hold the body open after the answer (finish
-// then waits briefly for the rest).
-func decodeAnswer(body io.Reader, length int64) (*transport.JSONRPCResponse, error) {
+// body, which must have an id. It is decoded as it arrives, not read
+// whole first: a server may send a Content-Length it does not keep to,
+// or hold the body open after the answer (finish then waits briefly for
+// the rest), and the answer is the answer all the same.
+func decodeAnswer(body io.Reader) (*transport.JSONRPCResponse, error) {
 	var answer transport.JSONRPCResponse
-	if err := decodeFirst(body, length, &answer); err != nil {
+	if err := json.NewDecoder(body).Decode(&answer); err != nil {
 		return nil, fmt.Errorf("failed to decode response: %w", err)
 	}
 	if answer.ID.IsNil() {
 		return nil, errors.New("the answer has no id")
 	}
 	return &answer, nil
-}
-
-func decodeFirst(body io.Reader, length int64, v any) error {
-	if length < 0 || length > maxPooledAnswer {
-		return json.NewDecoder(body).Decode(v)
-	}
-	buf := answerBuffers.Get().(*bytes.Buffer)
-	defer answerBuffers.Put(buf)
-	buf.Reset()
-	if _, err := buf.ReadFrom(body); err != nil {
-		return err
-	}
-	err := json.Unmarshal(buf.Bytes(), v)
-	var syntax *json.SyntaxError
-	if errors.As(err, &syntax) {
-		// Perhaps something after the answer: the first value is the
-		// answer, as a decoder of the stream reads it.
-		return json.NewDecoder(bytes.NewReader(buf.Bytes())).Decode(v)
-	}
-	return err
 }
 
 // requestBody encodes req as json.Marshal does. Params the session encoded

@@ -123,6 +123,8 @@ func IsReady(srv *mcpv1alpha1.MCPServer) bool {
 
 // ForCollection builds the menu of spec over the servers of its namespace.
 // Tools of servers that are not Ready are left out until they recover.
+// Like Global, it only reads the servers and points into them: callers
+// hand it the informer cache's own objects, shared with every reader.
 func ForCollection(spec *mcpv1alpha1.ToolCollectionSpec, servers []mcpv1alpha1.MCPServer) Menu {
 	var m Menu
 	var overrides []mcpv1alpha1.ToolOverride

@@ -1,6 +1,7 @@
 package toolcatalog
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -54,15 +55,20 @@ type AuditRecord struct {
 }
 
 // The trail is written in batches: a line goes into a buffer, and the
-// buffer goes out at most auditFlushInterval after its first line, or at
-// once when it reaches auditBufferLimit, and when the catalog stops. One
-// write per line cost every call a system call on its answer's path
-// (stdout is a pipe or a file), about a tenth of the catalog's added
-// latency in test/bench; a batch costs one for many calls. What a crash
-// can lose is the last interval's lines.
+// buffer goes out at most auditFlushInterval after its first line, at
+// once when it reaches auditBufferLimit, and when the catalog stops (after
+// which each line goes out as it comes). One write per line cost every
+// call a system call on its answer's path (stdout is a pipe or a file);
+// a batch costs one for many calls. A batch is written in pieces of whole
+// lines no larger than auditWriteSize, which a pipe keeps whole: the
+// manager's logs may share it (2>&1), and a larger write could be
+// interleaved with theirs mid-line. What a process killed outright loses
+// is the lines not written yet: about the last interval's.
 const (
 	auditFlushInterval = 100 * time.Millisecond
 	auditBufferLimit   = 256 << 10
+	// auditWriteSize is PIPE_BUF on Linux: writes up to it are atomic.
+	auditWriteSize = 4096
 )
 
 // auditor writes the trail; nil writes nothing.
@@ -79,6 +85,9 @@ type auditor struct {
 	pending, spare []byte
 	// scheduled says a flush is on its way for the pending lines.
 	scheduled bool
+	// stopped says the catalog stopped: lines are written as they come,
+	// since no later flush is sure to run before the process exits.
+	stopped bool
 }
 
 func newAuditor(out io.Writer) *auditor {
@@ -98,13 +107,13 @@ func (a *auditor) write(r AuditRecord) {
 	}
 	a.mu.Lock()
 	a.pending = append(append(a.pending, line...), '\n')
-	full := len(a.pending) >= auditBufferLimit
-	if !full && !a.scheduled {
+	now := a.stopped || len(a.pending) >= auditBufferLimit
+	if !now && !a.scheduled {
 		a.scheduled = true
 		time.AfterFunc(a.interval, a.flush)
 	}
 	a.mu.Unlock()
-	if full {
+	if now {
 		// The caller whose line filled the buffer writes it: memory stays
 		// bounded, and a trail that cannot keep up slows its callers
 		// down, as an unbatched one did.
@@ -123,15 +132,36 @@ func (a *auditor) flush() {
 	batch := a.pending
 	a.pending, a.spare, a.scheduled = a.spare[:0], nil, false
 	a.mu.Unlock()
-	if len(batch) == 0 {
-		return
+	for rest := batch; len(rest) > 0; {
+		piece := rest
+		if len(piece) > auditWriteSize {
+			// Whole lines up to the size; a longer line goes alone.
+			if cut := bytes.LastIndexByte(piece[:auditWriteSize], '\n'); cut >= 0 {
+				piece = piece[:cut+1]
+			} else if cut := bytes.IndexByte(piece, '\n'); cut >= 0 {
+				piece = piece[:cut+1]
+			}
+		}
+		_, _ = a.out.Write(piece)
+		rest = rest[len(piece):]
 	}
-	_, _ = a.out.Write(batch)
-	if cap(batch) <= auditBufferLimit {
+	if cap(batch) <= 2*auditBufferLimit {
 		a.mu.Lock()
 		a.spare = batch[:0]
 		a.mu.Unlock()
 	}
+}
+
+// stop writes what is pending and every later line as it comes: the
+// catalog has stopped, and the process may exit before a timer fires.
+func (a *auditor) stop() {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	a.stopped = true
+	a.mu.Unlock()
+	a.flush()
 }
 
 // usableRequestID is what a caller's X-Request-Id may look like to be

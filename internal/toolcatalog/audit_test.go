@@ -14,18 +14,35 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
-// countingTrail is where an auditor writes, counting its writes.
+// countingTrail is where an auditor writes, counting its writes and
+// checking each is whole lines.
 type countingTrail struct {
 	mu     sync.Mutex
 	buf    bytes.Buffer
 	writes int
+	// broken is a write that was not whole lines, or was larger than a
+	// pipe keeps whole without being a single line.
+	broken string
 }
 
 func (t *countingTrail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.writes++
+	lines := bytes.Count(p, []byte("\n"))
+	if p[len(p)-1] != '\n' || (len(p) > auditWriteSize && lines > 1) {
+		t.broken = fmt.Sprintf("a write of %d bytes and %d lines", len(p), lines)
+	}
 	return t.buf.Write(p)
+}
+
+func (t *countingTrail) check(tb testing.TB) {
+	tb.Helper()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.broken != "" {
+		tb.Fatalf("the trail got %s: lines could interleave with other writers'", t.broken)
+	}
 }
 
 // lines is what was written, line by line, each a whole audit record.
@@ -63,7 +80,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func TestAuditLinesGoOutInBatchesWithoutAnotherCall(t *testing.T) {
+func TestAuditLinesGoOutWithoutAnotherCall(t *testing.T) {
 	trail := &countingTrail{}
 	a := newAuditor(trail)
 	const n = 1000
@@ -71,17 +88,54 @@ func TestAuditLinesGoOutInBatchesWithoutAnotherCall(t *testing.T) {
 		a.write(AuditRecord{RequestID: fmt.Sprint(i), Tool: "mcp_calc_add", Outcome: "success"})
 	}
 	// Nothing else is written and nobody flushes: the lines go out by
-	// themselves.
+	// themselves, in order.
 	waitFor(t, "the lines to go out", func() bool { return len(trail.lines(t)) == n })
 	for i, rec := range trail.lines(t) {
 		if rec.RequestID != fmt.Sprint(i) {
 			t.Fatalf("line %d is request %s: lines out of order", i, rec.RequestID)
 		}
 	}
-	// A write per line would be n; a loop of n writes does not span n/2
-	// flush intervals.
-	if _, writes := trail.counts(); writes > n/2 {
-		t.Fatalf("%d lines took %d writes: not batched", n, writes)
+	trail.check(t)
+}
+
+func TestAuditLinesGoOutInBatchesOfWholeLines(t *testing.T) {
+	trail := &countingTrail{}
+	a := newAuditor(trail)
+	a.interval = time.Hour // only the flush below writes
+	const n = 1000
+	for i := range n {
+		a.write(AuditRecord{RequestID: fmt.Sprint(i), Tool: "mcp_calc_add", Outcome: "success"})
+	}
+	if written, _ := trail.counts(); written != 0 {
+		t.Fatalf("%d bytes written before the flush", written)
+	}
+	a.write(AuditRecord{RequestID: "long", Tool: strings.Repeat("x", 2*auditWriteSize), Outcome: "success"})
+	a.flush()
+	lines := trail.lines(t)
+	if len(lines) != n+1 || lines[n].RequestID != "long" {
+		t.Fatalf("%d lines after the flush, want %d and the long one last", len(lines), n+1)
+	}
+	trail.check(t)
+	// Whole lines fill each write but the last of the batch and the long
+	// line's own.
+	written, writes := trail.counts()
+	if most := written/(auditWriteSize-200) + 2; writes > most {
+		t.Fatalf("%d bytes took %d writes, want at most %d", written, writes, most)
+	}
+}
+
+func TestAuditLinesAfterTheCatalogStoppedGoOutAtOnce(t *testing.T) {
+	trail := &countingTrail{}
+	a := newAuditor(trail)
+	a.interval = time.Hour
+	a.write(AuditRecord{RequestID: "before"})
+	a.stop()
+	if lines := trail.lines(t); len(lines) != 1 {
+		t.Fatalf("stopping wrote %d lines, want the one pending", len(lines))
+	}
+	a.write(AuditRecord{RequestID: "cut"}) // a call the drain timeout cut
+	if lines := trail.lines(t); len(lines) != 2 || lines[1].RequestID != "cut" {
+		t.Fatalf("a line after stopping was not written at once: %+v", lines)
 	}
 }
 
@@ -121,6 +175,7 @@ func TestAuditLinesFromConcurrentCallsStayWhole(t *testing.T) {
 	}
 	wg.Wait()
 	a.flush()
+	trail.check(t)
 	seen := map[string]bool{}
 	for _, rec := range trail.lines(t) {
 		if seen[rec.RequestID] {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -153,8 +154,8 @@ const renderChunk = 64 << 10
 // after all, it is rendered once more as it is.
 func renderWithin(vw *view, format string, limit int) *rendered {
 	r := &rendered{etag: `"` + vw.revision + `"`}
-	if menuSize(vw) <= limit {
-		r.body = appendMenu(nil, vw, format)
+	if size := menuSize(vw); size <= limit {
+		r.body = appendMenuIn(make([]byte, 0, size), vw, format, nil)
 		r.size = len(r.body)
 		return r
 	}
@@ -329,8 +330,13 @@ func (c *Catalog) serveMenu(w http.ResponseWriter, req *http.Request, key viewKe
 		}
 		if visible != vw {
 			// A caller who may not see every server gets a menu of their own,
-			// not shared and so not cached.
-			serveRendered(w, req, render(visible, format))
+			// not shared and so not cached: rendered as it goes out, gzipped
+			// (large) only for a client that takes gzip.
+			limit := math.MaxInt
+			if acceptsGzip(req.Header.Get("Accept-Encoding")) {
+				limit = maxPlainRendering
+			}
+			serveRendered(w, req, renderWithin(visible, format, limit))
 			return
 		}
 	}

@@ -22,8 +22,9 @@ func appendMenu(buf []byte, vw *view, format string) []byte {
 	return appendMenuIn(slices.Grow(buf, menuSize(vw)), vw, format, nil)
 }
 
-// menuSize is about how long a view's menu body is, in any format: no
-// less, unless its strings need escaping.
+// menuSize is about how long a view's menu body is, in any format: more
+// than it is, as a rule, but less when strings need escaping or the menu
+// has conflicts or annotations (which it does not count).
 func menuSize(vw *view) int {
 	size := len(vw.revision) + 64
 	for i := range vw.menu.Tools {

@@ -61,6 +61,7 @@ func (r *Runnable) Start(ctx context.Context) error {
 	select {
 	case err := <-done:
 		r.serving.Store(false)
+		c.audit.stop()
 		return err
 	case <-ctx.Done():
 	}
@@ -80,9 +81,9 @@ func (r *Runnable) shutdown(srv *http.Server) error {
 		err = srv.Close()
 	}
 	c.pool.CloseAll()
-	// The calls are over: their audit lines go out before the manager
-	// exits.
-	c.audit.flush()
+	// The calls are over, or cut: their audit lines go out before the
+	// manager exits, and a cut call's line as soon as it is written.
+	c.audit.stop()
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
