@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -120,6 +121,44 @@ func (m *menuCache) current() uint64 {
 	return v
 }
 
+// stamp is what a view or rendering was built from: the catalog's
+// version for a collection's menu, the MCPServers' version for the
+// others, which read servers only. A build of the global menu that a
+// collection's change overtakes is as good after it as before (current
+// carries such menus over), and is kept and shared as such: keyed by the
+// catalog's version, every collection status write during the build of
+// 100,000 tools (one follows each change to a server) had it thrown away
+// and begun again.
+type stamp struct {
+	collection bool
+	version    uint64
+}
+
+// stampFor is what a menu of kind built now is built from. Callers hold
+// mu, after current.
+func (m *menuCache) stampFor(kind viewKind) stamp {
+	if kind == collectionView {
+		return stamp{collection: true, version: m.version}
+	}
+	return stamp{version: m.servers}
+}
+
+// holds reports whether what was built from st belongs in the maps.
+// Callers hold mu, after current.
+func (m *menuCache) holds(st stamp) bool {
+	if st.collection {
+		return m.version == st.version
+	}
+	return m.servers == st.version
+}
+
+func (st stamp) String() string {
+	if st.collection {
+		return "v" + strconv.FormatUint(st.version, 10)
+	}
+	return "s" + strconv.FormatUint(st.version, 10)
+}
+
 // view is the view of a menu at the catalog's version, for a caller.
 func (m *menuCache) view(ctx context.Context, key viewKey) (*view, error) {
 	vw, err := m.resolve(ctx, key)
@@ -133,23 +172,24 @@ func (m *menuCache) view(ctx context.Context, key viewKey) (*view, error) {
 // it when no caller has yet.
 func (m *menuCache) resolve(ctx context.Context, key viewKey) (*view, error) {
 	m.mu.Lock()
-	v := m.current()
+	m.current()
+	st := m.stampFor(key.kind)
 	cached, ok := m.views[key]
 	m.mu.Unlock()
 	if ok {
 		return cached, nil
 	}
 	// The build is the callers', not the first one's: it goes on if that
-	// one leaves. Its key names the version, so a build of an older one is
-	// never handed to a caller that saw the newer.
+	// one leaves. Its key names what it is built from, so a build of an
+	// older version is never handed to a caller that saw the newer.
 	// Each caller waits no longer than its own context; the build itself
 	// is bounded, so that a cache that cannot answer does not hold the
 	// flight for good.
-	flight := fmt.Sprintf("%d\x00%s\x00%s\x00%s", v, key.kind, key.namespace, key.name)
+	flight := fmt.Sprintf("%s\x00%s\x00%s\x00%s", st, key.kind, key.namespace, key.name)
 	done := m.building.DoChan(flight, func() (any, error) {
 		buildCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), maxViewBuild)
 		defer cancel()
-		return m.build(buildCtx, key, v)
+		return m.build(buildCtx, key, st)
 	})
 	select {
 	case res := <-done:
@@ -166,19 +206,20 @@ func (m *menuCache) resolve(ctx context.Context, key viewKey) (*view, error) {
 // resolving the menu take milliseconds when the cache is synced.
 const maxViewBuild = time.Minute
 
-// build resolves a view at version v and keeps it while v is current.
-func (m *menuCache) build(ctx context.Context, key viewKey, v uint64) (*view, error) {
+// build resolves a view from st and keeps it while st holds.
+func (m *menuCache) build(ctx context.Context, key viewKey, st stamp) (*view, error) {
 	built, err := m.catalog.buildView(ctx, key)
 	if err != nil {
 		return nil, err
 	}
 	keep := worthKeeping(key, built)
-	built.index = m.searchIndexFor(key, built, v, keep)
+	built.index = m.searchIndexFor(key, built, st, keep)
 	if !keep {
 		return built, nil
 	}
 	m.mu.Lock()
-	if m.version == v {
+	m.current()
+	if m.holds(st) {
 		m.views[key] = built
 	}
 	m.mu.Unlock()

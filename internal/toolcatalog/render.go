@@ -200,14 +200,15 @@ func renderTool(e *menu.Entry, format string) any {
 func (m *menuCache) rendering(key viewKey, vw *view, format string) *rendered {
 	rk := renderKey{view: key, format: format}
 	m.mu.Lock()
-	v := m.current()
+	m.current()
+	st := m.stampFor(key.kind)
 	r, ok := m.renders[rk]
 	m.mu.Unlock()
 	if ok && r.etag == `"`+vw.revision+`"` {
 		return r
 	}
 	// Concurrent first requests after a change share one rendering.
-	flight := fmt.Sprintf("render\x00%d\x00%s\x00%s\x00%s\x00%s\x00%s", v, key.kind, key.namespace, key.name, format, vw.revision)
+	flight := fmt.Sprintf("render\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s", st, key.kind, key.namespace, key.name, format, vw.revision)
 	shared, _, _ := m.building.Do(flight, func() (any, error) {
 		if key.kind != globalView || key.namespace == "" {
 			// A namespace's slice of the global menu is not a menu of its own.
@@ -224,7 +225,8 @@ func (m *menuCache) rendering(key viewKey, vw *view, format string) *rendered {
 		return r
 	}
 	m.mu.Lock()
-	if m.version == v {
+	m.current()
+	if m.holds(st) {
 		m.renders[rk] = r
 	}
 	m.mu.Unlock()

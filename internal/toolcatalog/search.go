@@ -109,7 +109,7 @@ func (vw *view) rank(query string, limit int, keep func(*menu.Entry) bool) []ran
 // searchIndexFor gives a view built at cache version v its index: the one
 // kept for the menu when the fingerprint is the same, else a new one, kept
 // if the view is. Callers hold no lock.
-func (m *menuCache) searchIndexFor(key viewKey, vw *view, v uint64, keep bool) *searchIndex {
+func (m *menuCache) searchIndexFor(key viewKey, vw *view, st stamp, keep bool) *searchIndex {
 	fingerprint := searchFingerprint(vw)
 	fresh := &searchIndex{fingerprint: fingerprint}
 	m.mu.Lock()
@@ -123,7 +123,8 @@ func (m *menuCache) searchIndexFor(key viewKey, vw *view, v uint64, keep bool) *
 	if held, ok := m.indexes[key]; ok && held.fingerprint == fingerprint {
 		return held
 	}
-	if m.version == v {
+	m.current()
+	if m.holds(st) {
 		// A view built for an older version must not replace a newer one's.
 		m.indexes[key] = fresh
 	}

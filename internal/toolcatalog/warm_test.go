@@ -237,3 +237,32 @@ func TestACollectionChangeKeepsTheGlobalMenu(t *testing.T) {
 		t.Errorf("collection's menu after a server changed: %s", body)
 	}
 }
+
+// TestAGlobalBuildOvertakenByACollectionChangeIsKept: a collection's
+// change while the global menu is being built (a collection's status
+// write follows every change to its servers) neither throws the build
+// away nor has the menu built again.
+func TestAGlobalBuildOvertakenByACollectionChangeIsKept(t *testing.T) {
+	f := newMenuFixture(t)
+	const collection = "/v1/namespaces/team-a/toolcollections/calc/tools"
+	f.menu()
+	f.addTool("sub")
+	lists := f.lists.Load()
+	overtake := func() {
+		// Mid-build: a ToolCollection changes, and a caller reads it.
+		f.catalog.changed()
+		f.read(collection)
+	}
+	f.onList.Store(&overtake)
+	for range 2 {
+		if body := f.menu(); !strings.Contains(body, "mcp_calc_sub") {
+			t.Fatalf("global menu after a server changed: %s", body)
+		}
+	}
+	if got := f.lists.Load() - lists; got != 2 {
+		t.Errorf("%d Lists after the change, want two: the global menu's and the collection's", got)
+	}
+	if f.kept() == nil {
+		t.Error("the global menu's rendering was not kept")
+	}
+}
