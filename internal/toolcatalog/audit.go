@@ -59,11 +59,12 @@ type AuditRecord struct {
 // once when it reaches auditBufferLimit, and when the catalog stops (after
 // which each line goes out as it comes). One write per line cost every
 // call a system call on its answer's path (stdout is a pipe or a file);
-// a batch costs one for many calls. A batch is written in pieces of whole
-// lines no larger than auditWriteSize, which a pipe keeps whole: the
-// manager's logs may share it (2>&1), and a larger write could be
-// interleaved with theirs mid-line. What a process killed outright loses
-// is the lines not written yet: about the last interval's.
+// a batch costs one for many calls (a full one about 64). A batch is
+// written in pieces of whole lines no larger than auditWriteSize, which a
+// pipe keeps whole: the manager's logs may share it (2>&1), and a larger
+// write of ours could have their lines land inside one of its lines. What
+// a process killed outright loses is the lines not written yet: about the
+// last interval's.
 const (
 	auditFlushInterval = 100 * time.Millisecond
 	auditBufferLimit   = 256 << 10

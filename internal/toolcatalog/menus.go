@@ -159,7 +159,7 @@ func (st stamp) String() string {
 	return "s" + strconv.FormatUint(st.version, 10)
 }
 
-// view is the view of a menu at the catalog's version, for a caller.
+// view is the current view of a menu, for a caller.
 func (m *menuCache) view(ctx context.Context, key viewKey) (*view, error) {
 	vw, err := m.resolve(ctx, key)
 	if err == nil && !vw.used.Load() {
@@ -168,8 +168,8 @@ func (m *menuCache) view(ctx context.Context, key viewKey) (*view, error) {
 	return vw, err
 }
 
-// resolve returns the view of a menu at the catalog's version, building
-// it when no caller has yet.
+// resolve returns the current view of a menu (see stamp), building it
+// when no caller has yet.
 func (m *menuCache) resolve(ctx context.Context, key viewKey) (*view, error) {
 	m.mu.Lock()
 	m.current()

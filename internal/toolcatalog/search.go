@@ -106,9 +106,9 @@ func (vw *view) rank(query string, limit int, keep func(*menu.Entry) bool) []ran
 	}
 }
 
-// searchIndexFor gives a view built at cache version v its index: the one
-// kept for the menu when the fingerprint is the same, else a new one, kept
-// if the view is. Callers hold no lock.
+// searchIndexFor gives a view built from st its index: the one kept for
+// the menu when the fingerprint is the same, else a new one, kept if the
+// view is and st still holds. Callers hold no lock.
 func (m *menuCache) searchIndexFor(key viewKey, vw *view, st stamp, keep bool) *searchIndex {
 	fingerprint := searchFingerprint(vw)
 	fresh := &searchIndex{fingerprint: fingerprint}
