@@ -135,17 +135,19 @@ type stamp struct {
 }
 
 // stampFor is what a menu of kind built now is built from. Callers hold
-// mu, after current.
+// mu.
 func (m *menuCache) stampFor(kind viewKind) stamp {
+	m.current()
 	if kind == collectionView {
 		return stamp{collection: true, version: m.version}
 	}
 	return stamp{version: m.servers}
 }
 
-// holds reports whether what was built from st belongs in the maps.
-// Callers hold mu, after current.
+// holds reports whether what was built from st belongs in the maps now.
+// Callers hold mu.
 func (m *menuCache) holds(st stamp) bool {
+	m.current()
 	if st.collection {
 		return m.version == st.version
 	}
@@ -172,7 +174,6 @@ func (m *menuCache) view(ctx context.Context, key viewKey) (*view, error) {
 // when no caller has yet.
 func (m *menuCache) resolve(ctx context.Context, key viewKey) (*view, error) {
 	m.mu.Lock()
-	m.current()
 	st := m.stampFor(key.kind)
 	cached, ok := m.views[key]
 	m.mu.Unlock()
@@ -218,7 +219,6 @@ func (m *menuCache) build(ctx context.Context, key viewKey, st stamp) (*view, er
 		return built, nil
 	}
 	m.mu.Lock()
-	m.current()
 	if m.holds(st) {
 		m.views[key] = built
 	}

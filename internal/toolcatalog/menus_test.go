@@ -89,7 +89,7 @@ func TestConcurrentFirstRequestsShareOneBuild(t *testing.T) {
 }
 
 // apiScheme knows the operator's kinds, for a fake client.
-func apiScheme(t *testing.T) *k8sruntime.Scheme {
+func apiScheme(t testing.TB) *k8sruntime.Scheme {
 	t.Helper()
 	scheme := k8sruntime.NewScheme()
 	if err := mcpv1alpha1.AddToScheme(scheme); err != nil {

@@ -32,8 +32,8 @@ type renderKey struct {
 // rendered is one menu in one format, ready to serve.
 type rendered struct {
 	etag string
-	// body is the menu; nil once a kept rendering is large enough to be
-	// kept only gzipped (see compact), and size is its length.
+	// body is the menu; nil when it is large enough to be kept only
+	// gzipped (see renderWithin), and size is its length.
 	body     []byte
 	size     int
 	gzipOnce sync.Once
@@ -61,10 +61,16 @@ func (r *rendered) gzipBody() []byte {
 
 func compress(body []byte) []byte {
 	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	zw := newGzip(&buf)
 	_, _ = zw.Write(body)
 	_ = zw.Close()
 	return bytes.Clone(buf.Bytes())
+}
+
+// newGzip compresses as menus are: fast rather than small.
+func newGzip(w io.Writer) *gzip.Writer {
+	zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	return zw
 }
 
 // maxPlainRendering is the largest menu body kept as it is: with tools of
@@ -74,16 +80,6 @@ func compress(body []byte) []byte {
 // about as much CPU as gzipping it once. Below it, a client not taking
 // gzip costs a write of the kept bytes.
 const maxPlainRendering = 8 << 20
-
-// compact keeps a large rendering only gzipped. It is called before the
-// rendering is shared.
-func (r *rendered) compact() {
-	if len(r.body) <= maxPlainRendering {
-		return
-	}
-	r.gzipBody()
-	r.body = nil
-}
 
 // writeBody sends the body as it is, inflating it when it is kept only
 // gzipped.
@@ -147,20 +143,26 @@ func render(vw *view, format string) *rendered {
 const renderChunk = 64 << 10
 
 // renderWithin renders a menu whose body is kept as it is up to limit
-// bytes. A larger one is rendered straight into gzip, a piece at a time:
-// its body is never whole in memory, where allocating it (tens of MiB
-// for 100,000 tools, zeroed and faulted in page by page) cost about as
-// much as writing it. When the size was overestimated and the body fits
-// after all, it is rendered once more as it is.
+// bytes, and only gzipped past it (limit 0: only gzipped). One estimated
+// past the limit is rendered straight into gzip, a piece at a time: its
+// body is never whole in memory, where allocating it (tens of MiB for
+// 100,000 tools, zeroed and faulted in page by page) cost about as much
+// as writing it. When the size was overestimated and the body fits after
+// all, it is rendered once more as it is; when it was underestimated
+// (strings escaped), the body is gzipped and let go.
 func renderWithin(vw *view, format string, limit int) *rendered {
 	r := &rendered{etag: `"` + vw.revision + `"`}
 	if size := menuSize(vw); size <= limit {
 		r.body = appendMenuIn(make([]byte, 0, size), vw, format, nil)
 		r.size = len(r.body)
+		if r.size > limit {
+			r.gzipBody()
+			r.body = nil
+		}
 		return r
 	}
 	var out bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&out, gzip.BestSpeed)
+	zw := newGzip(&out)
 	write := func(b []byte) []byte {
 		r.size += len(b)
 		_, _ = zw.Write(b)
@@ -171,7 +173,7 @@ func renderWithin(vw *view, format string, limit int) *rendered {
 	gzipped := bytes.Clone(out.Bytes())
 	r.gzipOnce.Do(func() { r.gzipped = gzipped })
 	if r.size <= limit {
-		r.body = appendMenu(nil, vw, format)
+		r.body = appendMenuIn(make([]byte, 0, r.size), vw, format, nil)
 	}
 	return r
 }
@@ -200,7 +202,6 @@ func renderTool(e *menu.Entry, format string) any {
 func (m *menuCache) rendering(key viewKey, vw *view, format string) *rendered {
 	rk := renderKey{view: key, format: format}
 	m.mu.Lock()
-	m.current()
 	st := m.stampFor(key.kind)
 	r, ok := m.renders[rk]
 	m.mu.Unlock()
@@ -216,16 +217,13 @@ func (m *menuCache) rendering(key viewKey, vw *view, format string) *rendered {
 			menuRevisions.WithLabelValues(label).Inc()
 			toolsServed.WithLabelValues(label).Set(float64(len(vw.menu.Tools)))
 		}
-		r := render(vw, format)
-		r.compact()
-		return r, nil
+		return render(vw, format), nil
 	})
 	r = shared.(*rendered)
 	if !worthKeeping(key, vw) {
 		return r
 	}
 	m.mu.Lock()
-	m.current()
 	if m.holds(st) {
 		m.renders[rk] = r
 	}
@@ -332,11 +330,11 @@ func (c *Catalog) serveMenu(w http.ResponseWriter, req *http.Request, key viewKe
 		}
 		if visible != vw {
 			// A caller who may not see every server gets a menu of their own,
-			// not shared and so not cached: rendered as it goes out, gzipped
-			// (large) only for a client that takes gzip.
+			// not shared and so not cached: rendered in the one encoding it
+			// goes out in.
 			limit := math.MaxInt
 			if acceptsGzip(req.Header.Get("Accept-Encoding")) {
-				limit = maxPlainRendering
+				limit = 0
 			}
 			serveRendered(w, req, renderWithin(visible, format, limit))
 			return

@@ -91,28 +91,36 @@ func TestALargeMenuIsKeptGzippedAndServedWhole(t *testing.T) {
 	}
 }
 
-// TestRenderWithinKeepsWhatFits: a menu estimated past the limit is
-// rendered straight into gzip, and kept as it is as well when it turns out
-// to fit; either way both encodings are the menu byte for byte, in every
-// format.
+// TestRenderWithinKeepsWhatFits: a menu is kept as it is when it fits the
+// limit, however its size was estimated, and only gzipped when it does
+// not: estimated past the limit, it is rendered straight into gzip (and
+// as it is as well if it fits after all); estimated within it but past it
+// once its strings are escaped, it is let go once gzipped. Either way both
+// encodings are the menu byte for byte, in every format.
 func TestRenderWithinKeepsWhatFits(t *testing.T) {
-	vw := benchView(1000) // several of renderChunk
+	escaped := benchView(1000)
+	for i := range escaped.menu.Tools {
+		escaped.menu.Tools[i].Description = strings.Repeat("<&>", 100) // six bytes each, written
+	}
 	for _, format := range []string{formatOpenAI, formatAnthropic, formatMCP} {
-		whole := appendMenu(nil, vw, format)
-		estimate := menuSize(vw)
-		if estimate <= len(whole) {
-			t.Fatalf("%s: the estimate %d is not above the %d bytes written; the cases below need it", format, estimate, len(whole))
-		}
 		for _, tc := range []struct {
 			name      string
-			limit     int
+			vw        *view
+			limit     func(estimate, size int) int
 			keepsBody bool
 		}{
-			{"estimated within the limit", estimate, true},
-			{"estimated past it but within", len(whole), true},
-			{"past it", len(whole) - 1, false},
+			{"estimated within the limit", benchView(1000), func(estimate, _ int) int { return estimate }, true},
+			{"estimated past it but within", benchView(1000), func(_, size int) int { return size }, true},
+			{"past it", benchView(1000), func(_, size int) int { return size - 1 }, false},
+			{"estimated within it but past it", escaped, func(estimate, _ int) int { return estimate }, false},
+			{"only gzipped", benchView(1000), func(int, int) int { return 0 }, false},
 		} {
-			r := renderWithin(vw, format, tc.limit)
+			whole := appendMenu(nil, tc.vw, format)
+			limit := tc.limit(menuSize(tc.vw), len(whole))
+			if tc.keepsBody != (len(whole) <= limit) {
+				t.Fatalf("%s, %s: the limit %d does not set up the case for %d bytes", format, tc.name, limit, len(whole))
+			}
+			r := renderWithin(tc.vw, format, limit)
 			if r.size != len(whole) {
 				t.Errorf("%s, %s: size %d, want %d", format, tc.name, r.size, len(whole))
 			}

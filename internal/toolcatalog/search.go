@@ -123,7 +123,6 @@ func (m *menuCache) searchIndexFor(key viewKey, vw *view, st stamp, keep bool) *
 	if held, ok := m.indexes[key]; ok && held.fingerprint == fingerprint {
 		return held
 	}
-	m.current()
 	if m.holds(st) {
 		// A view built for an older version must not replace a newer one's.
 		m.indexes[key] = fresh
