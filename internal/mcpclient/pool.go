@@ -215,19 +215,15 @@ func (p *Pool) watchLoss(key string, session *Session, opened time.Time) {
 }
 
 // Drop forgets the session of key, if any; it closes once the requests it
-// carries have ended, on a goroutine of its own (closing a legacy session
-// tells its server, which may take the session's timeout), so that Drop
-// never waits on a server. A connect under way for key is not held when
-// done.
+// carries have ended, without Drop waiting on it (see retire). A connect
+// under way for key is not held when done.
 func (p *Pool) Drop(key string) {
 	p.mu.Lock()
 	if a, connecting := p.connecting[key]; connecting {
 		a.dropped = true
 	}
 	p.mu.Unlock()
-	if s := p.take(key); s != nil {
-		go s.retire()
-	}
+	p.release(key)
 }
 
 // release forgets and retires the session held for key, if any.

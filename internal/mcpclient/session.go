@@ -168,11 +168,15 @@ func (s *Session) ReleaseIdle() {
 }
 
 // retire closes the session once no request is in flight, so that a
-// replaced or dropped session finishes the calls it carries.
+// replaced or dropped session finishes the calls it carries. The close
+// runs on a goroutine of its own: a legacy session's sends a DELETE that
+// may take its timeout, and neither whoever retires the session (an
+// informer's handler, a caller connecting afresh) nor the last call it
+// carried should wait on it.
 func (s *Session) retire() {
 	s.retiring.Store(true)
 	if s.inflight.Load() == 0 {
-		s.Close()
+		go s.Close()
 	}
 }
 
@@ -180,7 +184,7 @@ func (s *Session) begin() { s.inflight.Add(1) }
 
 func (s *Session) finish() {
 	if s.inflight.Add(-1) == 0 && s.retiring.Load() {
-		s.Close()
+		go s.Close() // see retire
 	}
 }
 

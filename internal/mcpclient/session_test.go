@@ -477,11 +477,12 @@ func listeningSession(t *testing.T, revision string) (*Session, *testmcp.Server,
 	return s, srv, open, changed
 }
 
-// TestReleaseIdleKeepsTheStream: a session held for its list changes lets
-// its idle request connection go between refreshes (its shared pool
-// within sharedIdleTimeout), and keeps listening on the one connection
-// its stream needs.
-func TestReleaseIdleKeepsTheStream(t *testing.T) {
+// TestAHeldSessionKeepsOnlyItsStream: a session held for its list changes
+// lets its idle request connection go between refreshes (its shared pool
+// does within sharedIdleTimeout; ReleaseIdle, as a refresh ends, does
+// nothing there), and keeps listening on the one connection its stream
+// needs.
+func TestAHeldSessionKeepsOnlyItsStream(t *testing.T) {
 	for _, revision := range []string{"2025-11-25", ""} {
 		t.Run("revision "+revision, func(t *testing.T) {
 			s, srv, open, changed := listeningSession(t, revision)
@@ -500,6 +501,32 @@ func TestReleaseIdleKeepsTheStream(t *testing.T) {
 			case <-changed:
 			case <-time.After(20 * time.Second):
 				t.Fatal("the stream no longer carries list changes")
+			}
+		})
+	}
+}
+
+// TestReleaseIdleLetsIdleConnectionsGo: a session with a pool of its own
+// (not held, or to an https server) closes its idle connections when told,
+// rather than keeping them for the pool's long idle timeout, keeps its
+// streams' connections, and still answers after.
+func TestReleaseIdleLetsIdleConnectionsGo(t *testing.T) {
+	for _, revision := range []string{"2025-11-25", ""} {
+		t.Run("revision "+revision, func(t *testing.T) {
+			srv := startServer(t, testmcp.Options{Transport: testmcp.StreamableHTTP})
+			srv.AddTools("echo")
+			url, open := countingFront(t, srv.URL())
+			s := connectT(t, Target{URL: url, Revision: revision}, nil)
+			if _, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{}`), CallOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			// Beside the event stream mcp-go's legacy client opens, whose
+			// connection is not idle and stays.
+			waitFor(t, "the request's connection, idle", func() bool { return open.Load() > srv.Listeners() })
+			s.ReleaseIdle()
+			waitFor(t, "only streams' connections", func() bool { return open.Load() == srv.Listeners() })
+			if _, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{}`), CallOptions{}); err != nil {
+				t.Fatalf("a call after ReleaseIdle: %v", err)
 			}
 		})
 	}
