@@ -79,9 +79,12 @@ type MCPServerReconciler struct {
 	// operator's label that a workload's name would take over.
 	APIReader client.Reader
 
-	sessions    *mcpclient.Pool
-	listChanged *debouncer
-	changes     chan event.TypedGenericEvent[*mcpv1alpha1.MCPServer]
+	// progressGrace is how long a generation's work may take before its
+	// in-progress status is written (0: defaultProgressGrace).
+	progressGrace time.Duration
+	sessions      *mcpclient.Pool
+	listChanged   *debouncer
+	changes       chan event.TypedGenericEvent[*mcpv1alpha1.MCPServer]
 }
 
 // +kubebuilder:rbac:groups=mcp.toolmesh.io,resources=mcpservers,verbs=get;list;watch
@@ -110,19 +113,24 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 
 	before := srv.DeepCopy()
+	var progress *progressWrite
 	if startsGeneration(&srv) {
-		// Once per generation, before the slow part: kstatus and kubectl
-		// wait see the new generation in progress while discovery runs,
-		// and a narrowed toolFilter takes its tools out of the menus at
-		// once rather than at the next discovery.
+		// Once per generation: Reconciling=True while the slow part runs,
+		// written only if it outlasts defaultProgressGrace. A narrowed toolFilter
+		// takes its tools out of the menus at once, not at the next
+		// discovery.
 		markReconciling(&srv)
-		withdrawFiltered(&srv)
-		if err := r.commit(ctx, before, &srv); err != nil {
-			return afterFailedStatusWrite(ctx, ctrl.Result{}, nil, err)
+		if withdrawFiltered(&srv) {
+			if err := r.commit(ctx, before, &srv); err != nil {
+				return afterFailedStatusWrite(ctx, ctrl.Result{}, nil, err)
+			}
+			before = srv.DeepCopy()
+		} else {
+			progress = r.writeProgressLater(ctx, before, &srv)
 		}
-		before = srv.DeepCopy()
 	}
 	defer func() {
+		before = progress.settle(before, &srv)
 		if err := r.commit(ctx, before, &srv); err != nil {
 			result, retErr = afterFailedStatusWrite(ctx, result, retErr, err)
 			return

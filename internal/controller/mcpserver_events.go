@@ -96,13 +96,9 @@ func workloadEvents(before, after *mcpv1alpha1.MCPServer) []statusEvent {
 	return nil
 }
 
-// startedGeneration reports whether after begins work on a generation
-// before had not begun.
+// startedGeneration reports whether after is the first status written for
+// its generation: the in-progress one, or the finished one when the work
+// ended before the in-progress one was due (see defaultProgressGrace).
 func startedGeneration(before, after *mcpv1alpha1.MCPServer) bool {
-	now := meta.FindStatusCondition(after.Status.Conditions, mcpv1alpha1.ConditionReconciling)
-	if now == nil || now.Status != metav1.ConditionTrue {
-		return false
-	}
-	was := meta.FindStatusCondition(before.Status.Conditions, mcpv1alpha1.ConditionReconciling)
-	return was == nil || was.Status != metav1.ConditionTrue || was.ObservedGeneration != now.ObservedGeneration
+	return startsGeneration(before) && !startsGeneration(after)
 }

@@ -22,6 +22,12 @@ func eventServer(gen int64, conditions []metav1.Condition, changed bool, tools .
 	return srv
 }
 
+// observed sets the generation the status speaks for.
+func observed(srv *mcpv1alpha1.MCPServer, gen int64) *mcpv1alpha1.MCPServer {
+	srv.Status.ObservedGeneration = gen
+	return srv
+}
+
 func cond(t, status, reason, message string, gen int64) metav1.Condition {
 	return metav1.Condition{Type: t, Status: metav1.ConditionStatus(status), Reason: reason, Message: message, ObservedGeneration: gen}
 }
@@ -31,6 +37,7 @@ func TestServerEvents(t *testing.T) {
 	down := cond("Ready", "False", "Unreachable", "connecting: x refused the connection", 1)
 	timeout := cond("Ready", "False", "Timeout", "connecting: x did not answer within 1s", 1)
 	reconciling := cond("Reconciling", "True", "Progressing", "Discovering", 2)
+	readyTrue2 := cond("Ready", "True", "ToolsDiscovered", "Discovered 1 tools", 2)
 	wlPending := cond("WorkloadAvailable", "False", "DeploymentPending", "not reported yet", 1)
 	wlPulling := cond("WorkloadAvailable", "False", "PodFailing", "Pod p: ImagePullBackOff", 1)
 	wlStarting := cond("WorkloadAvailable", "False", "DeploymentUnavailable", "pods not ready", 1)
@@ -65,6 +72,11 @@ func TestServerEvents(t *testing.T) {
 			[]string{"Warning InvalidSpec bad glob"}},
 		{"insecureSkipVerify warns when a generation starts", insecure(eventServer(2, []metav1.Condition{readyTrue}, true, "a")), insecure(eventServer(2, []metav1.Condition{readyTrue, reconciling}, true, "a")),
 			[]string{"Warning InsecureSkipVerify spec.tls.insecureSkipVerify is set: the server's certificate is not verified, so anyone on the path can read and change the traffic"}},
+		{"insecureSkipVerify warns when a quick generation's first write is its finished status",
+			insecure(observed(eventServer(2, []metav1.Condition{readyTrue}, true, "a"), 1)), insecure(observed(eventServer(2, []metav1.Condition{readyTrue2}, true, "a"), 2)),
+			[]string{"Warning InsecureSkipVerify spec.tls.insecureSkipVerify is set: the server's certificate is not verified, so anyone on the path can read and change the traffic"}},
+		{"insecureSkipVerify does not warn again when a generation in progress finishes",
+			insecure(eventServer(2, []metav1.Condition{readyTrue, reconciling}, true, "a")), insecure(observed(eventServer(2, []metav1.Condition{readyTrue2}, true, "a"), 2)), nil},
 		{"insecureSkipVerify does not warn on every refresh", insecure(eventServer(2, []metav1.Condition{readyTrue}, true, "a")), insecure(eventServer(2, []metav1.Condition{readyTrue}, true, "a")), nil},
 		{"a server's own text with % is kept as it is", eventServer(1, nil, false), eventServer(1, []metav1.Condition{cond("Ready", "False", "HTTPError", "answered HTTP 500: 100% broken %s %d", 1)}, false),
 			[]string{"Warning HTTPError answered HTTP 500: 100% broken %s %d"}},

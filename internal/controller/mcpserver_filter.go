@@ -32,8 +32,8 @@ func passesFilter(name string, filter *mcpv1alpha1.ToolFilter) bool {
 // generation is discovered, which a rollout can hold back for as long as
 // it takes: a filter narrowed to hide a tool must hide it now. A filter
 // that is not valid lets nothing through, since what it means to hide is
-// unknown.
-func withdrawFiltered(srv *mcpv1alpha1.MCPServer) {
+// unknown. It reports whether it took any tool out.
+func withdrawFiltered(srv *mcpv1alpha1.MCPServer) bool {
 	filter := srv.Spec.ToolFilter
 	valid := validateToolFilter(filter) == nil
 	kept := make([]mcpv1alpha1.Tool, 0, len(srv.Status.Tools))
@@ -43,9 +43,10 @@ func withdrawFiltered(srv *mcpv1alpha1.MCPServer) {
 		}
 	}
 	if len(kept) == len(srv.Status.Tools) {
-		return
+		return false
 	}
 	srv.Status.Tools = kept
 	srv.Status.ToolCount = int32(len(kept))
 	srv.Status.ToolsHash = toolsHash(kept)
+	return true
 }
