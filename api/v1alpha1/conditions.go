@@ -9,7 +9,11 @@ const (
 	// served.
 	ConditionReady = "Ready"
 	// ConditionReconciling is True while the controller works on a generation
-	// it has not finished. It is absent otherwise, never False.
+	// it has not finished. It is absent otherwise, never False. An
+	// MCPServer's is written once its discovery has taken a second, or with
+	// the first failure, rollout or withdrawn tool; a quicker generation's
+	// one write is its finished status (observedGeneration says it is in
+	// progress meanwhile).
 	ConditionReconciling = "Reconciling"
 	// ConditionStalled is True when the spec cannot work as written and the
 	// controller will not retry until it changes. It is absent otherwise.

@@ -116,9 +116,9 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	var progress *progressWrite
 	if startsGeneration(&srv) {
 		// Once per generation: Reconciling=True while the slow part runs,
-		// written only if it outlasts defaultProgressGrace. A narrowed toolFilter
-		// takes its tools out of the menus at once, not at the next
-		// discovery.
+		// written only if it outlasts defaultProgressGrace. A narrowed
+		// toolFilter takes its tools out of the menus at once, not at the
+		// next discovery.
 		markReconciling(&srv)
 		if withdrawFiltered(&srv) {
 			if err := r.commit(ctx, before, &srv); err != nil {
@@ -130,8 +130,11 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 	}
 	defer func() {
-		before = progress.settle(before, &srv)
-		if err := r.commit(ctx, before, &srv); err != nil {
+		from, err := progress.settle(before, &srv)
+		if err == nil {
+			err = r.commit(ctx, from, &srv)
+		}
+		if err != nil {
 			result, retErr = afterFailedStatusWrite(ctx, result, retErr, err)
 			return
 		}

@@ -413,9 +413,7 @@ var _ = Describe("MCPServer discovery", func() {
 	It("keeps a server's tools in its collections while a spec change is rediscovered", func() {
 		ns := newNamespace()
 		team := map[string]string{"team": "steady"}
-		// Each request waits 3 s, well past the 1 s after which the
-		// in-progress status is written.
-		slow := startMCP(testmcp.Options{Transport: testmcp.StreamableHTTP, Delay: 3 * time.Second})
+		slow := startMCP(testmcp.Options{Transport: testmcp.StreamableHTTP, Delay: 2 * time.Second})
 		slow.AddTools("t")
 		srv := createServer(ns, "slow", slow.URL(), func(s *mcpv1alpha1.MCPServer) { s.Labels = team })
 		Eventually(readyOf(srv)).Should(Equal("True/ToolsDiscovered"))
@@ -445,7 +443,7 @@ var _ = Describe("MCPServer discovery", func() {
 			}
 			return got.Status.ObservedGeneration
 		}, 30*time.Second, 20*time.Millisecond).Should(BeEquivalentTo(2))
-		Expect(sawReconciling).To(BeTrue(), "Reconciling=True never showed for the 3 s discovery of generation 2")
+		Expect(sawReconciling).To(BeTrue(), "Reconciling=True never showed for the discovery of generation 2 (two requests of 2 s)")
 		Expect(readyOf(srv)()).To(Equal("True/ToolsDiscovered"))
 		Expect(menuOf(tc)()).To(Equal([]string{"slow/mcp_slow_t"}))
 	})

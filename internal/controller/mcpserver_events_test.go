@@ -77,7 +77,8 @@ func TestServerEvents(t *testing.T) {
 			[]string{"Warning InsecureSkipVerify spec.tls.insecureSkipVerify is set: the server's certificate is not verified, so anyone on the path can read and change the traffic"}},
 		{"insecureSkipVerify does not warn again when a generation in progress finishes",
 			insecure(eventServer(2, []metav1.Condition{readyTrue, reconciling}, true, "a")), insecure(observed(eventServer(2, []metav1.Condition{readyTrue2}, true, "a"), 2)), nil},
-		{"insecureSkipVerify does not warn on every refresh", insecure(eventServer(2, []metav1.Condition{readyTrue}, true, "a")), insecure(eventServer(2, []metav1.Condition{readyTrue}, true, "a")), nil},
+		{"insecureSkipVerify does not warn on every refresh",
+			insecure(observed(eventServer(2, []metav1.Condition{readyTrue2}, true, "a"), 2)), insecure(observed(eventServer(2, []metav1.Condition{readyTrue2}, true, "a"), 2)), nil},
 		{"a server's own text with % is kept as it is", eventServer(1, nil, false), eventServer(1, []metav1.Condition{cond("Ready", "False", "HTTPError", "answered HTTP 500: 100% broken %s %d", 1)}, false),
 			[]string{"Warning HTTPError answered HTTP 500: 100% broken %s %d"}},
 

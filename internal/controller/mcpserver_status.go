@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -215,9 +216,13 @@ func abbreviate(names []string, n int) string {
 }
 
 // setCondition sets one condition for the object's current generation.
+// A new transition's time is in whole seconds, as the API server keeps
+// it, so that a condition written and read back equals the one in memory
+// (a status that did not change is not written again).
 func setCondition(srv *mcpv1alpha1.MCPServer, condType string, status metav1.ConditionStatus, reason, message string) {
 	meta.SetStatusCondition(&srv.Status.Conditions, metav1.Condition{
 		Type: condType, Status: status, Reason: reason, Message: message, ObservedGeneration: srv.Generation,
+		LastTransitionTime: metav1.NewTime(time.Now().Truncate(time.Second)),
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
@@ -17,7 +18,9 @@ import (
 // write to see a generation in progress: status.observedGeneration lags
 // it (a new object's is defaulted to -1). A person or a tool watching
 // conditions sees Reconciling=True for work that takes longer than this,
-// as before.
+// as before. The grace runs from the reconcile's read of the object, so
+// under a loaded API server (a fleet created at once) more generations
+// outlast it and are written twice, as all were before.
 const defaultProgressGrace = time.Second
 
 // progressWrite writes a generation's in-progress status once its work
@@ -27,8 +30,9 @@ type progressWrite struct {
 	// done is closed once the timer's write has returned.
 	done chan struct{}
 	// written is the in-progress object as the API server returned it;
-	// nil until done, and after a failed write.
+	// nil until done, and after a failed write, whose error is err.
 	written *mcpv1alpha1.MCPServer
+	err     error
 }
 
 // writeProgressLater schedules the write of srv's status as it is now.
@@ -44,10 +48,8 @@ func (r *MCPServerReconciler) writeProgressLater(ctx context.Context, before, sr
 	}
 	p.timer = time.AfterFunc(grace, func() {
 		defer close(p.done)
-		if err := r.commit(ctx, before, pending); err != nil {
-			// The reconcile's own write, from before, follows; it meets
-			// the same conflict or error and handles it.
-			ctrl.LoggerFrom(ctx).V(1).Info("The in-progress status was not written", "reason", err.Error())
+		if p.err = r.commit(ctx, before, pending); p.err != nil {
+			ctrl.LoggerFrom(ctx).V(1).Info("The in-progress status was not written", "reason", p.err.Error())
 			return
 		}
 		p.written = pending
@@ -58,15 +60,23 @@ func (r *MCPServerReconciler) writeProgressLater(ctx context.Context, before, sr
 // settle stops the timer, or waits for its write, and returns what the
 // reconcile's own write of srv is a change from: the in-progress status
 // if it was written (srv takes its metadata, so that the patch holds the
-// status alone), before otherwise.
-func (p *progressWrite) settle(before, srv *mcpv1alpha1.MCPServer) *mcpv1alpha1.MCPServer {
+// status alone), before otherwise. A conflict is returned instead: the
+// object changed since the reconcile read it, so its own write would be
+// refused too, and the reconcile is run again on the fresh object (the
+// discovery it finished meanwhile is not kept: a conflict is rare).
+func (p *progressWrite) settle(before, srv *mcpv1alpha1.MCPServer) (*mcpv1alpha1.MCPServer, error) {
 	if p == nil || p.timer.Stop() {
-		return before
+		return before, nil
 	}
 	<-p.done
-	if p.written == nil {
-		return before
+	switch {
+	case p.written != nil:
+		p.written.ObjectMeta.DeepCopyInto(&srv.ObjectMeta)
+		return p.written, nil
+	case apierrors.IsConflict(p.err):
+		return nil, p.err
 	}
-	p.written.ObjectMeta.DeepCopyInto(&srv.ObjectMeta)
-	return p.written
+	// Any other failure may be the API server's alone: the reconcile's
+	// own write tries, and handles its error.
+	return before, nil
 }

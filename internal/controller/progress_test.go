@@ -3,7 +3,8 @@ package controller
 import (
 	"context"
 	"errors"
-	"sync/atomic"
+	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -12,36 +13,100 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/mcpclient"
+	"github.com/toolmesh/mcp-operator/internal/testmcp"
 )
 
-var _ = Describe("A generation's in-progress status", func() {
-	// writer is a reconciler of its own that counts its status writes and
-	// fails the first refuse of them with a conflict. The servers are
-	// suspended, so the manager's own reconciler leaves them alone.
-	writer := func(grace time.Duration, refuse int32) (r *MCPServerReconciler, writes *atomic.Int32) {
-		base, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
-		Expect(err).NotTo(HaveOccurred())
-		writes = &atomic.Int32{}
-		return &MCPServerReconciler{Recorder: events.NewFakeRecorder(10), progressGrace: grace, Client: interceptor.NewClient(base, interceptor.Funcs{
-			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-				if writes.Add(1) <= refuse {
-					return apierrors.NewConflict(schema.GroupResource{Group: "mcp.toolmesh.io", Resource: "mcpservers"}, obj.GetName(), errors.New("injected"))
-				}
-				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
-			},
-		})}, writes
+// statusWrites is what a test reconciler's client saw of its status
+// writes: each patch's body, and how to answer them.
+type statusWrites struct {
+	mu      sync.Mutex
+	patches []string
+	// refuse answers the first this many writes with a conflict.
+	refuse int
+	// hold, when set, is waited on by the first write before it goes out;
+	// started is closed once that write has begun.
+	hold, started chan struct{}
+}
+
+func (s *statusWrites) bodies() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.patches...)
+}
+
+// patch records a status write and sends it, refuses it or holds it.
+func (s *statusWrites) patch(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	body, err := patch.Data(obj)
+	if err != nil {
+		return err
 	}
+	s.mu.Lock()
+	s.patches = append(s.patches, string(body))
+	n := len(s.patches)
+	s.mu.Unlock()
+	if n == 1 && s.hold != nil {
+		close(s.started)
+		<-s.hold
+	}
+	if n <= s.refuse {
+		return apierrors.NewConflict(schema.GroupResource{Group: "mcp.toolmesh.io", Resource: "mcpservers"}, obj.GetName(), errors.New("injected"))
+	}
+	return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+}
+
+// testReconciler is an MCPServerReconciler of the test's own, its status
+// writes seen by writes. The servers it reconciles are created suspended,
+// so that the manager's reconciler leaves them alone, and it reads them
+// as if they were not.
+func testReconciler(grace time.Duration, writes *statusWrites) (*MCPServerReconciler, *events.FakeRecorder) {
+	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+	recorder := events.NewFakeRecorder(20)
+	r := &MCPServerReconciler{
+		Recorder: recorder, APIReader: base, progressGrace: grace,
+		StatusBudget: DefaultStatusBudget, Limits: mcpclient.DefaultLimits,
+		sessions:    &mcpclient.Pool{Owner: "test"},
+		listChanged: newDebouncer(time.Hour, func(string) {}),
+		Client: interceptor.NewClient(base, interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				err := c.Get(ctx, key, obj, opts...)
+				if srv, ok := obj.(*mcpv1alpha1.MCPServer); ok {
+					srv.Spec.Suspend = false
+				}
+				return err
+			},
+			SubResourcePatch: writes.patch,
+		}),
+	}
+	DeferCleanup(r.sessions.CloseAll)
+	return r, recorder
+}
+
+// recorded drains the Events a test reconciler emitted.
+func recorded(recorder *events.FakeRecorder) []string {
+	var list []string
+	for {
+		select {
+		case e := <-recorder.Events:
+			list = append(list, e)
+		default:
+			return list
+		}
+	}
+}
+
+var _ = Describe("A generation's in-progress status", func() {
 	suspended := func(s *mcpv1alpha1.MCPServer) { s.Spec.Suspend = true }
-	// start takes up the server's generation as Reconcile does.
-	start := func(r *MCPServerReconciler, srv *mcpv1alpha1.MCPServer) (before, after *mcpv1alpha1.MCPServer, p *progressWrite) {
-		before = fetch(srv)
-		after = before.DeepCopy()
-		markReconciling(after)
-		return before, after, r.writeProgressLater(ctx, before, after)
+	reconcileOnce := func(r *MCPServerReconciler, srv *mcpv1alpha1.MCPServer) ctrl.Result {
+		result, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(srv)})
+		Expect(err).NotTo(HaveOccurred())
+		return result
 	}
 	finished := func(srv *mcpv1alpha1.MCPServer) {
 		got := fetch(srv)
@@ -50,42 +115,85 @@ var _ = Describe("A generation's in-progress status", func() {
 		Expect(meta.FindStatusCondition(got.Status.Conditions, mcpv1alpha1.ConditionReconciling)).To(BeNil())
 	}
 
-	It("is not written for work that ends within the grace: the finished status is the generation's one write", func() {
-		srv := createServer(newNamespace(), "quick", "http://127.0.0.1:1/mcp", suspended)
-		r, writes := writer(time.Hour, 0)
-		before, after, p := start(r, srv)
-		markReady(after, "Discovered 0 tools")
-		from := p.settle(before, after)
-		Expect(from).To(BeIdenticalTo(before))
-		Expect(r.commit(ctx, from, after)).To(Succeed())
-		Expect(writes.Load()).To(BeEquivalentTo(1))
+	It("is not written for a discovery that ends within the grace: the finished status is the generation's one write", func() {
+		mcp := startMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
+		mcp.AddTools("quick")
+		srv := createServer(newNamespace(), "quick", mcp.URL(), suspended)
+		writes := &statusWrites{}
+		r, recorder := testReconciler(time.Minute, writes)
+
+		reconcileOnce(r, srv)
+		Expect(writes.bodies()).To(HaveLen(1))
+		Expect(writes.bodies()[0]).NotTo(ContainSubstring(mcpv1alpha1.ConditionReconciling))
+		finished(srv)
+		Expect(recorded(recorder)).To(Equal([]string{"Normal ToolsDiscovered Discovered 1 tools"}))
+	})
+
+	It("is written once a discovery outlasts the grace, then the finished status, with the generation's warning said once", func() {
+		// Each request waits, so discovery outlasts a grace of 1 ms.
+		mcp := startMCP(testmcp.Options{Transport: testmcp.StreamableHTTP, TLS: true, Delay: 200 * time.Millisecond})
+		mcp.AddTools("slow")
+		srv := createServer(newNamespace(), "slow", mcp.URL(), suspended, func(s *mcpv1alpha1.MCPServer) {
+			s.Spec.TLS = &mcpv1alpha1.TLSSpec{InsecureSkipVerify: true}
+		})
+		writes := &statusWrites{}
+		r, recorder := testReconciler(time.Millisecond, writes)
+
+		reconcileOnce(r, srv)
+		bodies := writes.bodies()
+		Expect(bodies).To(HaveLen(2))
+		Expect(bodies[0]).To(ContainSubstring(`"reason":"` + mcpv1alpha1.ReasonProgressing + `"`))
+		Expect(bodies[1]).To(ContainSubstring(`"reason":"` + mcpv1alpha1.ReasonToolsDiscovered + `"`))
+		finished(srv)
+		Expect(recorded(recorder)).To(ConsistOf(
+			HavePrefix("Warning InsecureSkipVerify spec.tls.insecureSkipVerify is set"),
+			Equal("Normal ToolsDiscovered Discovered 1 tools")))
+	})
+
+	It("that lost a race skips the reconcile's own write, which would lose it too, and runs again shortly", func() {
+		mcp := startMCP(testmcp.Options{Transport: testmcp.StreamableHTTP, Delay: 200 * time.Millisecond})
+		mcp.AddTools("raced")
+		srv := createServer(newNamespace(), "raced", mcp.URL(), suspended)
+		writes := &statusWrites{refuse: 1}
+		r, _ := testReconciler(time.Millisecond, writes)
+
+		Expect(reconcileOnce(r, srv)).To(Equal(ctrl.Result{RequeueAfter: conflictRetry}))
+		Expect(writes.bodies()).To(HaveLen(1), "only the refused in-progress write")
+		Expect(fetch(srv).Status.Conditions).To(BeEmpty())
+
+		reconcileOnce(r, srv)
 		finished(srv)
 	})
 
-	It("is written once the work outlasts the grace, and the finished status is written after it", func() {
-		srv := createServer(newNamespace(), "slow", "http://127.0.0.1:1/mcp", suspended)
-		r, writes := writer(time.Millisecond, 0)
-		before, after, p := start(r, srv)
-		Eventually(serverCondition(srv, mcpv1alpha1.ConditionReconciling)).Should(Equal("True/Progressing@1"))
+	It("in flight is waited for, and the finished status is written after it", func() {
+		srv := createServer(newNamespace(), "held", "http://127.0.0.1:1/mcp", suspended)
+		writes := &statusWrites{hold: make(chan struct{}), started: make(chan struct{})}
+		r, _ := testReconciler(time.Millisecond, writes)
+		before := fetch(srv)
+		after := before.DeepCopy()
+		markReconciling(after)
+		p := r.writeProgressLater(ctx, before, after)
+		Eventually(writes.started).Should(BeClosed())
+
 		markReady(after, "Discovered 0 tools")
-		from := p.settle(before, after)
+		settled := make(chan *mcpv1alpha1.MCPServer, 1)
+		go func() {
+			defer GinkgoRecover()
+			from, err := p.settle(before, after)
+			Expect(err).NotTo(HaveOccurred())
+			settled <- from
+		}()
+		Consistently(settled, 300*time.Millisecond).ShouldNot(Receive(), "settled while its write was in flight")
+		close(writes.hold)
+		var from *mcpv1alpha1.MCPServer
+		Eventually(settled).Should(Receive(&from))
 		Expect(from.Status.Conditions).To(ContainElement(HaveField("Type", mcpv1alpha1.ConditionReconciling)))
 		// The patch holds the in-progress write's resourceVersion: the
 		// one it started from would be refused as a conflict.
 		Expect(r.commit(ctx, from, after)).To(Succeed())
-		Expect(writes.Load()).To(BeEquivalentTo(2))
+		Expect(writes.bodies()).To(HaveLen(2))
 		finished(srv)
-	})
-
-	It("leaves a failed in-progress write to the reconcile's own, which starts from what it read", func() {
-		srv := createServer(newNamespace(), "refused", "http://127.0.0.1:1/mcp", suspended)
-		r, writes := writer(time.Millisecond, 1)
-		before, after, p := start(r, srv)
-		Eventually(writes.Load).Should(BeEquivalentTo(1))
-		markReady(after, "Discovered 0 tools")
-		Expect(p.settle(before, after)).To(BeIdenticalTo(before))
-		Expect(r.commit(ctx, before, after)).To(Succeed())
-		Expect(writes.Load()).To(BeEquivalentTo(2))
-		finished(srv)
+		Expect(strings.Contains(writes.bodies()[1], `"metadata":{"resourceVersion":"`+from.ResourceVersion+`"}`)).To(BeTrue(),
+			"the finished write's patch holds the status and the in-progress resourceVersion only: %s", writes.bodies()[1])
 	})
 })

@@ -185,10 +185,10 @@ func compareListings(b *testing.B, pages []*listedPage, catalogURL string, calls
 		{"servecontent", func(i int) string { return baseURL + "/?page=" + strconv.Itoa(i) }},
 		{"servecontent-inproc", func(i int) string { return inProcessURL + "/?page=" + strconv.Itoa(i) }},
 	}
-	// A block is about calls/8 requests, and at least four listings per
-	// caller: with one each (a 51-page listing, 8 callers), a block lasted
-	// as long as its slowest listing while the other callers sat idle, and
-	// the same bytes served twice in a row moved by a quarter.
+	// A block is about calls/8 requests, or four listings per caller if
+	// that is more: with one each (a 51-page listing, 8 callers), a block
+	// lasted as long as its slowest listing while the other callers sat
+	// idle, and the same bytes served twice in a row moved by a quarter.
 	perBlock := max(4*listCallers, calls/len(pages)/8)
 	out := map[string]float64{}
 	elapsed := map[string]time.Duration{}

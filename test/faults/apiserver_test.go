@@ -16,9 +16,10 @@ import (
 
 var _ = Describe("The API server", func() {
 	It("answers a status write that lost a race with 409, and the controller retries on the fresh object, losing no field", func() {
-		// Every request to this server takes a second, so discovery runs
-		// long enough for another writer to get in between.
-		backend := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP, Delay: time.Second})
+		// Every request to this server takes two seconds, so discovery runs
+		// long enough for its in-progress status to be written (after a
+		// second) and for another writer to get in between.
+		backend := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP, Delay: 2 * time.Second})
 		backend.AddTool("echo", "Echoes.", `{"type":"object"}`)
 		srv := env.CreateServer(env.Namespace(), "raced", backend.URL())
 		Eventually(func() bool {
