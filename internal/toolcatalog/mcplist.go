@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -227,19 +228,39 @@ func (h *mcpHandler) keep(key listKey, revision string, page json.RawMessage, ne
 	}
 }
 
+// listAnswers are writeListAnswer's buffers, reused: a page is tens of
+// kilobytes, and a fresh buffer per request (allocated, zeroed, faulted
+// in, collected) cost more than copying the page into it. Buffers past
+// maxPooledAnswer (a page built for one request from large definitions)
+// are left to the collector rather than kept.
+var listAnswers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledAnswer = 256 << 10
+
+// jsonContentType is a list answer's Content-Type, shared: a header map
+// holds it, and nothing appends to it.
+var jsonContentType = []string{"application/json"}
+
 // writeListAnswer writes a page as mcp-go writes a JSON answer. Its length
 // goes ahead, so that the page is one write rather than chunks.
 func writeListAnswer(w http.ResponseWriter, id json.RawMessage, page json.RawMessage) {
-	buf := make([]byte, 0, len(page)+len(id)+40)
-	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
+	pooled := listAnswers.Get().(*[]byte)
+	buf := append((*pooled)[:0], `{"jsonrpc":"2.0","id":`...)
 	buf = append(buf, id...)
 	buf = append(buf, `,"result":`...)
 	buf = append(buf, page...)
 	buf = append(buf, "}\n"...)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(buf)))
+	header := w.Header()
+	header["Content-Type"] = jsonContentType
+	header["Content-Length"] = []string{strconv.Itoa(len(buf))}
 	w.WriteHeader(http.StatusOK)
+	// Write does not keep buf: it is in the connection's buffer or sent
+	// when Write returns.
 	_, _ = w.Write(buf)
+	if cap(buf) <= maxPooledAnswer {
+		*pooled = buf
+		listAnswers.Put(pooled)
+	}
 }
 
 // listable reports a tools/list request (with an id), which the catalog
