@@ -245,7 +245,8 @@ var jsonContentType = []string{"application/json"}
 // goes ahead, so that the page is one write rather than chunks.
 func writeListAnswer(w http.ResponseWriter, id json.RawMessage, page json.RawMessage) {
 	pooled := listAnswers.Get().(*[]byte)
-	buf := append((*pooled)[:0], `{"jsonrpc":"2.0","id":`...)
+	buf := (*pooled)[:0]
+	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
 	buf = append(buf, id...)
 	buf = append(buf, `,"result":`...)
 	buf = append(buf, page...)
