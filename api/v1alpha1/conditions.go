@@ -10,10 +10,10 @@ const (
 	ConditionReady = "Ready"
 	// ConditionReconciling is True while the controller works on a generation
 	// it has not finished. It is absent otherwise, never False. An
-	// MCPServer's is written once its discovery has taken a second, or with
-	// the first failure, rollout or withdrawn tool; a quicker generation's
-	// one write is its finished status (observedGeneration says it is in
-	// progress meanwhile).
+	// MCPServer's is written once the generation's work has taken a second,
+	// or at once with a failure that is retried, a rollout or a withdrawn
+	// tool; a quicker generation's one write is its finished status
+	// (observedGeneration says it is in progress meanwhile).
 	ConditionReconciling = "Reconciling"
 	// ConditionStalled is True when the spec cannot work as written and the
 	// controller will not retry until it changes. It is absent otherwise.

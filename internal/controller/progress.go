@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -47,7 +48,15 @@ func (r *MCPServerReconciler) writeProgressLater(ctx context.Context, before, sr
 		grace = defaultProgressGrace
 	}
 	p.timer = time.AfterFunc(grace, func() {
-		defer close(p.done)
+		defer func() {
+			// The timer's goroutine is not the reconcile's, whose panics
+			// controller-runtime recovers: a panic here is an error of the
+			// write, not the manager's end.
+			if v := recover(); v != nil {
+				p.err = fmt.Errorf("writing the in-progress status panicked: %v", v)
+			}
+			close(p.done)
+		}()
 		if p.err = r.commit(ctx, before, pending); p.err != nil {
 			ctrl.LoggerFrom(ctx).V(1).Info("The in-progress status was not written", "reason", p.err.Error())
 			return

@@ -27,8 +27,10 @@ import (
 type statusWrites struct {
 	mu      sync.Mutex
 	patches []string
-	// refuse answers the first this many writes with a conflict.
-	refuse int
+	// refuse answers the first this many writes with a conflict, or with
+	// an internal error when internal is set.
+	refuse   int
+	internal bool
 	// hold, when set, is waited on by the first write before it goes out;
 	// started is closed once that write has begun.
 	hold, started chan struct{}
@@ -53,6 +55,9 @@ func (s *statusWrites) patch(ctx context.Context, c client.Client, sub string, o
 	if n == 1 && s.hold != nil {
 		close(s.started)
 		<-s.hold
+	}
+	if n <= s.refuse && s.internal {
+		return apierrors.NewInternalError(errors.New("injected"))
 	}
 	if n <= s.refuse {
 		return apierrors.NewConflict(schema.GroupResource{Group: "mcp.toolmesh.io", Resource: "mcpservers"}, obj.GetName(), errors.New("injected"))
@@ -163,6 +168,23 @@ var _ = Describe("A generation's in-progress status", func() {
 
 		reconcileOnce(r, srv)
 		finished(srv)
+	})
+
+	It("that failed otherwise leaves the reconcile's own write to go out from what it read, with the generation's warning", func() {
+		mcp := startMCP(testmcp.Options{Transport: testmcp.StreamableHTTP, TLS: true, Delay: 200 * time.Millisecond})
+		mcp.AddTools("failed")
+		srv := createServer(newNamespace(), "failed", mcp.URL(), suspended, func(s *mcpv1alpha1.MCPServer) {
+			s.Spec.TLS = &mcpv1alpha1.TLSSpec{InsecureSkipVerify: true}
+		})
+		writes := &statusWrites{refuse: 1, internal: true}
+		r, recorder := testReconciler(time.Millisecond, writes)
+
+		Expect(reconcileOnce(r, srv)).To(HaveField("RequeueAfter", BeNumerically(">", time.Second)))
+		Expect(writes.bodies()).To(HaveLen(2))
+		finished(srv)
+		Expect(recorded(recorder)).To(ConsistOf(
+			HavePrefix("Warning InsecureSkipVerify spec.tls.insecureSkipVerify is set"),
+			Equal("Normal ToolsDiscovered Discovered 1 tools")))
 	})
 
 	It("in flight is waited for, and the finished status is written after it", func() {

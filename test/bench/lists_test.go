@@ -166,12 +166,12 @@ func listing(pages []*listedPage, urlOf func(int) string) error {
 	return nil
 }
 
-// listCallers is how many clients list at once, in listRounds rounds:
-// eight, since with four the same bytes served by the same process moved
-// by a third from one run to the next.
+// listCallers is how many clients list at once, in listRounds rounds.
 const (
 	listCallers = 8
-	listRounds  = 8
+	// listRounds is eight: with four, the same bytes served by the same
+	// process moved by a third from one run to the next.
+	listRounds = 8
 )
 
 // compareListings runs listings of the catalog and of the ServeContent
@@ -187,8 +187,9 @@ func compareListings(b *testing.B, pages []*listedPage, catalogURL string, calls
 		{"servecontent", func(i int) string { return baseURL + "/?page=" + strconv.Itoa(i) }},
 		{"servecontent-inproc", func(i int) string { return inProcessURL + "/?page=" + strconv.Itoa(i) }},
 	}
-	// A block is about calls/8 requests, or four listings per caller if
-	// that is more: with one each (a 51-page listing, 8 callers), a block
+	// A block is about calls/8 requests, or four listings per caller (on
+	// average: callers take listings from one count) if that is more: with
+	// one each (a 51-page listing, 8 callers), a block
 	// lasted as long as its slowest listing while the other callers sat
 	// idle, and the same bytes served twice in a row moved by a quarter.
 	perBlock := max(4*listCallers, calls/len(pages)/8)
