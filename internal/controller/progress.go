@@ -11,11 +11,11 @@ import (
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 )
 
-// defaultProgressGrace is how long a new generation's work may take before its
-// in-progress status (Reconciling=True) is written. Most discoveries take
-// milliseconds, and for them that write was one of the two status writes
-// a generation cost: the API server's most expensive request, 5,000 times
-// over for a fleet of 5,000 new servers. kstatus, Flux and Argo CD need no
+// defaultProgressGrace is how long a new generation's work may take
+// before its in-progress status (Reconciling=True) is written. Most
+// discoveries take milliseconds, and for them that write was one of the
+// two status writes a generation cost: the API server's most expensive
+// request, 5,000 times over for a fleet of 5,000 new servers. kstatus, Flux and Argo CD need no
 // write to see a generation in progress: status.observedGeneration lags
 // it (a new object's is defaulted to -1). A person or a tool watching
 // conditions sees Reconciling=True for work that takes longer than this,
@@ -25,7 +25,8 @@ import (
 const defaultProgressGrace = time.Second
 
 // progressWrite writes a generation's in-progress status once its work
-// has taken the reconciler's progressGrace, unless the reconcile settles it first.
+// has taken the reconciler's progressGrace, unless the reconcile settles
+// it first.
 type progressWrite struct {
 	timer *time.Timer
 	// done is closed once the timer's write has returned.

@@ -228,11 +228,11 @@ func (h *mcpHandler) keep(key listKey, revision string, page json.RawMessage, ne
 	}
 }
 
-// listAnswers are writeListAnswer's buffers, reused: a page is tens of
-// kilobytes, and a fresh buffer per request (allocated, zeroed, faulted
-// in, collected) cost more than copying the page into it. Buffers past
-// maxPooledAnswer (a page built for one request from large definitions)
-// are left to the collector rather than kept.
+// listAnswers are writeListAnswer's buffers, reused: a page of small
+// tools is 15–20 KB, and a fresh buffer for each request was allocated,
+// zeroed and collected again. Buffers past maxPooledAnswer (a page built
+// for one request from large definitions) are left to the collector
+// rather than kept.
 var listAnswers = sync.Pool{New: func() any { return new([]byte) }}
 
 const maxPooledAnswer = 256 << 10
