@@ -69,14 +69,15 @@ func timedFetch(url string, p *listedPage) (ttfb time.Duration, body []byte, err
 // menuTools counts the tools of a REST menu in the OpenAI format.
 func menuTools(body []byte) int { return bytes.Count(body, []byte(`"type":"function"`)) }
 
-// changes is how many times changeSettles changes a server.
+// changes is how many times changeSettles changes a server and measures
+// it (two more changes follow for the profile).
 const changes = 5
 
 // changeSettles adds a tool to s0000 five times and reads every probe
 // menu until it shows the tool: the first current answer's first byte is
 // what a caller waits for after a change (the median and the worst of the
 // five are reported); its time since the status showed the change is how
-// long the menu lagged.
+// long the menu lagged. Two more changes, not measured, are profiled.
 func (r *scaleRun) changeSettles(m *manager) {
 	b := r.b
 	probes := r.probes(m)
@@ -93,45 +94,64 @@ func (r *scaleRun) changeSettles(m *manager) {
 	firstByte := map[string][]float64{}
 	lag := map[string]time.Duration{}
 	var afterChange []float64
-	prof := profileCPU(b, m, fmt.Sprintf("scale-%d-change", r.size.servers))
-	defer prof.stop(b)
 	for i := 1; i <= changes; i++ {
-		name := fmt.Sprintf("added%d", i)
-		r.probe.mcp.AddTool(mcp.Tool{Name: name, RawInputSchema: []byte(smallSchema)},
-			func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				return mcp.NewToolResultText(name), nil
-			})
-		r.added++
-		shown := r.waitStatusTools(serverName(0), toolsPerServer+i)
-		// A call through the global menu right after a change, before any
-		// menu is read: what a change costs the call path.
-		time.Sleep(100 * time.Millisecond) // the catalog's informer has it
-		start := time.Now()
-		if err := executeWant(m.catalog+"/v1/execute", []byte(`{"name":"mcp_`+serverName(1)+`_t00","arguments":{}}`), "t00"); err != nil {
-			b.Fatal(err)
-		}
-		afterChange = append(afterChange, float64(time.Since(start).Microseconds())/1e3)
-		want := []byte("mcp_" + serverName(0) + "_" + name)
-		for _, p := range probes {
-			eventually(b, "the "+p.name+" menu with "+name, func() error {
-				ttfb, body, err := timedFetch(p.url, p.page)
-				if err != nil {
-					return err
-				}
-				if !bytes.Contains(body, want) {
-					return errors.New("not current yet")
-				}
-				firstByte[p.name] = append(firstByte[p.name], float64(ttfb.Microseconds())/1e3)
-				lag[p.name] = max(lag[p.name], time.Since(shown))
-				return nil
-			})
-		}
+		r.change(m, probes, i, func(p *menuProbe, ttfb time.Duration, shown time.Time, execute time.Duration) {
+			if p == nil {
+				afterChange = append(afterChange, float64(execute.Microseconds())/1e3)
+				return
+			}
+			firstByte[p.name] = append(firstByte[p.name], float64(ttfb.Microseconds())/1e3)
+			lag[p.name] = max(lag[p.name], time.Since(shown))
+		})
 	}
 	r.set("execute-after-change-ms", median(afterChange))
 	for _, p := range probes {
 		r.set(p.name+"-ttfb-ms", median(firstByte[p.name]))
 		r.set(p.name+"-ttfb-max-ms", slices.Max(firstByte[p.name]))
 		r.set(p.name+"-lag-ms", float64(lag[p.name].Microseconds())/1e3)
+	}
+	// The change profile: two more changes, not measured (see profilePass).
+	profilePass(b, m, fmt.Sprintf("scale-%d-change", r.size.servers), func() {
+		for i := changes + 1; i <= changes+2; i++ {
+			r.change(m, probes, i, func(*menuProbe, time.Duration, time.Time, time.Duration) {})
+		}
+	})
+}
+
+// change adds tool added<i> to s0000, waits until its status shows it,
+// executes a tool through the global menu, then reads every probe menu
+// until it shows the tool. seen is told the execute's latency (p nil),
+// then each probe's first current answer's first byte.
+func (r *scaleRun) change(m *manager, probes []menuProbe, i int, seen func(p *menuProbe, ttfb time.Duration, shown time.Time, execute time.Duration)) {
+	b := r.b
+	name := fmt.Sprintf("added%d", i)
+	r.probe.mcp.AddTool(mcp.Tool{Name: name, RawInputSchema: []byte(smallSchema)},
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(name), nil
+		})
+	r.added++
+	shown := r.waitStatusTools(serverName(0), toolsPerServer+i)
+	// A call through the global menu right after a change, before any
+	// menu is read: what a change costs the call path.
+	time.Sleep(100 * time.Millisecond) // the catalog's informer has it
+	start := time.Now()
+	if err := executeWant(m.catalog+"/v1/execute", []byte(`{"name":"mcp_`+serverName(1)+`_t00","arguments":{}}`), "t00"); err != nil {
+		b.Fatal(err)
+	}
+	seen(nil, 0, shown, time.Since(start))
+	want := []byte("mcp_" + serverName(0) + "_" + name)
+	for _, p := range probes {
+		eventually(b, "the "+p.name+" menu with "+name, func() error {
+			ttfb, body, err := timedFetch(p.url, p.page)
+			if err != nil {
+				return err
+			}
+			if !bytes.Contains(body, want) {
+				return errors.New("not current yet")
+			}
+			seen(&p, ttfb, shown, 0)
+			return nil
+		})
 	}
 }
 
@@ -164,9 +184,7 @@ func (r *scaleRun) quiet(m *manager, baseline time.Time) {
 	window := 3 * r.size.refresh * 11 / 10
 	before := r.cp.counts.snapshot()
 	cpu, start := m.cpuTime(), time.Now()
-	prof := profileCPU(b, m, fmt.Sprintf("scale-%d-quiet", r.size.servers))
 	time.Sleep(window)
-	prof.stop(b)
 	writes, what := r.cp.counts.writesSince(before)
 	r.set("api-writes", float64(writes))
 	if writes > 0 {
@@ -184,6 +202,9 @@ func (r *scaleRun) quiet(m *manager, baseline time.Time) {
 	r.set("leader-heap-B/tool", (live-base)*(1<<20)/float64(r.tools()))
 	r.set("leader-rss-MiB", rss)
 	r.set("leader-peak-rss-MiB", peak)
+	// The quiet profile: one more refresh interval, not measured (see
+	// profilePass).
+	profilePass(b, m, fmt.Sprintf("scale-%d-quiet", r.size.servers), func() { time.Sleep(r.size.refresh) })
 }
 
 // waitLiveHeap is the live heap after GC cycles since from, waiting up to
@@ -254,7 +275,7 @@ func (r *scaleRun) catalogOnly(holder string) {
 // in status: how long until it serves the whole global menu, and how
 // many sessions (initialize or server/discover) its first execute to each
 // server opens once its controllers have re-listed every server.
-func (r *scaleRun) restart(old *manager) {
+func (r *scaleRun) restart(old *manager) *manager {
 	b := r.b
 	beforeRestart := r.fleet.connectsByPath()
 	old.stop()
@@ -287,6 +308,7 @@ func (r *scaleRun) restart(old *manager) {
 	r.set("first-execute-p50-ms", quantile(latencies, 0.5)/1e3)
 	r.set("first-execute-max-connects", float64(most))
 	r.set("first-execute-connects/server", float64(total)/float64(len(latencies)))
+	return m
 }
 
 // waitRediscovered waits until the restarted controllers opened a

@@ -92,7 +92,8 @@ func benchScale(b *testing.B, size fleetSize) {
 	r.changeSettles(leader)
 	r.quiet(leader, baseline)
 	r.catalogOnly(holder)
-	r.restart(leader)
+	restarted := r.restart(leader)
+	r.profileDiscovery(restarted)
 	report(b, fmt.Sprintf("servers-%d", size.servers), r.metrics)
 }
 
@@ -121,7 +122,6 @@ func (r *scaleRun) createFleet(m *manager) {
 		b.Fatal(err)
 	}
 	rw := watchReady(b, r.cp, r.ns, withTools(toolsPerServer))
-	prof := profileCPU(b, m, fmt.Sprintf("scale-%d-discovery", r.size.servers))
 	cpu, writes := m.cpuTime(), r.cp.counts.snapshot()
 	start := time.Now()
 	createServers(b, r.cp, r.ns, r.size.servers, serverName, func(i int) string { return urls[i] }, func(s *mcpv1alpha1.MCPServer) {
@@ -136,7 +136,21 @@ func (r *scaleRun) createFleet(m *manager) {
 	n, what := r.cp.counts.writesSince(writes)
 	r.set("discovery-api-writes/server", float64(n)/float64(r.size.servers))
 	b.Logf("the manager's writes while the fleet became Ready: %s", what)
-	prof.stop(b)
+}
+
+// profileDiscovery profiles the manager while a tenth of the fleet's
+// size more servers, in a namespace of their own, become Ready: the
+// discovery profile, taken after every measured step (see profilePass).
+func (r *scaleRun) profileDiscovery(m *manager) {
+	b := r.b
+	n := r.size.servers / 10
+	ns := namespace(b, r.cp, "profiled")
+	url := r.fleet.serve("/profiled/mcp", newStreamable(false, []string{"t00", "t01"}))
+	rw := watchReady(b, r.cp, ns, withTools(2))
+	profilePass(b, m, fmt.Sprintf("scale-%d-discovery", r.size.servers), func() {
+		createServers(b, r.cp, ns, n, serverName, func(int) string { return url }, nil)
+		rw.wait(b, n, 5*time.Minute)
+	})
 }
 
 // leaseHolder waits until the leader election Lease has a holder other
