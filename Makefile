@@ -137,10 +137,11 @@ bench-search: bench-search-results ## Tool search's benchmarks alone, merged int
 	  status=$$?; cp $(BENCH_OUT)/benchmarks.md docs/benchmarks.md && echo "wrote docs/benchmarks.md"; exit $$status
 
 .PHONY: bench-smoke
-bench-smoke: ## Every benchmark once at small sizes, no thresholds: keeps them from rotting (CI; about 3 minutes).
+bench-smoke: ## Every benchmark once at small sizes, profile passes included, no thresholds: keeps them from rotting (CI; about 3 minutes).
 	@assets=$$(hack/envtest-assets.sh) && export KUBEBUILDER_ASSETS="$$assets" && \
 	go test -run '^$$' -bench . -benchtime=1x ./internal/toolname ./internal/menu ./internal/toolcatalog ./internal/toolsearch && \
-	go test -run '^$$' -bench . -skip 'BenchmarkScale$$' -benchtime=1x -timeout 20m ./test/bench
+	profiles=$$(mktemp -d) && BENCH_PROFILE_DIR=$$profiles go test -run '^$$' -bench . -skip 'BenchmarkScale$$' -benchtime=1x -timeout 20m ./test/bench; \
+	  status=$$?; rm -rf $$profiles; exit $$status
 
 # FUZZ_TIME is a count of inputs, not a duration: Go 1.26's fuzz coordinator
 # can fail a target with "context deadline exceeded" when a -fuzztime

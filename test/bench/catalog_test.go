@@ -207,8 +207,8 @@ func BenchmarkCatalog(b *testing.B) {
 	stats := measureLatency(env, calls)
 	measureThroughput(env, calls, stats)
 	profilePass(b, env.manager, "calls", func() {
-		unmeasured := measureLatency(env, calls/4)
-		measureThroughput(env, calls/4, unmeasured)
+		unmeasured := measureLatency(env, max(calls/4, 1))
+		measureThroughput(env, max(calls/4, 1), unmeasured)
 	})
 	for key, st := range stats {
 		if st.firstErr != nil {
@@ -226,7 +226,7 @@ func BenchmarkCatalog(b *testing.B) {
 	profilePass(b, env.manager, "lists", func() {
 		for _, s := range env.scenarios {
 			if s.servers*s.toolsEach == 10000 {
-				measureLists(b, s, calls/4)
+				measureLists(b, s, max(calls/4, 1))
 			}
 		}
 	})
