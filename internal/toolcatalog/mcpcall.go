@@ -53,8 +53,12 @@ func (m *rpcMessage) modern(r *http.Request) bool {
 }
 
 func (m *rpcMessage) meta(key string) string {
+	raw, ok := m.Params.Meta[key]
+	if !ok {
+		return "" // not decoded: json.Unmarshal of nothing builds an error
+	}
 	var s string
-	_ = json.Unmarshal(m.Params.Meta[key], &s)
+	_ = json.Unmarshal(raw, &s)
 	return s
 }
 
@@ -305,7 +309,9 @@ func resultOf(result *mcp.CallToolResult, modern bool) json.RawMessage {
 // the content items and structured content as the server returned them
 // (the catalog relays them, it does not reinterpret them), the error's
 // text when an error came without content, the catalog's note last, and
-// resultType for a 2026-07-28 caller.
+// resultType for a 2026-07-28 caller. It is appended as bytes: the items
+// are JSON values decoded from the server's answer (or encoded by the
+// catalog), and json.Marshal would scan and compact each once more.
 func callAnswerOf(env Envelope, modern bool) json.RawMessage {
 	content := env.Content
 	text := func(s string) json.RawMessage {
@@ -318,20 +324,30 @@ func callAnswerOf(env Envelope, modern bool) json.RawMessage {
 	if env.System != "" {
 		content = append(content[:len(content):len(content)], text(env.System))
 	}
-	if content == nil {
-		content = []json.RawMessage{}
+	size := len(env.StructuredContent) + 80
+	for _, item := range content {
+		size += len(item) + 1
 	}
-	answer := struct {
-		Content           []json.RawMessage `json:"content"`
-		StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
-		IsError           bool              `json:"isError,omitempty"`
-		ResultType        mcp.ResultType    `json:"resultType,omitempty"`
-	}{Content: content, StructuredContent: env.StructuredContent, IsError: env.IsError}
+	answer := make([]byte, 0, size)
+	answer = append(answer, `{"content":[`...)
+	for i, item := range content {
+		if i > 0 {
+			answer = append(answer, ',')
+		}
+		answer = append(answer, item...)
+	}
+	answer = append(answer, ']')
+	if len(env.StructuredContent) > 0 {
+		answer = append(answer, `,"structuredContent":`...)
+		answer = append(answer, env.StructuredContent...)
+	}
+	if env.IsError {
+		answer = append(answer, `,"isError":true`...)
+	}
 	if modern {
-		answer.ResultType = mcp.ResultTypeComplete
+		answer = append(answer, `,"resultType":"`+string(mcp.ResultTypeComplete)+`"`...)
 	}
-	raw, _ := json.Marshal(answer)
-	return raw
+	return append(answer, '}')
 }
 
 // callStream answers one call: a JSON answer, or, once a notification is
@@ -382,29 +398,44 @@ func (s *callStream) close() {
 }
 
 func (s *callStream) event(data []byte) {
+	if bytes.ContainsAny(data, "\r\n") {
+		// An event's data is one line. The answer relays the server's
+		// content as it came, and a line break in JSON is whitespace.
+		var compact bytes.Buffer
+		if json.Compact(&compact, data) == nil {
+			data = compact.Bytes()
+		}
+	}
 	_, _ = fmt.Fprintf(s.ResponseWriter, "event: message\ndata: %s\n\n", data)
 	if f, ok := s.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
 }
 
+// result answers with result, a JSON value the catalog encoded, appended
+// into the JSON-RPC answer as it is (json.Marshal would scan it again).
 func (s *callStream) result(result json.RawMessage) {
-	s.finish(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Result  json.RawMessage `json:"result"`
-	}{"2.0", s.id, result})
+	id := s.id
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	answer := make([]byte, 0, len(id)+len(result)+32)
+	answer = append(answer, `{"jsonrpc":"2.0","id":`...)
+	answer = append(answer, id...)
+	answer = append(answer, `,"result":`...)
+	answer = append(answer, result...)
+	s.finish(append(answer, '}'))
 }
 
 func (s *callStream) error(code int, message string) {
-	s.finish(rpcErrorBody(s.id, code, message))
+	raw, _ := json.Marshal(rpcErrorBody(s.id, code, message))
+	s.finish(raw)
 }
 
-func (s *callStream) finish(body any) {
+func (s *callStream) finish(raw []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.done = true
-	raw, _ := json.Marshal(body)
 	if s.streaming {
 		s.event(raw)
 		return

@@ -54,20 +54,30 @@ func (c *Catalog) beginCall(w http.ResponseWriter, r *http.Request, via, name st
 // the catalog's to forward.
 var callerTrace = propagation.TraceContext{}
 
+// callerTraceKeys are the _meta keys callerTrace reads.
+var callerTraceKeys = callerTrace.Fields()
+
 // startSpan starts a server span for a request, a child of the caller's
 // trace: the W3C headers, or the _meta of an MCP request.
 func (c *Catalog) startSpan(ctx context.Context, r *http.Request, name string, meta map[string]json.RawMessage) (context.Context, trace.Span) {
 	propagator := callerTrace
 	ctx = propagator.Extract(ctx, propagation.HeaderCarrier(r.Header))
 	if !trace.SpanContextFromContext(ctx).IsValid() && len(meta) > 0 {
-		carried := tracing.MetaCarrier{}
-		for _, k := range propagator.Fields() {
+		var carried tracing.MetaCarrier
+		for _, k := range callerTraceKeys {
+			raw, ok := meta[k]
 			var v string
-			if json.Unmarshal(meta[k], &v) == nil && v != "" {
-				carried[k] = v
+			if !ok || json.Unmarshal(raw, &v) != nil || v == "" {
+				continue
 			}
+			if carried == nil {
+				carried = tracing.MetaCarrier{}
+			}
+			carried[k] = v
 		}
-		ctx = propagator.Extract(ctx, carried)
+		if carried != nil {
+			ctx = propagator.Extract(ctx, carried)
+		}
 	}
 	return tracing.Tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer))
 }
@@ -77,8 +87,12 @@ func (c *Catalog) startSpan(ctx context.Context, r *http.Request, name string, m
 // the MCP handler), since a call's parent may be in its body's _meta.
 func (c *Catalog) traced(mux *http.ServeMux, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost || strings.HasSuffix(r.URL.Path, "/mcp") {
+			next.ServeHTTP(w, r)
+			return
+		}
 		_, pattern := mux.Handler(r)
-		if pattern == "" || r.Method == http.MethodPost || strings.HasSuffix(r.URL.Path, "/mcp") {
+		if pattern == "" {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -139,20 +153,22 @@ func (c *Catalog) record(ctx context.Context, key viewKey, tool string, entry *m
 	}
 
 	span := trace.SpanFromContext(ctx)
-	if known && note.via == "mcp" {
-		// Named for the tool only now that the menu vouched for the name.
-		span.SetName("tools/call " + tool)
-	}
-	span.SetAttributes(tracing.ToolName.String(tool), tracing.OperationName.String("execute_tool"),
-		tracing.Outcome.String(outcome), attribute.String("mcp_operator.request_id", note.requestID))
-	if server != "" {
-		span.SetAttributes(tracing.Server.String(server))
-	}
-	if collection != "" {
-		span.SetAttributes(tracing.Collection.String(collection))
-	}
-	if outcome != "success" && outcome != "tool_error" {
-		span.SetStatus(codes.Error, outcome)
+	if span.IsRecording() { // its name and attributes are not built otherwise
+		if known && note.via == "mcp" {
+			// Named for the tool only now that the menu vouched for the name.
+			span.SetName("tools/call " + tool)
+		}
+		span.SetAttributes(tracing.ToolName.String(tool), tracing.OperationName.String("execute_tool"),
+			tracing.Outcome.String(outcome), attribute.String("mcp_operator.request_id", note.requestID))
+		if server != "" {
+			span.SetAttributes(tracing.Server.String(server))
+		}
+		if collection != "" {
+			span.SetAttributes(tracing.Collection.String(collection))
+		}
+		if outcome != "success" && outcome != "tool_error" {
+			span.SetStatus(codes.Error, outcome)
+		}
 	}
 
 	user, groups := "anonymous", []string(nil)

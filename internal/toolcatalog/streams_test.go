@@ -3,6 +3,7 @@ package toolcatalog
 import (
 	"encoding/json"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -44,5 +45,43 @@ func TestStreamsWriteNothingOnceClosed(t *testing.T) {
 				t.Errorf("a closed stream wrote %q", w.Body.String()[written:])
 			}
 		})
+	}
+}
+
+// TestCallAnswerOnAStreamIsOneLine: the answer relays the server's content
+// as it came, line breaks and all, and an event's data must be one line,
+// or the client reads half an answer. Without a notification first the
+// answer is plain JSON, which may keep them.
+func TestCallAnswerOnAStreamIsOneLine(t *testing.T) {
+	pretty := Envelope{Content: []json.RawMessage{json.RawMessage("{\n  \"type\": \"text\",\r\n  \"text\": \"a\\nb\"\n}")},
+		StructuredContent: json.RawMessage("{\n\"n\": 1}")}
+	w := httptest.NewRecorder()
+	s := newCallStream(w, json.RawMessage(`7`), true)
+	s.notify("notifications/progress", json.RawMessage(`{"progress":1}`))
+	s.result(callAnswerOf(pretty, true))
+	s.close()
+	var answer struct {
+		ID     int `json:"id"`
+		Result struct {
+			Content []struct {
+				Type, Text string
+			} `json:"content"`
+			StructuredContent map[string]int `json:"structuredContent"`
+		} `json:"result"`
+	}
+	var events []string
+	for _, line := range strings.Split(w.Body.String(), "\n") {
+		if data, ok := strings.CutPrefix(line, "data: "); ok {
+			events = append(events, data)
+		}
+	}
+	if len(events) != 2 {
+		t.Fatalf("want a notification and the answer, got %d data lines in %q", len(events), w.Body.String())
+	}
+	if err := json.Unmarshal([]byte(events[1]), &answer); err != nil {
+		t.Fatalf("the answer's data line is not the answer: %v\n%s", err, events[1])
+	}
+	if answer.ID != 7 || len(answer.Result.Content) != 1 || answer.Result.Content[0].Text != "a\nb" || answer.Result.StructuredContent["n"] != 1 {
+		t.Errorf("answer = %+v", answer)
 	}
 }
