@@ -127,3 +127,17 @@ func TestScaleGoals(t *testing.T) {
 		}
 	}
 }
+
+func TestInProcessGoal(t *testing.T) {
+	g, ok := inProcessGoal(results(map[string]map[string]float64{
+		"BenchmarkCallPath/proxy": {"ns/op": 200000}, "BenchmarkCallPath/mcp-2026-07-28": {"ns/op": 206000}, "BenchmarkCallPath/rest": {"ns/op": 198500}}))
+	if !ok {
+		t.Fatal("no row from the results")
+	}
+	if want := "+6 / -2 µs (206 and 198 vs 200 µs)"; g.measured != want {
+		t.Errorf("measured = %q, want %q", g.measured, want)
+	}
+	if _, ok := inProcessGoal(results(nil)); ok {
+		t.Error("a row from no results")
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -19,7 +21,10 @@ import (
 // process: the handler called directly (no listener in front), the
 // upstream a real mcp-go server on loopback. test/bench measures the same
 // path from outside, against a bare proxy; this one is for profiles
-// (-cpuprofile, -memprofile) that name the catalog's functions.
+// (-cpuprofile, -memprofile) that name the catalog's functions, and its
+// proxy sub-benchmark, a bare httputil.ReverseProxy called the same way
+// with the same call, is the floor: mcp-2026-07-28 minus proxy is what
+// the catalog adds to a call.
 func BenchmarkCallPath(b *testing.B) {
 	upstream, err := testmcp.Start(testmcp.Options{Transport: testmcp.StreamableHTTP})
 	if err != nil {
@@ -49,6 +54,28 @@ func BenchmarkCallPath(b *testing.B) {
 		}
 	}
 	mcpHeader := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}}
+	b.Run("proxy", func(b *testing.B) {
+		target, err := url.Parse(upstream.URL())
+		if err != nil {
+			b.Fatal(err)
+		}
+		proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
+		header := mcpHeader.Clone()
+		header.Set("MCP-Protocol-Version", "2026-07-28")
+		header.Set("Mcp-Method", "tools/call")
+		header.Set("Mcp-Name", "echo")
+		body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`)
+		b.ReportAllocs()
+		for b.Loop() {
+			req := httptest.NewRequest(http.MethodPost, target.Path, bytes.NewReader(body))
+			req.Header, req.Host = header.Clone(), target.Host
+			rec := httptest.NewRecorder()
+			proxy.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK || !bytes.Contains(rec.Body.Bytes(), []byte("echo {")) {
+				b.Fatalf("%d %s", rec.Code, rec.Body)
+			}
+		}
+	})
 	b.Run("rest", func(b *testing.B) {
 		header := http.Header{"Content-Type": {"application/json"}}
 		b.ReportAllocs()
