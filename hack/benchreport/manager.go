@@ -166,7 +166,7 @@ func listGoals(get getter, scenario string) []goal {
 // idle wake-up in the way.
 func inProcessGoal(get getter) (goal, bool) {
 	proxy, ok1 := get("BenchmarkCallPath/proxy", "ns/op")
-	mcp, ok2 := get("BenchmarkCallPath/mcp-2026-07-28", "ns/op")
+	mcp, ok2 := get("BenchmarkCallPath/mcp-stateless", "ns/op")
 	rest, ok3 := get("BenchmarkCallPath/rest", "ns/op")
 	if !ok1 || !ok2 || !ok3 {
 		return goal{}, false

@@ -130,7 +130,7 @@ func TestScaleGoals(t *testing.T) {
 
 func TestInProcessGoal(t *testing.T) {
 	g, ok := inProcessGoal(results(map[string]map[string]float64{
-		"BenchmarkCallPath/proxy": {"ns/op": 200000}, "BenchmarkCallPath/mcp-2026-07-28": {"ns/op": 206000}, "BenchmarkCallPath/rest": {"ns/op": 198500}}))
+		"BenchmarkCallPath/proxy": {"ns/op": 200000}, "BenchmarkCallPath/mcp-stateless": {"ns/op": 206000}, "BenchmarkCallPath/rest": {"ns/op": 198500}}))
 	if !ok {
 		t.Fatal("no row from the results")
 	}
@@ -139,5 +139,20 @@ func TestInProcessGoal(t *testing.T) {
 	}
 	if _, ok := inProcessGoal(results(nil)); ok {
 		t.Error("a row from no results")
+	}
+}
+
+// TestInProcessGoalParsed: the row comes from go test's own lines, with
+// the GOMAXPROCS suffix and without it (GOMAXPROCS=1 prints none, and a
+// name ending in digits after a dash would lose them).
+func TestInProcessGoalParsed(t *testing.T) {
+	for _, suffix := range []string{"-2", ""} {
+		out := "BenchmarkCallPath/proxy" + suffix + "   3000   200000 ns/op   75781 B/op   454 allocs/op\n" +
+			"BenchmarkCallPath/rest" + suffix + "   3000   198500 ns/op   54328 B/op   596 allocs/op\n" +
+			"BenchmarkCallPath/mcp-stateless" + suffix + "   3000   206000 ns/op   54063 B/op   617 allocs/op\n"
+		g, ok := inProcessGoal(parse(strings.NewReader(out)).get)
+		if !ok || g.measured != "+6 / -2 µs (206 and 198 vs 200 µs)" {
+			t.Errorf("suffix %q: %v, %q", suffix, ok, g.measured)
+		}
 	}
 }

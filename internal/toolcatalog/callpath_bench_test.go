@@ -23,7 +23,7 @@ import (
 // path from outside, against a bare proxy; this one is for profiles
 // (-cpuprofile, -memprofile) that name the catalog's functions, and its
 // proxy sub-benchmark, a bare httputil.ReverseProxy called the same way
-// with the same call, is the floor: mcp-2026-07-28 minus proxy is what
+// with the same call, is the floor: mcp-stateless minus proxy is what
 // the catalog adds to a call.
 func BenchmarkCallPath(b *testing.B) {
 	upstream, err := testmcp.Start(testmcp.Options{Transport: testmcp.StreamableHTTP})
@@ -83,7 +83,7 @@ func BenchmarkCallPath(b *testing.B) {
 			post(b, "/v1/execute", `{"name":"mcp_calc_echo","arguments":{"message":"hi"}}`, header)
 		}
 	})
-	b.Run("mcp-2026-07-28", func(b *testing.B) {
+	b.Run("mcp-stateless", func(b *testing.B) {
 		header := mcpHeader.Clone()
 		header.Set("MCP-Protocol-Version", "2026-07-28")
 		header.Set("Mcp-Method", "tools/call")

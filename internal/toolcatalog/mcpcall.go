@@ -334,10 +334,13 @@ func callAnswerOf(env Envelope, modern bool) json.RawMessage {
 		if i > 0 {
 			answer = append(answer, ',')
 		}
+		if len(item) == 0 {
+			item = jsonNull // as json.Marshal writes a nil RawMessage
+		}
 		answer = append(answer, item...)
 	}
 	answer = append(answer, ']')
-	if len(env.StructuredContent) > 0 {
+	if len(bytes.TrimSpace(env.StructuredContent)) > 0 {
 		answer = append(answer, `,"structuredContent":`...)
 		answer = append(answer, env.StructuredContent...)
 	}
@@ -404,6 +407,9 @@ func (s *callStream) event(data []byte) {
 		var compact bytes.Buffer
 		if json.Compact(&compact, data) == nil {
 			data = compact.Bytes()
+		} else {
+			// Not JSON, which nothing here writes: one line all the same.
+			data = bytes.ReplaceAll(bytes.ReplaceAll(data, []byte("\r"), []byte(" ")), []byte("\n"), []byte(" "))
 		}
 	}
 	_, _ = fmt.Fprintf(s.ResponseWriter, "event: message\ndata: %s\n\n", data)
@@ -412,19 +418,32 @@ func (s *callStream) event(data []byte) {
 	}
 }
 
-// result answers with result, a JSON value the catalog encoded, appended
-// into the JSON-RPC answer as it is (json.Marshal would scan it again).
+// jsonNull is what json.Marshal writes for an empty json.RawMessage.
+var jsonNull = json.RawMessage("null")
+
+// result answers with result, a JSON value (callAnswerOf's, which relays
+// the server's content as it came, or resultOf's), appended into the
+// JSON-RPC answer as it is: json.Marshal would scan it all again.
 func (s *callStream) result(result json.RawMessage) {
-	id := s.id
+	s.finish(resultAnswer(s.id, result))
+}
+
+// resultAnswer is the JSON-RPC answer to id with result, in a buffer of
+// its exact size.
+func resultAnswer(id, result json.RawMessage) []byte {
 	if len(id) == 0 {
-		id = json.RawMessage("null")
+		id = jsonNull
 	}
-	answer := make([]byte, 0, len(id)+len(result)+32)
+	if len(result) == 0 {
+		result = jsonNull
+	}
+	const frame = len(`{"jsonrpc":"2.0","id":`) + len(`,"result":`) + len(`}`)
+	answer := make([]byte, 0, len(id)+len(result)+frame)
 	answer = append(answer, `{"jsonrpc":"2.0","id":`...)
 	answer = append(answer, id...)
 	answer = append(answer, `,"result":`...)
 	answer = append(answer, result...)
-	s.finish(append(answer, '}'))
+	return append(answer, '}')
 }
 
 func (s *callStream) error(code int, message string) {

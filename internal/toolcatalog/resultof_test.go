@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -57,6 +58,8 @@ func TestCallAnswerOf(t *testing.T) {
 		{"no content", Envelope{}, ""},
 		{"content mcp-go does not know", Envelope{Content: []json.RawMessage{raw(`{"type":"hologram","x":1,"_meta":{"k":"v"}}`)}},
 			`{"content":[{"type":"hologram","x":1,"_meta":{"k":"v"}}]}`},
+		{"an empty item and blank structured content", Envelope{Content: []json.RawMessage{nil}, StructuredContent: raw(" \n")},
+			`{"content":[null]}`},
 	} {
 		for _, modern := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s, modern %v", tc.name, modern), func(t *testing.T) {
@@ -100,4 +103,43 @@ func callResultOf(env Envelope) *mcp.CallToolResult {
 		result.Content = append(result.Content, mcp.NewTextContent(env.System))
 	}
 	return &result
+}
+
+// TestResultAnswer: the JSON-RPC answer around a result is valid JSON with
+// the id and the result as they were, in a buffer of its exact size (one
+// byte short, the closing brace copied the whole answer again).
+func TestResultAnswer(t *testing.T) {
+	big := json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("x", 100000) + `"}]}`)
+	for _, tc := range []struct {
+		name       string
+		id, result json.RawMessage
+		wantID     string
+	}{
+		{"a number id", json.RawMessage(`7`), json.RawMessage(`{}`), `7`},
+		{"a string id", json.RawMessage(`"a"`), big, `"a"`},
+		{"no id", nil, json.RawMessage(`{}`), `null`},
+		{"no result", json.RawMessage(`1`), nil, `1`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			answer := resultAnswer(tc.id, tc.result)
+			if len(answer) != cap(answer) {
+				t.Errorf("len %d, cap %d: the buffer was not made to size", len(answer), cap(answer))
+			}
+			var got struct {
+				JSONRPC string          `json:"jsonrpc"`
+				ID      json.RawMessage `json:"id"`
+				Result  json.RawMessage `json:"result"`
+			}
+			if err := json.Unmarshal(answer, &got); err != nil {
+				t.Fatalf("%v: %.200s", err, answer)
+			}
+			wantResult := string(tc.result)
+			if wantResult == "" {
+				wantResult = "null"
+			}
+			if got.JSONRPC != "2.0" || string(got.ID) != tc.wantID || string(got.Result) != wantResult {
+				t.Errorf("answer = %.200s", answer)
+			}
+		})
+	}
 }

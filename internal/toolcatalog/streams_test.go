@@ -84,4 +84,13 @@ func TestCallAnswerOnAStreamIsOneLine(t *testing.T) {
 	if answer.ID != 7 || len(answer.Result.Content) != 1 || answer.Result.Content[0].Text != "a\nb" || answer.Result.StructuredContent["n"] != 1 {
 		t.Errorf("answer = %+v", answer)
 	}
+
+	// What is not JSON (nothing here writes it) is kept to one line too.
+	w = httptest.NewRecorder()
+	s = newCallStream(w, json.RawMessage(`8`), true)
+	s.notify("notifications/progress", json.RawMessage(`{"progress":1}`))
+	s.event([]byte("not\r\njson"))
+	if got := w.Body.String(); !strings.HasSuffix(got, "data: not  json\n\n") {
+		t.Errorf("stream = %q", got)
+	}
 }

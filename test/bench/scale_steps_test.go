@@ -70,14 +70,14 @@ func timedFetch(url string, p *listedPage) (ttfb time.Duration, body []byte, err
 func menuTools(body []byte) int { return bytes.Count(body, []byte(`"type":"function"`)) }
 
 // changes is how many times changeSettles changes a server and measures
-// it (two more changes follow for the profile).
+// it (profile changes it twice more).
 const changes = 5
 
 // changeSettles adds a tool to s0000 five times and reads every probe
 // menu until it shows the tool: the first current answer's first byte is
 // what a caller waits for after a change (the median and the worst of the
 // five are reported); its time since the status showed the change is how
-// long the menu lagged. Two more changes, not measured, are profiled.
+// long the menu lagged.
 func (r *scaleRun) changeSettles(m *manager) {
 	b := r.b
 	probes := r.probes(m)
@@ -110,12 +110,6 @@ func (r *scaleRun) changeSettles(m *manager) {
 		r.set(p.name+"-ttfb-max-ms", slices.Max(firstByte[p.name]))
 		r.set(p.name+"-lag-ms", float64(lag[p.name].Microseconds())/1e3)
 	}
-	// The change profile: two more changes, not measured (see profilePass).
-	profilePass(b, m, fmt.Sprintf("scale-%d-change", r.size.servers), func() {
-		for i := changes + 1; i <= changes+2; i++ {
-			r.change(m, probes, i, func(*menuProbe, time.Duration, time.Time, time.Duration) {})
-		}
-	})
 }
 
 // change adds tool added<i> to s0000, waits until its status shows it,
@@ -202,9 +196,6 @@ func (r *scaleRun) quiet(m *manager, baseline time.Time) {
 	r.set("leader-heap-B/tool", (live-base)*(1<<20)/float64(r.tools()))
 	r.set("leader-rss-MiB", rss)
 	r.set("leader-peak-rss-MiB", peak)
-	// The quiet profile: one more refresh interval, not measured (see
-	// profilePass).
-	profilePass(b, m, fmt.Sprintf("scale-%d-quiet", r.size.servers), func() { time.Sleep(r.size.refresh) })
 }
 
 // waitLiveHeap is the live heap after GC cycles since from, waiting up to

@@ -93,8 +93,26 @@ func benchScale(b *testing.B, size fleetSize) {
 	r.quiet(leader, baseline)
 	r.catalogOnly(holder)
 	restarted := r.restart(leader)
-	r.profileDiscovery(restarted)
 	report(b, fmt.Sprintf("servers-%d", size.servers), r.metrics)
+	r.profile(restarted)
+}
+
+// profile takes the scale benchmark's profiles once every figure is
+// reported (see profilePass), from the restarted leader: one refresh
+// interval with nothing changing (quiet), two more changes to s0000
+// (change), and a tenth of the fleet's size more servers becoming Ready
+// (discovery).
+func (r *scaleRun) profile(m *manager) {
+	b := r.b
+	name := func(step string) string { return fmt.Sprintf("scale-%d-%s", r.size.servers, step) }
+	profilePass(b, m, name("quiet"), func() { time.Sleep(r.size.refresh) })
+	profilePass(b, m, name("change"), func() {
+		probes := r.probes(m)
+		for i := changes + 1; i <= changes+2; i++ {
+			r.change(m, probes, i, func(*menuProbe, time.Duration, time.Time, time.Duration) {})
+		}
+	})
+	profilePass(b, m, name("discovery"), r.discoverMore)
 }
 
 // createFleet serves the upstreams, creates the MCPServers at once and
@@ -138,19 +156,24 @@ func (r *scaleRun) createFleet(m *manager) {
 	b.Logf("the manager's writes while the fleet became Ready: %s", what)
 }
 
-// profileDiscovery profiles the manager while a tenth of the fleet's
-// size more servers, in a namespace of their own, become Ready: the
-// discovery profile, taken after every measured step (see profilePass).
-func (r *scaleRun) profileDiscovery(m *manager) {
+// discoverMore creates a tenth of the fleet's size more servers, of
+// toolsPerServer tools each, in a namespace of their own and waits until
+// they are Ready: discovery onto a full global menu. Their names (p0000…)
+// are not the fleet's, so their tools join the menu rather than contest
+// the fleet's names.
+func (r *scaleRun) discoverMore() {
 	b := r.b
 	n := r.size.servers / 10
 	ns := namespace(b, r.cp, "profiled")
-	url := r.fleet.serve("/profiled/mcp", newStreamable(false, []string{"t00", "t01"}))
-	rw := watchReady(b, r.cp, ns, withTools(2))
-	profilePass(b, m, fmt.Sprintf("scale-%d-discovery", r.size.servers), func() {
-		createServers(b, r.cp, ns, n, serverName, func(int) string { return url }, nil)
-		rw.wait(b, n, 5*time.Minute)
-	})
+	names := make([]string, toolsPerServer)
+	for i := range names {
+		names[i] = fmt.Sprintf("t%02d", i)
+	}
+	url := r.fleet.serve("/profiled/mcp", newStreamable(false, names))
+	rw := watchReady(b, r.cp, ns, withTools(toolsPerServer))
+	profiledName := func(i int) string { return fmt.Sprintf("p%04d", i) }
+	createServers(b, r.cp, ns, n, profiledName, func(int) string { return url }, nil)
+	rw.wait(b, n, 5*time.Minute)
 }
 
 // leaseHolder waits until the leader election Lease has a holder other
