@@ -197,6 +197,8 @@ func scaleGoals(get getter) []goal {
 			target: "≤ 60 s", met: v <= 60, measured: fmt.Sprintf("%.1f s (the last created at %.1f s)", v, created)})
 	}
 	reported("Manager CPU while the fleet became Ready, per server", "discovery-cpu-ms/server", "ms")
+	reported("API server CPU while the fleet became Ready, per server (the benchmark's creates and watches included)", "discovery-apiserver-cpu-ms/server", "ms")
+	reported("etcd CPU while the fleet became Ready, per server", "discovery-etcd-cpu-ms/server", "ms")
 	reported("Manager's writes to the API server while the fleet became Ready, per server", "discovery-api-writes/server", "")
 	firstByte := func(what, probe string, isGoal bool) {
 		v, ok := m(probe + "-ttfb-ms")

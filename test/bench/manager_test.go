@@ -215,6 +215,43 @@ func processCPU(pid int) time.Duration {
 	return time.Duration(total)
 }
 
+// childPIDs are the processes named comm that this process started (the
+// control plane's kube-apiserver and etcd): their CPU is read as the
+// manager's is.
+func childPIDs(comm string) []int {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var pids []int
+	for _, path := range stats {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			continue // the process ended
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so split after it.
+		open, end := strings.IndexByte(string(raw), '('), strings.LastIndexByte(string(raw), ')')
+		if open < 0 || end < open {
+			continue
+		}
+		fields := strings.Fields(string(raw[end+1:]))
+		if string(raw[open+1:end]) != comm || len(fields) < 2 || fields[1] != strconv.Itoa(os.Getpid()) {
+			continue
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(raw[:open]))); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// childrenCPU is the CPU time of the processes named comm this process
+// started.
+func childrenCPU(comm string) time.Duration {
+	var total time.Duration
+	for _, pid := range childPIDs(comm) {
+		total += processCPU(pid)
+	}
+	return total
+}
+
 // memory is the resident set now and its high-water mark, in MiB.
 func (m *manager) memory() (rss, peak float64) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", m.pid()))
