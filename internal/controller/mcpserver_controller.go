@@ -88,7 +88,7 @@ type MCPServerReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=mcp.toolmesh.io,resources=mcpservers,verbs=get;list;watch
-// +kubebuilder:rbac:groups=mcp.toolmesh.io,resources=mcpservers/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=mcp.toolmesh.io,resources=mcpservers/status,verbs=get;update
 // +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
@@ -297,7 +297,7 @@ func (r *MCPServerReconciler) commit(ctx context.Context, before, srv *mcpv1alph
 	if statusEquality.DeepEqual(before.Status, srv.Status) {
 		return nil
 	}
-	if err := writeStatus(ctx, r.Client, before, srv); err != nil {
+	if err := writeStatus(ctx, r.Client, srv); err != nil {
 		return fmt.Errorf("writing status of MCPServer %s: %w", srv.Name, err)
 	}
 	emit(r.Recorder, srv, serverEvents(before, srv))

@@ -483,11 +483,11 @@ var _ = Describe("MCPServer discovery", func() {
 		refuse.Store(true)
 		recorder := events.NewFakeRecorder(10)
 		r := &MCPServerReconciler{Recorder: recorder, Client: interceptor.NewClient(base, interceptor.Funcs{
-			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 				if refuse.Load() {
 					return apierrors.NewConflict(schema.GroupResource{Group: "mcp.toolmesh.io", Resource: "mcpservers"}, obj.GetName(), errors.New("injected"))
 				}
-				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+				return c.SubResource(sub).Update(ctx, obj, opts...)
 			},
 		})}
 		down := func() (before, after *mcpv1alpha1.MCPServer) {

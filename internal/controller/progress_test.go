@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -23,10 +24,10 @@ import (
 )
 
 // statusWrites is what a test reconciler's client saw of its status
-// writes: each patch's body, and how to answer them.
+// writes: each written object, and how to answer them.
 type statusWrites struct {
 	mu      sync.Mutex
-	patches []string
+	written []string
 	// refuse answers the first this many writes with a conflict, or with
 	// an internal error when internal is set.
 	refuse   int
@@ -39,18 +40,18 @@ type statusWrites struct {
 func (s *statusWrites) bodies() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]string(nil), s.patches...)
+	return append([]string(nil), s.written...)
 }
 
-// patch records a status write and sends it, refuses it or holds it.
-func (s *statusWrites) patch(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	body, err := patch.Data(obj)
+// update records a status write and sends it, refuses it or holds it.
+func (s *statusWrites) update(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	body, err := json.Marshal(obj)
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	s.patches = append(s.patches, string(body))
-	n := len(s.patches)
+	s.written = append(s.written, string(body))
+	n := len(s.written)
 	s.mu.Unlock()
 	if n == 1 && s.hold != nil {
 		close(s.started)
@@ -62,7 +63,7 @@ func (s *statusWrites) patch(ctx context.Context, c client.Client, sub string, o
 	if n <= s.refuse {
 		return apierrors.NewConflict(schema.GroupResource{Group: "mcp.toolmesh.io", Resource: "mcpservers"}, obj.GetName(), errors.New("injected"))
 	}
-	return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+	return c.SubResource(sub).Update(ctx, obj, opts...)
 }
 
 // testReconciler is an MCPServerReconciler of the test's own, its status
@@ -86,7 +87,7 @@ func testReconciler(grace time.Duration, writes *statusWrites) (*MCPServerReconc
 				}
 				return err
 			},
-			SubResourcePatch: writes.patch,
+			SubResourceUpdate: writes.update,
 		}),
 	}
 	DeferCleanup(r.sessions.CloseAll)
@@ -210,12 +211,13 @@ var _ = Describe("A generation's in-progress status", func() {
 		var from *mcpv1alpha1.MCPServer
 		Eventually(settled).Should(Receive(&from))
 		Expect(from.Status.Conditions).To(ContainElement(HaveField("Type", mcpv1alpha1.ConditionReconciling)))
-		// The patch holds the in-progress write's resourceVersion: the
+		// The update carries the in-progress write's resourceVersion: the
 		// one it started from would be refused as a conflict.
+		Expect(from.ResourceVersion).NotTo(Equal(before.ResourceVersion))
 		Expect(r.commit(ctx, from, after)).To(Succeed())
 		Expect(writes.bodies()).To(HaveLen(2))
 		finished(srv)
-		Expect(strings.Contains(writes.bodies()[1], `"metadata":{"resourceVersion":"`+from.ResourceVersion+`"}`)).To(BeTrue(),
-			"the finished write's patch holds the status and the in-progress resourceVersion only: %s", writes.bodies()[1])
+		Expect(strings.Contains(writes.bodies()[1], `"resourceVersion":"`+from.ResourceVersion+`"`)).To(BeTrue(),
+			"the finished write carries the in-progress write's resourceVersion: %s", writes.bodies()[1])
 	})
 })

@@ -32,7 +32,7 @@ type ToolCollectionReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=mcp.toolmesh.io,resources=toolcollections,verbs=get;list;watch
-// +kubebuilder:rbac:groups=mcp.toolmesh.io,resources=toolcollections/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=mcp.toolmesh.io,resources=toolcollections/status,verbs=get;update
 
 // Reconcile resolves one collection and writes its status if it changed.
 func (r *ToolCollectionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
@@ -104,7 +104,7 @@ func (r *ToolCollectionReconciler) commit(ctx context.Context, before, tc *mcpv1
 	if equality.Semantic.DeepEqual(before.Status, tc.Status) {
 		return nil
 	}
-	if err := writeStatus(ctx, r.Client, before, tc); err != nil {
+	if err := writeStatus(ctx, r.Client, tc); err != nil {
 		return fmt.Errorf("writing status of ToolCollection %s: %w", tc.Name, err)
 	}
 	emit(r.Recorder, tc, collectionEvents(before, tc))
