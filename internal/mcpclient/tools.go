@@ -70,7 +70,11 @@ func decodeTool(raw json.RawMessage) (Tool, error) {
 		return Tool{}, err
 	}
 	if isNullOrEmpty(t.InputSchema) {
-		t.InputSchema = emptyObjectSchema
+		// A copy: the tool goes into an MCPServer's status, and a status
+		// write decodes the API server's answer into the same bytes
+		// (the keys come back sorted, in as many bytes), which would
+		// rewrite the shared value under every other reconcile reading it.
+		t.InputSchema = bytes.Clone(emptyObjectSchema)
 	}
 	if isNullOrEmpty(t.OutputSchema) {
 		t.OutputSchema = nil
