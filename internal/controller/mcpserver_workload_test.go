@@ -675,6 +675,16 @@ var _ = Describe("The manager's ClusterRole", func() {
 		existing(serviceOf(srv))
 		existing(networkPolicyOf(srv))
 
+		By("writing both kinds' status by update, the one status write the role allows")
+		Expect(writeStatus(ctx, as, fetch(srv))).To(Succeed())
+		tc := createCollection(ns, "least", mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Names: []string{"least"}}})
+		// The suite's manager writes the collection's status too: a
+		// conflict is retried, a refusal never passes.
+		Eventually(func() error { return writeStatus(ctx, as, fetchTC(tc)) }).Should(Succeed())
+		patched := fetch(srv)
+		err = as.Status().Patch(ctx, patched, client.MergeFrom(patched.DeepCopy()))
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "a status patch: %v", err)
+
 		By("removing, with the role")
 		without := withWorkload.DeepCopy()
 		without.Spec.Workload = nil

@@ -70,10 +70,11 @@ func (r *MCPServerReconciler) writeProgressLater(ctx context.Context, before, sr
 // settle stops the timer, or waits for its write, and returns what the
 // reconcile's own write of srv is a change from: the in-progress status
 // if it was written (srv takes its metadata, so that the update carries
-// the resourceVersion that write left), before otherwise. A conflict is returned instead: the
-// object changed since the reconcile read it, so its own write would be
-// refused too, and the reconcile is run again on the fresh object (the
-// discovery it finished meanwhile is not kept: a conflict is rare).
+// the resourceVersion that write left), before otherwise. A conflict is
+// returned instead: the object changed since the reconcile read it, so
+// its own write would be refused too, and the reconcile is run again on
+// the fresh object (the discovery it finished meanwhile is not kept: a
+// conflict is rare).
 func (p *progressWrite) settle(before, srv *mcpv1alpha1.MCPServer) (*mcpv1alpha1.MCPServer, error) {
 	if p == nil || p.timer.Stop() {
 		return before, nil

@@ -252,6 +252,17 @@ func childrenCPU(comm string) time.Duration {
 	return total
 }
 
+// controlPlaneCPU is the CPU time of this process's kube-apiserver and
+// etcd, and whether there is exactly one of each to measure (a control
+// plane run some other way is not this process's child).
+func controlPlaneCPU() (apiServer, etcd time.Duration, ok bool) {
+	api, db := childPIDs("kube-apiserver"), childPIDs("etcd")
+	if len(api) != 1 || len(db) != 1 {
+		return 0, 0, false
+	}
+	return processCPU(api[0]), processCPU(db[0]), true
+}
+
 // memory is the resident set now and its high-water mark, in MiB.
 func (m *manager) memory() (rss, peak float64) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", m.pid()))

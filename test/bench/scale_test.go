@@ -141,7 +141,7 @@ func (r *scaleRun) createFleet(m *manager) {
 	}
 	rw := watchReady(b, r.cp, r.ns, withTools(toolsPerServer))
 	cpu, writes := m.cpuTime(), r.cp.counts.snapshot()
-	apiCPU, etcdCPU := childrenCPU("kube-apiserver"), childrenCPU("etcd")
+	apiCPU, etcdCPU, planeMeasured := controlPlaneCPU()
 	start := time.Now()
 	createServers(b, r.cp, r.ns, r.size.servers, serverName, func(i int) string { return urls[i] }, func(s *mcpv1alpha1.MCPServer) {
 		s.Spec.RefreshInterval = &metav1.Duration{Duration: r.size.refresh}
@@ -155,8 +155,10 @@ func (r *scaleRun) createFleet(m *manager) {
 	// The API server's and etcd's CPU meanwhile, the benchmark's creates
 	// and watches included: on two cores, the API server's is most of
 	// what the fleet waits for.
-	r.set("discovery-apiserver-cpu-ms/server", float64((childrenCPU("kube-apiserver")-apiCPU).Milliseconds())/float64(r.size.servers))
-	r.set("discovery-etcd-cpu-ms/server", float64((childrenCPU("etcd")-etcdCPU).Milliseconds())/float64(r.size.servers))
+	if apiNow, etcdNow, ok := controlPlaneCPU(); ok && planeMeasured {
+		r.set("discovery-apiserver-cpu-ms/server", float64((apiNow-apiCPU).Milliseconds())/float64(r.size.servers))
+		r.set("discovery-etcd-cpu-ms/server", float64((etcdNow-etcdCPU).Milliseconds())/float64(r.size.servers))
+	}
 	n, what := r.cp.counts.writesSince(writes)
 	r.set("discovery-api-writes/server", float64(n)/float64(r.size.servers))
 	b.Logf("the manager's writes while the fleet became Ready: %s", what)
