@@ -25,11 +25,12 @@ const conflictRetry = time.Second
 // (BenchmarkStatusWrite in test/bench, 400 MCPServers with 20 tools in
 // status written eight at a time, three runs: 7.0-8.0 ms of the API
 // server's CPU a write updated, 8.6-8.7 ms patched), and while a fleet
-// becomes Ready the status write is the API server's largest cost. The one difference
-// in outcome: an update replaces the whole status, so a status field this
-// binary does not know (a newer CRD with an older manager, as after a
-// rollback, since Helm does not roll CRDs back) is dropped by its next
-// write, where a patch left it, stale, in place.
+// becomes Ready the status write is the API server's largest cost.
+//
+// The one difference in outcome: an update replaces the whole status, so
+// a status field this binary does not know (a newer CRD with an older
+// manager, as after a rollback, since Helm does not roll CRDs back) is
+// dropped by its next write, where a patch left it, stale, in place.
 func writeStatus(ctx context.Context, c client.Client, obj client.Object) error {
 	return c.Status().Update(ctx, obj)
 }
