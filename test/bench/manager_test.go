@@ -242,16 +242,6 @@ func childPIDs(comm string) []int {
 	return pids
 }
 
-// childrenCPU is the CPU time of the processes named comm this process
-// started.
-func childrenCPU(comm string) time.Duration {
-	var total time.Duration
-	for _, pid := range childPIDs(comm) {
-		total += processCPU(pid)
-	}
-	return total
-}
-
 // controlPlaneCPU is the CPU time of this process's kube-apiserver and
 // etcd, and whether there is exactly one of each to measure (a control
 // plane run some other way is not this process's child).

@@ -173,11 +173,7 @@ func (r *scaleRun) discoverMore() {
 	b := r.b
 	n := r.size.servers / 10
 	ns := namespace(b, r.cp, "profiled")
-	names := make([]string, toolsPerServer)
-	for i := range names {
-		names[i] = fmt.Sprintf("t%02d", i)
-	}
-	url := r.fleet.serve("/profiled/mcp", newStreamable(false, names))
+	url := r.fleet.serve("/profiled/mcp", newStreamable(false, toolNames(toolsPerServer)))
 	rw := watchReady(b, r.cp, ns, withTools(toolsPerServer))
 	profiledName := func(i int) string { return fmt.Sprintf("p%04d", i) }
 	createServers(b, r.cp, ns, n, profiledName, func(int) string { return url }, nil)
