@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -142,6 +143,7 @@ func (r *scaleRun) createFleet(m *manager) {
 	rw := watchReady(b, r.cp, r.ns, withTools(toolsPerServer))
 	cpu, writes := m.cpuTime(), r.cp.counts.snapshot()
 	apiCPU, etcdCPU, planeMeasured := controlPlaneCPU()
+	harnessCPU := processCPU(os.Getpid())
 	start := time.Now()
 	createServers(b, r.cp, r.ns, r.size.servers, serverName, func(i int) string { return urls[i] }, func(s *mcpv1alpha1.MCPServer) {
 		s.Spec.RefreshInterval = &metav1.Duration{Duration: r.size.refresh}
@@ -159,6 +161,9 @@ func (r *scaleRun) createFleet(m *manager) {
 		r.set("discovery-apiserver-cpu-ms/server", float64((apiNow-apiCPU).Milliseconds())/float64(r.size.servers))
 		r.set("discovery-etcd-cpu-ms/server", float64((etcdNow-etcdCPU).Milliseconds())/float64(r.size.servers))
 	}
+	// And the benchmark's own: the upstreams, the creating clients and
+	// the watch, which on a cluster would not share the manager's cores.
+	r.set("discovery-harness-cpu-ms/server", float64((processCPU(os.Getpid())-harnessCPU).Milliseconds())/float64(r.size.servers))
 	n, what := r.cp.counts.writesSince(writes)
 	r.set("discovery-api-writes/server", float64(n)/float64(r.size.servers))
 	b.Logf("the manager's writes while the fleet became Ready: %s", what)
