@@ -10,9 +10,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"slices"
 	"sort"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -223,7 +221,7 @@ func (m *Menu) claim(pinning *mcpv1alpha1.ToolPinning, candidates []Entry) {
 		}
 	}
 	sort.Slice(m.Conflicts, func(i, j int) bool { return m.Conflicts[i].Name < m.Conflicts[j].Name })
-	sort.Slice(m.Tools, func(i, j int) bool { return m.Tools[i].Name < m.Tools[j].Name })
+	m.Tools = sortedByName(m.Tools)
 }
 
 // countServed sets each server's count to the tools it actually serves in
@@ -282,36 +280,20 @@ func Global(servers []mcpv1alpha1.MCPServer) Menu {
 		}
 		return ordered[i].Name < ordered[j].Name
 	})
-	// A menu of thousands of tools is resolved again on every change of
-	// any server: one map entry per name, and owners listed only for the
-	// names more than one server claims.
 	total := 0
 	for _, srv := range ordered {
 		total += len(srv.Status.Tools)
 	}
 	m.Tools = make([]Entry, 0, total)
-	claimed := make(map[string]int, total) // name → its winner in m.Tools
-	contested := map[string][]string{}
 	for _, srv := range ordered {
 		for i := range srv.Status.Tools {
 			tool := &srv.Status.Tools[i]
-			if at, taken := claimed[tool.Name]; taken {
-				if contested[tool.Name] == nil {
-					winner := m.Tools[at]
-					contested[tool.Name] = []string{winner.Namespace + "/" + winner.Server}
-				}
-				contested[tool.Name] = append(contested[tool.Name], srv.Namespace+"/"+srv.Name)
-				continue
-			}
-			claimed[tool.Name] = len(m.Tools)
 			m.Tools = append(m.Tools, Entry{Name: tool.Name, Namespace: srv.Namespace, Server: srv.Name, Tool: tool, Description: tool.Description})
 		}
 	}
-	for name, owners := range contested {
-		m.Conflicts = append(m.Conflicts, Conflict{Name: name, Servers: owners})
-	}
-	slices.SortFunc(m.Conflicts, func(a, b Conflict) int { return strings.Compare(a.Name, b.Name) })
-	slices.SortFunc(m.Tools, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
+	// In server order, then sorted by name keeping that order among equal
+	// names: the first server to claim a name wins it.
+	m.Tools, m.Conflicts = firstClaims(sortedByName(m.Tools))
 	m.Refused = refused(m.Tools)
 	return m
 }
