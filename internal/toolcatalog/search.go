@@ -2,6 +2,7 @@ package toolcatalog
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"sync"
@@ -59,15 +60,28 @@ func titleOf(e *menu.Entry) string {
 
 // searchFingerprint identifies what an index of the view's tools holds.
 // The revision covers the names in order, descriptions, titles and
-// schemas; original names and annotation titles are not in it.
+// schemas; original names and annotation titles are not in it. Every
+// build of a view computes it, over up to 100,000 tools, so each part is
+// appended length-prefixed (no two views share the bytes hashed) rather
+// than JSON-encoded, which was a fifth of a global view's build.
 func searchFingerprint(vw *view) string {
 	h := sha256.New()
-	enc := json.NewEncoder(h)
-	_ = enc.Encode(vw.revision)
+	var buf []byte
+	text := func(s string) {
+		buf = binary.BigEndian.AppendUint64(buf, uint64(len(s)))
+		buf = append(buf, s...)
+	}
+	text(vw.revision)
 	for i := range vw.menu.Tools {
 		e := &vw.menu.Tools[i]
-		_ = enc.Encode([2]string{e.Tool.OriginalName, titleOf(e)})
+		text(e.Tool.OriginalName)
+		text(titleOf(e))
+		if len(buf) >= 32<<10 {
+			h.Write(buf)
+			buf = buf[:0]
+		}
 	}
+	h.Write(buf)
 	return hex.EncodeToString(h.Sum(nil))
 }
 

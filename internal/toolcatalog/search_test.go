@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/menu"
 	"github.com/toolmesh/mcp-operator/internal/testenv"
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
 )
@@ -382,3 +384,33 @@ var _ = Describe("Tool search and authorization", func() {
 		Expect(r.json()["error"]).To(ContainSubstring("a bearer token is required"))
 	})
 })
+
+// TestSearchFingerprint: views whose searchable text is the same share a
+// fingerprint (and so an index); a change to the revision, an original
+// name or a title, or a different split of the same characters, gives
+// another.
+func TestSearchFingerprint(t *testing.T) {
+	viewOf := func(revision string, tools ...[2]string) *view {
+		vw := &view{revision: revision}
+		for _, tool := range tools {
+			vw.menu.Tools = append(vw.menu.Tools, menu.Entry{Name: "mcp_s_" + tool[0],
+				Tool: &mcpv1alpha1.Tool{OriginalName: tool[0], Title: tool[1]}})
+		}
+		return vw
+	}
+	base := searchFingerprint(viewOf("r1", [2]string{"read", "Read"}, [2]string{"write", ""}))
+	if again := searchFingerprint(viewOf("r1", [2]string{"read", "Read"}, [2]string{"write", ""})); again != base {
+		t.Fatalf("the same view fingerprinted twice: %s and %s", base, again)
+	}
+	for name, other := range map[string]*view{
+		"another revision":          viewOf("r2", [2]string{"read", "Read"}, [2]string{"write", ""}),
+		"another original name":     viewOf("r1", [2]string{"reads", "Read"}, [2]string{"write", ""}),
+		"another title":             viewOf("r1", [2]string{"read", "Reads"}, [2]string{"write", ""}),
+		"the same text split apart": viewOf("r1", [2]string{"rea", "dRead"}, [2]string{"write", ""}),
+		"a tool less":               viewOf("r1", [2]string{"read", "Read"}),
+	} {
+		if searchFingerprint(other) == base {
+			t.Errorf("%s: the fingerprint did not change", name)
+		}
+	}
+}
