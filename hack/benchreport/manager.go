@@ -199,7 +199,7 @@ func scaleGoals(get getter) []goal {
 	reported("Manager CPU while the fleet became Ready, per server", "discovery-cpu-ms/server", "ms")
 	reported("API server CPU while the fleet became Ready, per server (the benchmark's creates and watches included)", "discovery-apiserver-cpu-ms/server", "ms")
 	reported("etcd CPU while the fleet became Ready, per server", "discovery-etcd-cpu-ms/server", "ms")
-	reported("The benchmark's own CPU while the fleet became Ready, per server (its upstreams, creating clients and watch)", "discovery-harness-cpu-ms/server", "ms")
+	reported("The benchmark's own CPU while the fleet became Ready, per server (its upstreams, creating clients, watch and the counting proxy the manager's API requests go through)", "discovery-harness-cpu-ms/server", "ms")
 	reported("Manager's writes to the API server while the fleet became Ready, per server", "discovery-api-writes/server", "")
 	firstByte := func(what, probe string, isGoal bool) {
 		v, ok := m(probe + "-ttfb-ms")

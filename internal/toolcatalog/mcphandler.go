@@ -84,13 +84,20 @@ func (m *mcpHandlers) size() int {
 // menus callers read before the changes to be prepared (warm.go).
 func (m *mcpHandlers) syncOnChange(ctx context.Context) {
 	var took time.Duration // the last sync
+	var ended time.Time    // when it ended
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-m.kick:
 		}
-		time.Sleep(syncWait(took))
+		wait := time.NewTimer(syncWait(took, time.Since(ended)))
+		select {
+		case <-ctx.Done():
+			wait.Stop()
+			return
+		case <-wait.C:
+		}
 		start := time.Now()
 		m.mu.Lock()
 		handlers := make([]*mcpHandler, 0, len(m.byKey))
@@ -104,7 +111,8 @@ func (m *mcpHandlers) syncOnChange(ctx context.Context) {
 				m.catalog.log.Error(err, "An MCP endpoint could not take up a new menu revision", "menu", menuLabel(h.key))
 			}
 		}
-		took = time.Since(start)
+		ended = time.Now()
+		took = ended.Sub(start)
 		m.catalog.menus.kickWarm()
 	}
 }
@@ -114,21 +122,27 @@ func (m *mcpHandlers) syncOnChange(ctx context.Context) {
 const syncBurst = 50 * time.Millisecond
 
 // syncSpacing is how many times as long as the last sync took the next
-// one waits at least.
+// one starts after it, at least.
 const syncSpacing = 3
 
+// maxSyncSpacing bounds that: a sync that waited long on a build (a
+// cache not yet synced, a starved machine) does not hold up the next
+// one for minutes.
+const maxSyncSpacing = 2 * time.Second
+
 // syncWait is how long a sync waits after a change, given how long the
-// last one took. While changes keep coming (a fleet of servers being
-// discovered, or restarted), each sync rebuilds the menus of every MCP
-// endpoint in use, the global one of every tool among them: waiting
-// only for the burst, the syncs ran back to back, and in the scale
-// benchmark's profile of 500 servers joining 5,000 menu builds were
-// half of the manager's CPU. Waiting syncSpacing times the last sync
-// keeps them to a quarter of a core, and a caller who lists meanwhile
-// still gets the current menu (it is built on demand); listening
-// clients hear of a change that much later.
-func syncWait(took time.Duration) time.Duration {
-	return max(syncBurst, syncSpacing*took)
+// last one took and how long ago it ended. Each sync rebuilds the menus
+// of every MCP endpoint in use, the global one of every tool among them.
+// While changes keep coming (a fleet of servers being discovered, or
+// restarted), syncs that waited only for the burst ran back to back: in
+// the scale benchmark's profile of 500 servers joining 5,000, menu builds
+// were half of the manager's CPU. Starting syncSpacing times the last
+// sync's length after it ended keeps them to a quarter of a core; a
+// change after a quiet spell waits for its burst only. A caller who
+// lists meanwhile still gets the current menu (it is built on demand);
+// listening clients hear of a change that much later.
+func syncWait(took, since time.Duration) time.Duration {
+	return max(syncBurst, min(syncSpacing*took, maxSyncSpacing)-since)
 }
 
 // handlerFor returns the handler of a menu, creating it on first use.

@@ -161,8 +161,9 @@ func (r *scaleRun) createFleet(m *manager) {
 		r.set("discovery-apiserver-cpu-ms/server", float64((apiNow-apiCPU).Milliseconds())/float64(r.size.servers))
 		r.set("discovery-etcd-cpu-ms/server", float64((etcdNow-etcdCPU).Milliseconds())/float64(r.size.servers))
 	}
-	// And the benchmark's own: the upstreams, the creating clients and
-	// the watch, which on a cluster would not share the manager's cores.
+	// And the benchmark's own: the upstreams, the creating clients, the
+	// watch and the counting proxy the manager's API requests go through,
+	// which on a cluster would not share the manager's cores.
 	r.set("discovery-harness-cpu-ms/server", float64((processCPU(os.Getpid())-harnessCPU).Milliseconds())/float64(r.size.servers))
 	n, what := r.cp.counts.writesSince(writes)
 	r.set("discovery-api-writes/server", float64(n)/float64(r.size.servers))
