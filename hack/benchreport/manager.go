@@ -309,4 +309,10 @@ to the process (time the process waited to run, attributed on return).
 heap-inprocess is the live heap of the controllers and the catalog run in
 the benchmark's process (BenchmarkHeapInProcess, 1,000 servers × 20
 tools, after the menus were served), by allocation site. The reading of
-these profiles, function by function, is in docs/performance-notes.md.`
+these profiles, function by function, is in docs/performance-notes.md.
+The calls profile does not show what /mcp's sequential calls cost over
+the bare proxy's: the same proxy holding a 100 MB live heap pays more a
+call than that difference, with garbage collection switched off as well,
+so the cost is where a call's allocations land in a heap the manager's
+size, not code on the call path (performance-notes.md says how this was
+measured).`
