@@ -312,7 +312,8 @@ tools, after the menus were served), by allocation site. The reading of
 these profiles, function by function, is in docs/performance-notes.md.
 The calls profile does not show what /mcp's sequential calls cost over
 the bare proxy's: the same proxy holding a 100 MB live heap pays more a
-call than that difference, with garbage collection switched off as well,
-so the cost is where a call's allocations land in a heap the manager's
-size, not code on the call path (performance-notes.md says how this was
-measured).`
+call than that difference, and much less with GOGC=25 than with 100 or
+400: what costs a process is where a call's allocations land (the heap
+goal's headroom, cold in cache), not code on the call path. For the
+manager GOGC=25 narrowed the gap by only a few hundredths
+(performance-notes.md says how both were measured).`
