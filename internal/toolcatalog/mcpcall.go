@@ -475,7 +475,7 @@ type rpcErrorObject struct {
 
 func rpcErrorBody(id json.RawMessage, code int, message string) rpcErrorObject {
 	if len(id) == 0 {
-		id = json.RawMessage("null")
+		id = jsonNull
 	}
 	body := rpcErrorObject{JSONRPC: "2.0", ID: id}
 	body.Error.Code, body.Error.Message = code, message

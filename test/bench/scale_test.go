@@ -106,11 +106,16 @@ func benchScale(b *testing.B, size fleetSize) {
 func (r *scaleRun) profile(m *manager) {
 	b := r.b
 	name := func(step string) string { return fmt.Sprintf("scale-%d-%s", r.size.servers, step) }
-	profilePass(b, m, name("quiet"), func() { time.Sleep(r.size.refresh) })
+	// A quiet interval unsampled would only wait: it runs sampled or not
+	// at all.
+	if p := profileCPU(b, m, name("quiet")); p != nil {
+		time.Sleep(r.size.refresh)
+		p.stop(b)
+	}
 	profilePass(b, m, name("change"), func() {
 		probes := r.probes(m)
-		for i := changes + 1; i <= changes+2; i++ {
-			r.change(m, probes, i, func(*menuProbe, time.Duration, time.Time, time.Duration) {})
+		for range 2 {
+			r.change(m, probes, r.added+1, func(*menuProbe, time.Duration, time.Time, time.Duration) {})
 		}
 	})
 	profilePass(b, m, name("discovery"), r.discoverMore)
