@@ -16,7 +16,6 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
@@ -279,15 +278,20 @@ func (s *Session) request(ctx context.Context, c call, doing string) (json.RawMe
 
 // startSpan starts the client span of one request, named as the MCP
 // semantic conventions name it: the method, and the tool for a call.
+// Its full name and attributes are set only on a span that records: with
+// tracing off (no provider), a call builds none of them.
 func (s *Session) startSpan(ctx context.Context, id string, c call) (context.Context, trace.Span) {
-	name := c.method
-	attrs := []attribute.KeyValue{tracing.MethodName.String(c.method), tracing.RequestID.String(id),
-		tracing.ProtocolVersion.String(s.info.ProtocolVersion)}
-	if c.tool != "" {
-		name += " " + c.tool
-		attrs = append(attrs, tracing.ToolName.String(c.tool), tracing.OperationName.String("execute_tool"))
+	ctx, span := tracing.Tracer().Start(ctx, c.method, trace.WithSpanKind(trace.SpanKindClient))
+	if !span.IsRecording() {
+		return ctx, span
 	}
-	return tracing.Tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	span.SetAttributes(tracing.MethodName.String(c.method), tracing.RequestID.String(id),
+		tracing.ProtocolVersion.String(s.info.ProtocolVersion))
+	if c.tool != "" {
+		span.SetName(c.method + " " + c.tool)
+		span.SetAttributes(tracing.ToolName.String(c.tool), tracing.OperationName.String("execute_tool"))
+	}
+	return ctx, span
 }
 
 // failSpan marks the span failed with the error's kind, never its text

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -204,5 +206,51 @@ func TestStoppingTheCatalogWritesPendingAuditLines(t *testing.T) {
 	}
 	if lines := trail.lines(t); len(lines) != 1 || lines[0].RequestID != "last" {
 		t.Fatalf("after stopping, the trail is %+v", lines)
+	}
+}
+
+// TestRequestID: a caller's usable X-Request-Id is kept; a missing or
+// unusable one is replaced by a fresh id of 16 hex digits, another for
+// every request; the answer carries the id either way.
+func TestRequestID(t *testing.T) {
+	made := regexp.MustCompile(`^[0-9a-f]{16}$`)
+	cases := []struct {
+		name, sent string
+		kept       bool
+	}{
+		{"usable", "req-1.a:b_C", true},
+		{"missing", "", false},
+		{"too long", strings.Repeat("a", 65), false},
+		{"a line break", "a\nb", false},
+		{"a space", "a b", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			seen := map[string]bool{}
+			for range 100 {
+				req := httptest.NewRequest(http.MethodPost, "/v1/execute", nil)
+				if tc.sent != "" {
+					req.Header.Set("X-Request-Id", tc.sent)
+				}
+				rec := httptest.NewRecorder()
+				id := requestID(rec, req)
+				if got := rec.Header().Get("X-Request-Id"); got != id {
+					t.Fatalf("the answer carries %q, the call %q", got, id)
+				}
+				if tc.kept {
+					if id != tc.sent {
+						t.Fatalf("the caller's id %q became %q", tc.sent, id)
+					}
+					continue
+				}
+				if !made.MatchString(id) {
+					t.Fatalf("made id %q is not 16 hex digits", id)
+				}
+				if seen[id] {
+					t.Fatalf("id %q made twice", id)
+				}
+				seen[id] = true
+			}
+		})
 	}
 }
