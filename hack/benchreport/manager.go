@@ -287,8 +287,10 @@ proxy-inproc is the same proxy inside the benchmark's process (the hop
 between processes is the difference); rest, mcp and mcp2025 go through the
 manager. Latency: 20 rounds, each giving every path of every scenario a
 block of sequential calls, in rotating order. Throughput: 16 such rounds
-of 32 concurrent callers; calls/s is the median round's, so that a burst
-of other work on this shared machine spoils a round, not the figure.
+of 32 concurrent callers, each block as many calls as a path makes
+sequentially in all (BENCH_CALLS, 2,000 by default); calls/s is the
+median round's, so that a burst of other work on this shared machine
+spoils a round, not the figure.
 baseline is direct and proxy pooled over every
 scenario (they do not go through a menu); the goals read it. CPU is the
 manager's or the proxy process's threads' scheduler time (all of it,
