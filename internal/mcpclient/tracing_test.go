@@ -66,11 +66,40 @@ func TestTraceContextReachesTheServer(t *testing.T) {
 			if header != want {
 				t.Errorf("traceparent header %q, want %q", header, want)
 			}
-			if m := call.Attributes(); !hasAttr(m, "gen_ai.tool.name", "meta") || !hasAttr(m, "mcp.method.name", "tools/call") {
+			if m := call.Attributes(); !hasAttr(m, "gen_ai.tool.name", "meta") || !hasAttr(m, "mcp.method.name", "tools/call") ||
+				!hasAttr(m, "gen_ai.operation.name", "execute_tool") || !hasAttr(m, "mcp.protocol.version", s.Info().ProtocolVersion) ||
+				!hasAttrPrefix(m, "jsonrpc.request.id", "op-") {
 				t.Errorf("span attributes %v", m)
+			}
+			// A request that is not a call is named for its method alone,
+			// without the tool's attributes.
+			if _, err := s.ListTools(ctx, DefaultLimits); err != nil {
+				t.Fatal(err)
+			}
+			var list sdktrace.ReadOnlySpan
+			for _, sp := range spans.Ended() {
+				if sp.Name() == "tools/list" && sp.Parent().SpanID() == parent.SpanContext().SpanID() {
+					list = sp
+				}
+			}
+			if list == nil {
+				t.Fatal("no client span tools/list under the caller's span")
+			}
+			if m := list.Attributes(); !hasAttr(m, "mcp.method.name", "tools/list") || hasAttrPrefix(m, "gen_ai.tool.name", "") {
+				t.Errorf("tools/list span attributes %v", m)
 			}
 		})
 	}
+}
+
+// hasAttrPrefix reports an attribute key whose string value starts with prefix.
+func hasAttrPrefix(attrs []attribute.KeyValue, key, prefix string) bool {
+	for _, a := range attrs {
+		if string(a.Key) == key && strings.HasPrefix(a.Value.AsString(), prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 func hasAttr(attrs []attribute.KeyValue, key, value string) bool {
