@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
 	"github.com/toolmesh/mcp-operator/internal/tracing"
@@ -40,15 +41,7 @@ func TestTraceContextReachesTheServer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var call sdktrace.ReadOnlySpan
-			for _, sp := range spans.Ended() {
-				if sp.Name() == "tools/call meta" && sp.Parent().SpanID() == parent.SpanContext().SpanID() {
-					call = sp
-				}
-			}
-			if call == nil {
-				t.Fatal("no client span tools/call meta under the caller's span")
-			}
+			call := endedChild(t, spans, "tools/call meta", parent)
 			want := "00-" + call.SpanContext().TraceID().String() + "-" + call.SpanContext().SpanID().String() + "-01"
 			var item struct {
 				Text string `json:"text"`
@@ -76,20 +69,27 @@ func TestTraceContextReachesTheServer(t *testing.T) {
 			if _, err := s.ListTools(ctx, DefaultLimits); err != nil {
 				t.Fatal(err)
 			}
-			var list sdktrace.ReadOnlySpan
-			for _, sp := range spans.Ended() {
-				if sp.Name() == "tools/list" && sp.Parent().SpanID() == parent.SpanContext().SpanID() {
-					list = sp
-				}
-			}
-			if list == nil {
-				t.Fatal("no client span tools/list under the caller's span")
-			}
+			list := endedChild(t, spans, "tools/list", parent)
 			if m := list.Attributes(); !hasAttr(m, "mcp.method.name", "tools/list") || hasAttrPrefix(m, "gen_ai.tool.name", "") {
 				t.Errorf("tools/list span attributes %v", m)
 			}
 		})
 	}
+}
+
+// endedChild is the last ended span named name under parent.
+func endedChild(t *testing.T, spans *tracetest.SpanRecorder, name string, parent trace.Span) sdktrace.ReadOnlySpan {
+	t.Helper()
+	var found sdktrace.ReadOnlySpan
+	for _, sp := range spans.Ended() {
+		if sp.Name() == name && sp.Parent().SpanID() == parent.SpanContext().SpanID() {
+			found = sp
+		}
+	}
+	if found == nil {
+		t.Fatalf("no client span %s under the caller's span", name)
+	}
+	return found
 }
 
 // hasAttrPrefix reports an attribute key whose string value starts with prefix.
