@@ -312,10 +312,10 @@ heap-inprocess is the live heap of the controllers and the catalog run in
 the benchmark's process (BenchmarkHeapInProcess, 1,000 servers × 20
 tools, after the menus were served), by allocation site. The reading of
 these profiles, function by function, is in docs/performance-notes.md.
-The calls profile does not show what /mcp's sequential calls cost over
-the bare proxy's: the same proxy holding a 100 MB live heap pays more a
-call than that difference, and much less with GOGC=25 than with 100 or
-400: what costs a process is where a call's allocations land (the heap
-goal's headroom, cold in cache), not code on the call path. For the
-manager GOGC=25 narrowed the gap by only a few hundredths
-(performance-notes.md says how both were measured).`
+What /mcp's sequential calls cost over the bare proxy's is mostly the
+handler's own work, a dozen pieces of 5–30 µs each under perf (decoding
+and encoding JSON-RPC, validation, audit and metrics, spans, contexts
+and timers); the manager's heap adds some 20–30 µs of it, since a
+call's allocations land in the heap goal's headroom, cold in cache: a
+noscan ballast of 100 MB widened the gap by 35–60 µs
+(performance-notes.md says how it was measured).`
