@@ -303,6 +303,13 @@ func passes(name string, sel *mcpv1alpha1.ToolSelection) bool {
 	return sel == nil || glob.Keep(name, sel.Include, sel.Exclude)
 }
 
+// AppendPart appends p to buf after its length, as hashes of menus take
+// their parts: so prefixed, no two sequences of parts give the same bytes.
+func AppendPart[P string | []byte](buf []byte, p P) []byte {
+	buf = binary.BigEndian.AppendUint64(buf, uint64(len(p)))
+	return append(buf, p...)
+}
+
 // Hash identifies what an agent would see: names, titles, descriptions and
 // definitions, in name order. A definition counts by the hash the
 // controller put in status (it covers schemas and annotations as the
@@ -313,14 +320,8 @@ func passes(name string, sel *mcpv1alpha1.ToolSelection) bool {
 func (m Menu) Hash() string {
 	h := sha256.New()
 	var buf []byte // one tool's parts, written at once
-	part := func(b []byte) {
-		buf = binary.BigEndian.AppendUint64(buf, uint64(len(b)))
-		buf = append(buf, b...)
-	}
-	text := func(s string) {
-		buf = binary.BigEndian.AppendUint64(buf, uint64(len(s)))
-		buf = append(buf, s...)
-	}
+	part := func(b []byte) { buf = AppendPart(buf, b) }
+	text := func(s string) { buf = AppendPart(buf, s) }
 	for _, t := range m.Tools {
 		buf = buf[:0]
 		text(t.Name)

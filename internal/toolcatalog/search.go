@@ -2,7 +2,6 @@ package toolcatalog
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"sync"
@@ -66,16 +65,11 @@ func titleOf(e *menu.Entry) string {
 // than JSON-encoded, which was a fifth of a global view's build.
 func searchFingerprint(vw *view) string {
 	h := sha256.New()
-	var buf []byte
-	text := func(s string) {
-		buf = binary.BigEndian.AppendUint64(buf, uint64(len(s)))
-		buf = append(buf, s...)
-	}
-	text(vw.revision)
+	buf := menu.AppendPart(nil, vw.revision)
 	for i := range vw.menu.Tools {
 		e := &vw.menu.Tools[i]
-		text(e.Tool.OriginalName)
-		text(titleOf(e))
+		buf = menu.AppendPart(buf, e.Tool.OriginalName)
+		buf = menu.AppendPart(buf, titleOf(e))
 		if len(buf) >= 32<<10 {
 			h.Write(buf)
 			buf = buf[:0]

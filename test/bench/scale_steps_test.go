@@ -94,8 +94,8 @@ func (r *scaleRun) changeSettles(m *manager) {
 	firstByte := map[string][]float64{}
 	lag := map[string]time.Duration{}
 	var afterChange []float64
-	for i := 1; i <= changes; i++ {
-		r.change(m, probes, i, func(p *menuProbe, ttfb time.Duration, shown time.Time, execute time.Duration) {
+	for range changes {
+		r.change(m, probes, func(p *menuProbe, ttfb time.Duration, shown time.Time, execute time.Duration) {
 			if p == nil {
 				afterChange = append(afterChange, float64(execute.Microseconds())/1e3)
 				return
@@ -112,12 +112,13 @@ func (r *scaleRun) changeSettles(m *manager) {
 	}
 }
 
-// change adds tool added<i> to s0000, waits until its status shows it,
-// executes a tool through the global menu, then reads every probe menu
-// until it shows the tool. seen is told the execute's latency (p nil),
+// change adds the next tool, added<i>, to s0000, waits until its status
+// shows it, executes a tool through the global menu, then reads every
+// probe menu until it shows the tool. seen is told the execute's latency (p nil),
 // then each probe's first current answer's first byte.
-func (r *scaleRun) change(m *manager, probes []menuProbe, i int, seen func(p *menuProbe, ttfb time.Duration, shown time.Time, execute time.Duration)) {
+func (r *scaleRun) change(m *manager, probes []menuProbe, seen func(p *menuProbe, ttfb time.Duration, shown time.Time, execute time.Duration)) {
 	b := r.b
+	i := r.added + 1
 	name := fmt.Sprintf("added%d", i)
 	r.probe.mcp.AddTool(mcp.Tool{Name: name, RawInputSchema: []byte(smallSchema)},
 		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -115,7 +115,7 @@ func (r *scaleRun) profile(m *manager) {
 	profilePass(b, m, name("change"), func() {
 		probes := r.probes(m)
 		for range 2 {
-			r.change(m, probes, r.added+1, func(*menuProbe, time.Duration, time.Time, time.Duration) {})
+			r.change(m, probes, func(*menuProbe, time.Duration, time.Time, time.Duration) {})
 		}
 	})
 	profilePass(b, m, name("discovery"), r.discoverMore)
