@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -103,12 +102,8 @@ func (a *auditor) write(r AuditRecord) {
 	if a == nil {
 		return
 	}
-	line, err := json.Marshal(r)
-	if err != nil {
-		return
-	}
 	a.mu.Lock()
-	a.pending = append(append(a.pending, line...), '\n')
+	a.pending = append(r.appendJSON(a.pending), '\n')
 	now := a.stopped || len(a.pending) >= auditBufferLimit
 	if !now && !a.scheduled {
 		a.scheduled = true
