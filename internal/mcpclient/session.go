@@ -283,6 +283,9 @@ func (s *Session) request(ctx context.Context, c call, doing string) (json.RawMe
 // decides on the method name alone; the ones tracing.Setup installs (from
 // OTEL_TRACES_SAMPLER) go by trace id and parent, never attributes.
 func (s *Session) startSpan(ctx context.Context, id string, c call) (context.Context, trace.Span) {
+	if !tracing.Enabled() {
+		return ctx, tracing.NoSpan // see tracing.Enabled
+	}
 	ctx, span := tracing.Tracer().Start(ctx, c.method, trace.WithSpanKind(trace.SpanKindClient))
 	if !span.IsRecording() {
 		return ctx, span

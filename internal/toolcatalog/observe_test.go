@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -27,6 +28,7 @@ import (
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/testenv"
+	"github.com/toolmesh/mcp-operator/internal/tracing"
 )
 
 // otlpReceiver is an OTLP/HTTP trace receiver: it keeps every span it is
@@ -194,6 +196,56 @@ var _ = Describe("Traces", func() {
 			}
 			return ""
 		}).Should(Equal(callerTrace))
+	})
+})
+
+var _ = Describe("With tracing off", func() {
+	It("starts no span, yet the caller's trace reaches the server and the audit trail names it", func() {
+		// As a manager without OTEL_* settings: spans go nowhere, and no
+		// propagator writes trace context of its own.
+		otel.SetTracerProvider(noop.NewTracerProvider())
+		otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator())
+		DeferCleanup(func() { otel.SetTracerProvider(sdktrace.NewTracerProvider()) })
+		Expect(tracing.Enabled()).To(BeFalse())
+		ns := env.Namespace()
+		calc := calcServer()
+		calc.AddToolFunc("meta", "Answers the _meta it got", `{"type":"object"}`, func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			raw, err := json.Marshal(req.Params.Meta.AdditionalFields)
+			if err != nil {
+				return nil, err
+			}
+			return mcp.NewToolResultText(string(raw)), nil
+		})
+		readyServer(ns, "calc", calc.URL())
+		collection(ns, "untraced", "calc")
+		trail := &testenv.LockedBuffer{}
+		cat, srv := newCatalog(Options{Audit: trail})
+		base := srv.URL + "/v1/namespaces/" + ns + "/toolcollections/untraced"
+
+		const restTrace, mcpTrace = "0af7651916cd43dd8448eb211c80319c", "4bf92f3577b34da6a3ce929d0e0e4736"
+		r := callTo(srv.URL, "/v1/namespaces/"+ns+"/toolcollections/untraced/execute", `{"name":"mcp_calc_add","arguments":{"a":1,"b":2}}`,
+			"traceparent", "00-"+restTrace+"-b7ad6b7169203331-01")
+		Expect(r.code).To(Equal(http.StatusOK), string(r.body))
+		caller := callerOf(base+"/mcp", "")
+		result, err := caller.session.CallTool(ctx, &sdk.CallToolParams{Name: "mcp_calc_meta", Arguments: map[string]any{},
+			Meta: sdk.Meta{"traceparent": "00-" + mcpTrace + "-00f067aa0ba902b7-01"}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(result.IsError).To(BeFalse(), textOf(result))
+
+		By("the server got the caller's trace context as it came")
+		var upstream map[string]any
+		Expect(json.Unmarshal([]byte(textOf(result)), &upstream)).To(Succeed(), textOf(result))
+		Expect(upstream).To(HaveKeyWithValue("traceparent", "00-"+mcpTrace+"-00f067aa0ba902b7-01"))
+
+		By("each call's audit line names its caller's trace")
+		cat.audit.flush()
+		var traces []string
+		for _, l := range strings.Split(strings.TrimSpace(trail.String()), "\n") {
+			var rec AuditRecord
+			Expect(json.Unmarshal([]byte(l), &rec)).To(Succeed(), l)
+			traces = append(traces, rec.TraceID)
+		}
+		Expect(traces).To(Equal([]string{restTrace, mcpTrace}))
 	})
 })
 

@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // Name is the instrumentation scope of the operator's spans.
@@ -44,6 +45,25 @@ const (
 // Tracer is the operator's tracer: a no-op until Setup installs a
 // provider.
 func Tracer() trace.Tracer { return otel.Tracer(Name) }
+
+// untraced is the provider otel serves until one is installed.
+var untraced = otel.GetTracerProvider()
+
+// Enabled reports whether spans go anywhere: a provider is installed
+// (Setup, or a test) and it is not a no-op. Until then the call path
+// starts no spans of its own: spans that record nothing still cost every
+// call measurable time (docs/performance-notes.md). A caller's trace
+// context goes on all the same, in the request's context and _meta.
+func Enabled() bool {
+	p := otel.GetTracerProvider()
+	if _, off := p.(noop.TracerProvider); off {
+		return false
+	}
+	return p != untraced
+}
+
+// NoSpan is what a request that starts no span ends: nothing.
+var NoSpan = trace.SpanFromContext(context.Background())
 
 // Configured reports whether the environment asks for traces.
 func Configured() bool {

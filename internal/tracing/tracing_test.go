@@ -4,6 +4,10 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 func TestSetupRefusesProtocolsItCannotSpeak(t *testing.T) {
@@ -38,5 +42,28 @@ func TestSetupRefusesProtocolsItCannotSpeak(t *testing.T) {
 				t.Fatalf("the error should name %s and what to set instead: %v", tc.variable, err)
 			}
 		})
+	}
+}
+
+// TestEnabled: spans are made only once a provider that sends them is
+// installed; otel's own provider and a no-op one send nothing.
+func TestEnabled(t *testing.T) {
+	saved, savedUntraced := otel.GetTracerProvider(), untraced
+	t.Cleanup(func() {
+		untraced = savedUntraced
+		otel.SetTracerProvider(saved)
+	})
+	// Whatever this process has installed stands for otel's own provider.
+	untraced = otel.GetTracerProvider()
+	if Enabled() {
+		t.Error("Enabled with no provider installed")
+	}
+	otel.SetTracerProvider(sdktrace.NewTracerProvider())
+	if !Enabled() {
+		t.Error("not Enabled with an SDK provider installed")
+	}
+	otel.SetTracerProvider(noop.NewTracerProvider())
+	if Enabled() {
+		t.Error("Enabled with a no-op provider installed")
 	}
 }
