@@ -179,10 +179,16 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 		m.answerFailure(ctx, w, key, msg, entry, err, modern)
 		return
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	session := sessionOf(r, key)
-	defer m.sessions.track(session, msg.ID, cancel)()
+	if session != "" {
+		// A legacy session's caller cancels with a notification, which
+		// may come to this replica; any other cancels by closing the
+		// request, which ends ctx.
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		defer m.sessions.track(session, msg.ID, cancel)()
+	}
 
 	stream := newCallStream(w, msg.ID, modern)
 	defer stream.close()
