@@ -102,8 +102,12 @@ func (a *auditor) write(r AuditRecord) {
 	if a == nil {
 		return
 	}
+	// Encoded outside the lock, on the stack when it fits (most lines
+	// are 300–400 bytes), so that concurrent calls do not wait on it.
+	var stack [512]byte
+	line := r.appendJSON(stack[:0])
 	a.mu.Lock()
-	a.pending = append(r.appendJSON(a.pending), '\n')
+	a.pending = append(append(a.pending, line...), '\n')
 	now := a.stopped || len(a.pending) >= auditBufferLimit
 	if !now && !a.scheduled {
 		a.scheduled = true

@@ -11,6 +11,8 @@ import (
 // byte (TestAuditLineIsWhatJSONMarshalWrites), without reflection or a
 // buffer of its own: every tool call writes one, and json.Marshal's cost
 // was a twentieth of the catalog's own work on a call (BenchmarkCallPath).
+// One difference: a duration that is not a number, which json.Marshal
+// refuses (the line was lost), is written as 0.
 func (r *AuditRecord) appendJSON(b []byte) []byte {
 	b = append(b, `{"time":`...)
 	b = appendJSONString(b, r.Time)

@@ -3,6 +3,7 @@ package toolcatalog
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"testing"
 )
 
@@ -30,6 +31,14 @@ func TestAuditLineIsWhatJSONMarshalWrites(t *testing.T) {
 		"a huge duration":                                {DurationMs: 1e22},
 		"a negative status":                              {Status: -1, ResultBytes: -5},
 		"a third of a ms":                                {DurationMs: 1.0 / 3},
+	}
+	// A field added to AuditRecord must be added to appendJSON: the case
+	// with every field must have them all set.
+	record := reflect.ValueOf(full)
+	for i := range record.NumField() {
+		if record.Field(i).IsZero() {
+			t.Fatalf("the every-field case leaves %s unset", record.Type().Field(i).Name)
+		}
 	}
 	for name, r := range cases {
 		t.Run(name, func(t *testing.T) {

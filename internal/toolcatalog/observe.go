@@ -80,8 +80,9 @@ func (c *Catalog) startSpan(ctx context.Context, r *http.Request, name string, m
 		}
 	}
 	if !tracing.Enabled() {
-		// The caller's trace context (if any) stays in ctx: it goes on
-		// to the upstream server, and the audit names its trace.
+		// The caller's trace context (if any) stays in ctx, and the audit
+		// line names its trace. (With no provider there is no propagator
+		// either: only an MCP caller's _meta carries it upstream.)
 		return ctx, tracing.NoSpan
 	}
 	return tracing.Tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer))

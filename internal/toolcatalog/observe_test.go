@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -236,6 +237,14 @@ var _ = Describe("With tracing off", func() {
 		var upstream map[string]any
 		Expect(json.Unmarshal([]byte(textOf(result)), &upstream)).To(Succeed(), textOf(result))
 		Expect(upstream).To(HaveKeyWithValue("traceparent", "00-"+mcpTrace+"-00f067aa0ba902b7-01"))
+
+		By("the catalog starts no span of its own, and keeps the caller's")
+		req := httptest.NewRequest(http.MethodPost, "/v1/execute", nil)
+		req.Header.Set("traceparent", "00-"+restTrace+"-b7ad6b7169203331-01")
+		spanCtx, span := cat.startSpan(req.Context(), req, "execute", nil)
+		Expect(span).To(BeIdenticalTo(tracing.NoSpan))
+		Expect(trace.SpanContextFromContext(spanCtx).TraceID().String()).To(Equal(restTrace))
+		Expect(trace.SpanContextFromContext(spanCtx).IsRemote()).To(BeTrue())
 
 		By("each call's audit line names its caller's trace")
 		cat.audit.flush()

@@ -53,7 +53,8 @@ var untraced = otel.GetTracerProvider()
 // (Setup, or a test) and it is not a no-op. Until then the call path
 // starts no spans of its own: spans that record nothing still cost every
 // call measurable time (docs/performance-notes.md). A caller's trace
-// context goes on all the same, in the request's context and _meta.
+// context stays in the request's context all the same, for the audit
+// trail, and an MCP caller's _meta goes upstream as it came.
 func Enabled() bool {
 	p := otel.GetTracerProvider()
 	if _, off := p.(noop.TracerProvider); off {

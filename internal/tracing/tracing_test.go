@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -53,7 +54,12 @@ func TestEnabled(t *testing.T) {
 		untraced = savedUntraced
 		otel.SetTracerProvider(saved)
 	})
-	// Whatever this process has installed stands for otel's own provider.
+	// What Enabled compares with is otel's own provider, captured before
+	// anything could install another (this package's other tests do).
+	if got := fmt.Sprintf("%T", savedUntraced); got != "*global.tracerProvider" {
+		t.Fatalf("untraced is a %s, not otel's own provider", got)
+	}
+	// Whatever this process has installed now stands for otel's own.
 	untraced = otel.GetTracerProvider()
 	if Enabled() {
 		t.Error("Enabled with no provider installed")
