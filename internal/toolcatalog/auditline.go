@@ -16,14 +16,9 @@ import (
 func (r *AuditRecord) appendJSON(b []byte) []byte {
 	b = append(b, `{"time":`...)
 	b = appendJSONString(b, r.Time)
-	b = append(b, `,"requestId":`...)
-	b = appendJSONString(b, r.RequestID)
-	if r.TraceID != "" {
-		b = append(b, `,"traceId":`...)
-		b = appendJSONString(b, r.TraceID)
-	}
-	b = append(b, `,"user":`...)
-	b = appendJSONString(b, r.User)
+	b = appendStringField(b, `,"requestId":`, r.RequestID)
+	b = appendOptionalField(b, `,"traceId":`, r.TraceID)
+	b = appendStringField(b, `,"user":`, r.User)
 	if len(r.Groups) > 0 {
 		b = append(b, `,"groups":[`...)
 		for i, g := range r.Groups {
@@ -34,24 +29,12 @@ func (r *AuditRecord) appendJSON(b []byte) []byte {
 		}
 		b = append(b, ']')
 	}
-	b = append(b, `,"via":`...)
-	b = appendJSONString(b, r.Via)
-	if r.Collection != "" {
-		b = append(b, `,"collection":`...)
-		b = appendJSONString(b, r.Collection)
-	}
-	b = append(b, `,"tool":`...)
-	b = appendJSONString(b, r.Tool)
-	if r.OriginalName != "" {
-		b = append(b, `,"originalName":`...)
-		b = appendJSONString(b, r.OriginalName)
-	}
-	if r.Server != "" {
-		b = append(b, `,"server":`...)
-		b = appendJSONString(b, r.Server)
-	}
-	b = append(b, `,"outcome":`...)
-	b = appendJSONString(b, r.Outcome)
+	b = appendStringField(b, `,"via":`, r.Via)
+	b = appendOptionalField(b, `,"collection":`, r.Collection)
+	b = appendStringField(b, `,"tool":`, r.Tool)
+	b = appendOptionalField(b, `,"originalName":`, r.OriginalName)
+	b = appendOptionalField(b, `,"server":`, r.Server)
+	b = appendStringField(b, `,"outcome":`, r.Outcome)
 	if r.Status != 0 {
 		b = append(b, `,"status":`...)
 		b = strconv.AppendInt(b, int64(r.Status), 10)
@@ -61,6 +44,20 @@ func (r *AuditRecord) appendJSON(b []byte) []byte {
 	b = append(b, `,"resultBytes":`...)
 	b = strconv.AppendInt(b, int64(r.ResultBytes), 10)
 	return append(b, '}')
+}
+
+// appendStringField appends a key (with its comma and colon) and s.
+func appendStringField(b []byte, key, s string) []byte {
+	return appendJSONString(append(b, key...), s)
+}
+
+// appendOptionalField is appendStringField for an omitempty field: an
+// empty s appends nothing.
+func appendOptionalField(b []byte, key, s string) []byte {
+	if s == "" {
+		return b
+	}
+	return appendStringField(b, key, s)
 }
 
 // appendJSONString appends s as a JSON string. The names, ids and
