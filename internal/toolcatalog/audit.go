@@ -103,7 +103,7 @@ func (a *auditor) write(r AuditRecord) {
 		return
 	}
 	// Encoded outside the lock, on the stack when it fits (most lines
-	// are 300–400 bytes), so that concurrent calls do not wait on it.
+	// are 200–400 bytes), so that concurrent calls do not wait on it.
 	var stack [512]byte
 	line := r.appendJSON(stack[:0])
 	a.mu.Lock()

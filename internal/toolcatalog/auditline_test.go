@@ -24,7 +24,7 @@ func TestAuditLineIsWhatJSONMarshalWrites(t *testing.T) {
 		"invalid UTF-8":                                  {Tool: "a\xffb\xc3"},
 		"non-ASCII":                                      {User: "müller", Groups: []string{"équipe", "チーム"}},
 		"line separators":                                {Tool: "a\u2028b\u2029c"},
-		"a long cut name":                                {Tool: "mcp_" + string(make([]byte, 10)) + "…"},
+		"NUL bytes and an ellipsis":                      {Tool: "mcp_" + string(make([]byte, 10)) + "…"},
 		"zero duration":                                  {DurationMs: 0},
 		"a tiny duration":                                {DurationMs: 1e-7},
 		"a whole duration":                               {DurationMs: 1500},
