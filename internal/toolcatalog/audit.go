@@ -25,7 +25,8 @@ type AuditRecord struct {
 	// RequestID names the request: the caller's X-Request-Id when it sent
 	// a usable one, else one the catalog made; the answer carries it back.
 	RequestID string `json:"requestId"`
-	// TraceID is the call's trace, when tracing is on.
+	// TraceID is the call's trace: the caller's when it sent one, else
+	// the one the catalog started, with tracing on.
 	TraceID string `json:"traceId,omitempty"`
 	// User and Groups are who called, as the TokenReview said; User is
 	// "anonymous" when the catalog runs without authentication.
