@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
 	"github.com/toolmesh/mcp-operator/internal/toolname"
 )
@@ -89,9 +90,9 @@ var _ = Describe("Events", func() {
 		srv := createServer(ns, "ev", mcp.URL())
 		Eventually(eventsOf(srv)).Should(ContainElement("ToolsDiscovered: Discovered 11 tools"))
 
-		renamed := fetch(srv)
-		renamed.Spec.ToolPrefix = "renamed"
-		Expect(k8sClient.Update(ctx, renamed)).To(Succeed())
+		updateServer(srv, func(renamed *mcpv1alpha1.MCPServer) {
+			renamed.Spec.ToolPrefix = "renamed"
+		})
 		Eventually(eventsOf(srv)).Should(ContainElement(And(
 			HavePrefix("ToolsChanged: Tools changed: added mcp_renamed_list_repository_pull_request_review_comments_00,"),
 			ContainSubstring("and 7 more; removed mcp_ev_list_repository_pull_request_review_comments_00,"),

@@ -5,8 +5,10 @@ import (
 	"strings"
 	"time"
 
+	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
@@ -32,6 +34,18 @@ func createServer(ns, name, url string, mutate ...func(*mcpv1alpha1.MCPServer)) 
 }
 
 func fetch(srv *mcpv1alpha1.MCPServer) *mcpv1alpha1.MCPServer { return env.Fetch(srv) }
+
+// updateServer applies mutate to the server's latest version and writes
+// it, again on a conflict: the controller may write the status between
+// the read and the write.
+func updateServer(srv *mcpv1alpha1.MCPServer, mutate func(*mcpv1alpha1.MCPServer)) {
+	GinkgoHelper()
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		latest := fetch(srv)
+		mutate(latest)
+		return k8sClient.Update(ctx, latest)
+	})).To(Succeed())
+}
 
 func readyOf(srv *mcpv1alpha1.MCPServer) func() string { return env.ReadyOf(srv) }
 

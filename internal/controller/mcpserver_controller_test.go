@@ -286,17 +286,17 @@ var _ = Describe("MCPServer discovery", func() {
 		srv := createServer(ns, "paused", mcp.URL(), every(10*time.Second))
 		Eventually(readyOf(srv)).Should(Equal("True/ToolsDiscovered"))
 
-		suspended := fetch(srv)
-		suspended.Spec.Suspend = true
-		Expect(k8sClient.Update(ctx, suspended)).To(Succeed())
+		updateServer(srv, func(suspended *mcpv1alpha1.MCPServer) {
+			suspended.Spec.Suspend = true
+		})
 		lists := mcp.ToolLists()
 		mcp.AddTools("ignored")
 		Consistently(mcp.ToolLists, 12*time.Second, time.Second).Should(Equal(lists), "no refresh while suspended")
 		Expect(toolNames(srv)).To(Equal([]string{"mcp_paused_kept"}))
 
-		resumed := fetch(srv)
-		resumed.Spec.Suspend = false
-		Expect(k8sClient.Update(ctx, resumed)).To(Succeed())
+		updateServer(srv, func(resumed *mcpv1alpha1.MCPServer) {
+			resumed.Spec.Suspend = false
+		})
 		Eventually(func() []string { return toolNames(srv) }).Should(Equal([]string{"mcp_paused_ignored", "mcp_paused_kept"}))
 	})
 
@@ -402,9 +402,9 @@ var _ = Describe("MCPServer discovery", func() {
 		srv := createServer(ns, "renamed", mcp.URL())
 		Eventually(readyOf(srv)).Should(Equal("True/ToolsDiscovered"))
 
-		got := fetch(srv)
-		got.Spec.ToolPrefix = "other"
-		Expect(k8sClient.Update(ctx, got)).To(Succeed())
+		updateServer(srv, func(got *mcpv1alpha1.MCPServer) {
+			got.Spec.ToolPrefix = "other"
+		})
 		Eventually(func() []string { return toolNames(srv) }).Should(Equal([]string{"mcp_other_t"}))
 		Eventually(readyOf(srv)).Should(Equal("True/ToolsDiscovered"))
 		Expect(fetch(srv).Status.ObservedGeneration).To(BeEquivalentTo(2))
@@ -421,9 +421,9 @@ var _ = Describe("MCPServer discovery", func() {
 		Eventually(menuOf(tc)).Should(Equal([]string{"slow/mcp_slow_t"}))
 
 		// A change that has nothing to do with the tools.
-		changed := fetch(srv)
-		changed.Spec.MaxConcurrentCalls = ptr.To[int32](3)
-		Expect(k8sClient.Update(ctx, changed)).To(Succeed())
+		updateServer(srv, func(changed *mcpv1alpha1.MCPServer) {
+			changed.Spec.MaxConcurrentCalls = ptr.To[int32](3)
+		})
 		sawReconciling := false
 		Eventually(func() int64 {
 			got := fetch(srv)
@@ -456,9 +456,9 @@ var _ = Describe("MCPServer discovery", func() {
 		srv := createServer(ns, "guarded", slow.URL())
 		Eventually(func() []string { return toolNames(srv) }, 30*time.Second).Should(Equal([]string{"mcp_guarded_delete_all", "mcp_guarded_read"}))
 
-		narrowed := fetch(srv)
-		narrowed.Spec.ToolFilter = &mcpv1alpha1.ToolFilter{Exclude: []string{"delete_*"}}
-		Expect(k8sClient.Update(ctx, narrowed)).To(Succeed())
+		updateServer(srv, func(narrowed *mcpv1alpha1.MCPServer) {
+			narrowed.Spec.ToolFilter = &mcpv1alpha1.ToolFilter{Exclude: []string{"delete_*"}}
+		})
 		Eventually(func() []string {
 			got := fetch(srv)
 			if got.Status.ObservedGeneration == 2 {

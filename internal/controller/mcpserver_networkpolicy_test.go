@@ -89,9 +89,9 @@ var _ = Describe("A workload's NetworkPolicy", func() {
 		Eventually(isolated(srv, 8080)).Should(Succeed())
 
 		By("following the server's port")
-		moved := fetch(srv)
-		moved.Spec.Workload.Port = 9090
-		Expect(k8sClient.Update(ctx, moved)).To(Succeed())
+		updateServer(srv, func(moved *mcpv1alpha1.MCPServer) {
+			moved.Spec.Workload.Port = 9090
+		})
 		Eventually(isolated(srv, 9090)).Should(Succeed())
 	})
 

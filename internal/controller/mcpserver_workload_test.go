@@ -328,13 +328,13 @@ var _ = Describe("MCPServer workloads", func() {
 		existing(deploymentOf(srv))
 
 		By("applying a new image, arguments, replica count and port")
-		changed := fetch(srv)
-		changed.Spec.Workload.Image = "node:24-alpine"
-		changed.Spec.Workload.Args = []string{"/data", "/more"}
-		changed.Spec.Workload.Replicas = ptr.To[int32](2)
-		changed.Spec.Workload.Port = 9090
-		changed.Spec.Workload.Env = []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "debug"}}
-		Expect(k8sClient.Update(ctx, changed)).To(Succeed())
+		updateServer(srv, func(changed *mcpv1alpha1.MCPServer) {
+			changed.Spec.Workload.Image = "node:24-alpine"
+			changed.Spec.Workload.Args = []string{"/data", "/more"}
+			changed.Spec.Workload.Replicas = ptr.To[int32](2)
+			changed.Spec.Workload.Port = 9090
+			changed.Spec.Workload.Env = []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "debug"}}
+		})
 		Eventually(func(g Gomega) {
 			d, err := deploymentOf(srv)()
 			g.Expect(err).NotTo(HaveOccurred())
@@ -350,9 +350,9 @@ var _ = Describe("MCPServer workloads", func() {
 		}).Should(BeEquivalentTo(9090))
 
 		By("dropping what the spec no longer says")
-		dropped := fetch(srv)
-		dropped.Spec.Workload.Env = nil
-		Expect(k8sClient.Update(ctx, dropped)).To(Succeed())
+		updateServer(srv, func(dropped *mcpv1alpha1.MCPServer) {
+			dropped.Spec.Workload.Env = nil
+		})
 		Eventually(func() ([]corev1.EnvVar, error) {
 			d, err := deploymentOf(srv)()
 			return d.Spec.Template.Spec.Containers[0].Env, err
@@ -385,9 +385,9 @@ var _ = Describe("MCPServer workloads", func() {
 		Expect(existing(deploymentOf(srv)).Spec.Template.Annotations).To(HaveKeyWithValue("kubectl.kubernetes.io/restartedAt", "2026-12-01T00:00:00Z"))
 
 		By("leaving the replica count to whoever scales the Deployment when the spec does not set it")
-		unset := fetch(srv)
-		unset.Spec.Workload.Replicas = nil
-		Expect(k8sClient.Update(ctx, unset)).To(Succeed())
+		updateServer(srv, func(unset *mcpv1alpha1.MCPServer) {
+			unset.Spec.Workload.Replicas = nil
+		})
 		scaled := func(n int32) {
 			Eventually(func() error {
 				d, err := deploymentOf(srv)()
@@ -422,9 +422,9 @@ var _ = Describe("MCPServer workloads", func() {
 		readyOfGeneration1 := serverCondition(srv, mcpv1alpha1.ConditionReady)()
 
 		By("waiting while the Deployment controller has not observed the new image")
-		changed := fetch(srv)
-		changed.Spec.Workload.Image = "registry.example/does-not-exist:1"
-		Expect(k8sClient.Update(ctx, changed)).To(Succeed())
+		updateServer(srv, func(changed *mcpv1alpha1.MCPServer) {
+			changed.Spec.Workload.Image = "registry.example/does-not-exist:1"
+		})
 		Eventually(func() string { return serverIn(existing(deploymentOf(srv)).Spec.Template.Spec.Containers).Image }).
 			Should(Equal("registry.example/does-not-exist:1"))
 		Eventually(workloadOf(srv)).Should(Equal("False/RolloutInProgress"))
@@ -523,9 +523,9 @@ var _ = Describe("MCPServer workloads", func() {
 		Eventually(eventsOf(srv)).Should(ContainElement("WorkloadAvailable: The workload is available: Deployment has minimum availability."))
 
 		By("turning unavailable again when scaled to zero")
-		scaled := fetch(srv)
-		scaled.Spec.Workload.Replicas = ptr.To[int32](0)
-		Expect(k8sClient.Update(ctx, scaled)).To(Succeed())
+		updateServer(srv, func(scaled *mcpv1alpha1.MCPServer) {
+			scaled.Spec.Workload.Replicas = ptr.To[int32](0)
+		})
 		Eventually(workloadOf(srv)).Should(Equal("False/ScaledToZero"))
 		Eventually(readyOf(srv)).Should(Equal("False/WorkloadUnavailable"))
 		Eventually(eventsOf(srv)).Should(ContainElement("ScaledToZero: The Deployment is scaled to 0 replicas, so no pod runs the server"))
@@ -541,10 +541,10 @@ var _ = Describe("MCPServer workloads", func() {
 		existing(networkPolicyOf(srv))
 		Eventually(workloadOf(srv)).ShouldNot(Equal("none"))
 
-		moved := fetch(srv)
-		moved.Spec.Workload = nil
-		moved.Spec.URL = mcp.URL()
-		Expect(k8sClient.Update(ctx, moved)).To(Succeed())
+		updateServer(srv, func(moved *mcpv1alpha1.MCPServer) {
+			moved.Spec.Workload = nil
+			moved.Spec.URL = mcp.URL()
+		})
 		Eventually(gone(deploymentOf(srv))).Should(BeTrue())
 		Eventually(gone(serviceOf(srv))).Should(BeTrue())
 		Eventually(gone(networkPolicyOf(srv))).Should(BeTrue())
@@ -556,9 +556,9 @@ var _ = Describe("MCPServer workloads", func() {
 		foreign := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "moved", Labels: map[string]string{"app.kubernetes.io/managed-by": "mcp-operator"}},
 			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
 		Expect(k8sClient.Create(ctx, foreign)).To(Succeed())
-		refreshed := fetch(srv)
-		refreshed.Spec.ToolPrefix = "again"
-		Expect(k8sClient.Update(ctx, refreshed)).To(Succeed())
+		updateServer(srv, func(refreshed *mcpv1alpha1.MCPServer) {
+			refreshed.Spec.ToolPrefix = "again"
+		})
 		Eventually(func() []string { return toolNames(srv) }).Should(Equal([]string{"mcp_again_t"}))
 		Expect(existing(serviceOf(srv)).UID).To(Equal(foreign.UID))
 	})
