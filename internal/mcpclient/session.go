@@ -278,9 +278,9 @@ func (s *Session) request(ctx context.Context, c call, doing string) (json.RawMe
 
 // startSpan starts the client span of one request, named as the MCP
 // semantic conventions name it: the method, and the tool for a call.
-// Its full name and attributes are set only on a span that records: with
-// tracing off (no provider), a call builds none of them. A sampler thus
-// decides on the method name alone; the ones tracing.Setup installs (from
+// With tracing off (tracing.Enabled) no span is started at all; otherwise
+// its full name and attributes are set only on a span that records (the
+// sampler kept it). A sampler thus decides on the method name alone; the ones tracing.Setup installs (from
 // OTEL_TRACES_SAMPLER) go by trace id and parent, never attributes.
 func (s *Session) startSpan(ctx context.Context, id string, c call) (context.Context, trace.Span) {
 	if !tracing.Enabled() {
