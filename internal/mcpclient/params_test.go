@@ -3,6 +3,9 @@ package mcpclient
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -150,3 +153,51 @@ func TestDecodeAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestAJSONAnswerIsReadToItsEnd: net/http reports the end of a body with
+// a Content-Length along with its last bytes, so decoding a JSON answer
+// reaches the end and finish closes the body without arming its timer.
+func TestAJSONAnswerIsReadToItsEnd(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":"op-1","result":{"content":[]}}`)
+	}))
+	defer srv.Close()
+	resp, err := http.Post(srv.URL, "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := &endingBody{ReadCloser: resp.Body}
+	defer finish(body)
+	if _, err := decodeAnswer(body); err != nil {
+		t.Fatal(err)
+	}
+	if resp.ContentLength < 0 || !body.ended {
+		t.Errorf("Content-Length %d, end reached %v: want a length, and its end reached by the decode", resp.ContentLength, body.ended)
+	}
+}
+
+// TestFinishLeavesAnEndedBodyUnread: a body whose end was read is closed
+// as it is, and one whose end was not is read on (up to finish's bound).
+func TestFinishLeavesAnEndedBodyUnread(t *testing.T) {
+	for _, ended := range []bool{true, false} {
+		counted := &countingBody{}
+		finish(&endingBody{ReadCloser: counted, ended: ended})
+		wantReads := 0
+		if !ended {
+			wantReads = 1
+		}
+		if counted.reads != wantReads || !counted.closed {
+			t.Errorf("ended %v: %d reads, closed %v; want %d reads and closed", ended, counted.reads, counted.closed, wantReads)
+		}
+	}
+}
+
+// countingBody is an empty body that counts its reads.
+type countingBody struct {
+	reads  int
+	closed bool
+}
+
+func (c *countingBody) Read([]byte) (int, error) { c.reads++; return 0, io.EOF }
+func (c *countingBody) Close() error             { c.closed = true; return nil }

@@ -65,7 +65,8 @@ func (s *Session) post(ctx context.Context, req transport.JSONRPCRequest) (*tran
 	}
 	// The rest of the body is read (briefly) before it is closed, so that
 	// the connection goes back to be reused rather than being dropped.
-	defer finish(resp.Body)
+	answerBody := &endingBody{ReadCloser: resp.Body}
+	defer finish(answerBody)
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		// The credentials, whatever the body says (an OAuth error reads
@@ -74,7 +75,7 @@ func (s *Session) post(ctx context.Context, req transport.JSONRPCRequest) (*tran
 	case resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted:
 		// A JSON-RPC error sent with an error status is that error; any
 		// other body is explained by the status (the exchange recorded it).
-		raw, _ := io.ReadAll(resp.Body)
+		raw, _ := io.ReadAll(answerBody)
 		if answer := rpcErrorAnswer(raw); answer != nil {
 			return answer, nil
 		}
@@ -83,9 +84,9 @@ func (s *Session) post(ctx context.Context, req transport.JSONRPCRequest) (*tran
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch mediaType {
 	case "application/json":
-		return decodeAnswer(resp.Body)
+		return decodeAnswer(answerBody)
 	case "text/event-stream":
-		answer, err := answerOnStream(resp.Body)
+		answer, err := answerOnStream(answerBody)
 		if err != nil && ctx.Err() != nil {
 			// The stream broke because the request was ended (its timeout,
 			// its caller, Close): that is what request reports.
@@ -168,10 +169,32 @@ func rpcErrorAnswer(body []byte) *transport.JSONRPCResponse {
 // once; one that holds it open loses the connection instead.
 const finishWait = 50 * time.Millisecond
 
+// endingBody is an answer's body that tells whether a read reached its
+// end.
+type endingBody struct {
+	io.ReadCloser
+	ended bool
+}
+
+func (b *endingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.ended = true
+	}
+	return n, err
+}
+
 // finish reads what is left of an answer's body, a little and briefly,
 // and closes it: a body closed before its end takes its connection with
-// it.
-func finish(body io.ReadCloser) {
+// it. A body already read to its end (most JSON answers: net/http reports
+// the end with a Content-Length body's last bytes) is closed at once,
+// without the timer: a timer a call kept the runtime's sleeping threads
+// waking for nothing.
+func finish(body *endingBody) {
+	if body.ended {
+		_ = body.Close()
+		return
+	}
 	stop := time.AfterFunc(finishWait, func() { _ = body.Close() })
 	_, _ = io.Copy(io.Discard, io.LimitReader(body, 4<<10))
 	stop.Stop()
