@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -138,7 +139,7 @@ func TestDecodeAnswer(t *testing.T) {
 		{"cut short", `{"jsonrpc":"2.0","id":4,"res`, "failed to decode response: unexpected EOF"},
 		{"not JSON", `<html>`, "failed to decode response: invalid character '<' looking for beginning of value"},
 	} {
-		answer, err := decodeAnswer(strings.NewReader(tc.body))
+		answer, err := decodeAnswer(&endingBody{ReadCloser: io.NopCloser(strings.NewReader(tc.body))})
 		got := ""
 		switch {
 		case err != nil:
@@ -156,14 +157,14 @@ func TestDecodeAnswer(t *testing.T) {
 
 // TestAJSONAnswerIsReadToItsEnd: net/http reports the end of a body with
 // a Content-Length along with its last bytes, so decoding a JSON answer
-// reaches the end and finish closes the body without arming its timer.
+// reaches the end, which is what lets finish close it without its timer.
 func TestAJSONAnswerIsReadToItsEnd(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":"op-1","result":{"content":[]}}`)
 	}))
 	defer srv.Close()
-	resp, err := http.Post(srv.URL, "application/json", strings.NewReader(`{}`))
+	resp, err := srv.Client().Post(srv.URL, "application/json", strings.NewReader(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,21 +184,22 @@ func TestFinishLeavesAnEndedBodyUnread(t *testing.T) {
 	for _, ended := range []bool{true, false} {
 		counted := &countingBody{}
 		finish(&endingBody{ReadCloser: counted, ended: ended})
-		wantReads := 0
+		wantReads := int64(0)
 		if !ended {
 			wantReads = 1
 		}
-		if counted.reads != wantReads || !counted.closed {
-			t.Errorf("ended %v: %d reads, closed %v; want %d reads and closed", ended, counted.reads, counted.closed, wantReads)
+		if counted.reads.Load() != wantReads || !counted.closed.Load() {
+			t.Errorf("ended %v: %d reads, closed %v; want %d reads and closed", ended, counted.reads.Load(), counted.closed.Load(), wantReads)
 		}
 	}
 }
 
-// countingBody is an empty body that counts its reads.
+// countingBody is an empty body that counts its reads. finish's timer
+// may close it from a goroutine of its own.
 type countingBody struct {
-	reads  int
-	closed bool
+	reads  atomic.Int64
+	closed atomic.Bool
 }
 
-func (c *countingBody) Read([]byte) (int, error) { c.reads++; return 0, io.EOF }
-func (c *countingBody) Close() error             { c.closed = true; return nil }
+func (c *countingBody) Read([]byte) (int, error) { c.reads.Add(1); return 0, io.EOF }
+func (c *countingBody) Close() error             { c.closed.Store(true); return nil }

@@ -110,7 +110,7 @@ var (
 // whole first: a server may send a Content-Length it does not keep to,
 // or hold the body open after the answer (finish then waits briefly for
 // the rest), and the answer is the answer all the same.
-func decodeAnswer(body io.Reader) (*transport.JSONRPCResponse, error) {
+func decodeAnswer(body *endingBody) (*transport.JSONRPCResponse, error) {
 	var answer transport.JSONRPCResponse
 	if err := json.NewDecoder(body).Decode(&answer); err != nil {
 		return nil, fmt.Errorf("failed to decode response: %w", err)
@@ -170,7 +170,8 @@ func rpcErrorAnswer(body []byte) *transport.JSONRPCResponse {
 const finishWait = 50 * time.Millisecond
 
 // endingBody is an answer's body that tells whether a read reached its
-// end.
+// end. The answer's readers take it rather than an io.Reader, so that none
+// reads past it and leaves finish unaware of the end.
 type endingBody struct {
 	io.ReadCloser
 	ended bool
@@ -186,10 +187,11 @@ func (b *endingBody) Read(p []byte) (int, error) {
 
 // finish reads what is left of an answer's body, a little and briefly,
 // and closes it: a body closed before its end takes its connection with
-// it. A body already read to its end (most JSON answers: net/http reports
-// the end with a Content-Length body's last bytes) is closed at once,
-// without the timer: a timer a call kept the runtime's sleeping threads
-// waking for nothing.
+// it. A body already read to its end is closed at once, without a timer
+// for the call: over HTTP/1.1 net/http reports the end of a body with a
+// Content-Length along with its last bytes, so decoding a JSON answer
+// reaches it (an HTTP/2 answer's end comes in a read of its own, and the
+// bounded read finds it).
 func finish(body *endingBody) {
 	if body.ended {
 		_ = body.Close()
@@ -206,7 +208,7 @@ func finish(body *endingBody) {
 // the call at once (the operator offers no capabilities to ask of, and
 // would otherwise wait for an answer that never comes); a stream that
 // ends or breaks off before the answer is a lost stream.
-func answerOnStream(r io.Reader) (*transport.JSONRPCResponse, error) {
+func answerOnStream(r *endingBody) (*transport.JSONRPCResponse, error) {
 	var answer *transport.JSONRPCResponse
 	var asked string
 	var decodeErr error
