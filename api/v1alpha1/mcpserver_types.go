@@ -431,8 +431,10 @@ type Tool struct {
 	// description as the server sent it.
 	// +optional
 	Description string `json:"description,omitempty"`
-	// inputSchema is the JSON Schema of the arguments, exactly as the server
-	// sent it; {"type":"object","properties":{}} when it sent none.
+	// inputSchema is the JSON Schema of the arguments as the server sent
+	// it, every keyword kept, with its object keys sorted and no white space
+	// (as the API server stores JSON); {"properties":{},"type":"object"}
+	// when it sent none.
 	// +required
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
 	"github.com/toolmesh/mcp-operator/internal/toolname"
 )
@@ -135,7 +136,7 @@ var _ = Describe("MCPServer discovery", func() {
 	It("keeps input schemas exactly as the server sent them", func() {
 		ns := newNamespace()
 		mcp := startMCP(testmcp.Options{Transport: testmcp.SSE})
-		schema := `{"type":"object","title":"Forecast","$defs":{"unit":{"enum":["c","f"]}},` +
+		schema := `{"type":"object","title":"Forecast <beta> & co","$defs":{"unit":{"enum":["c","f"]}},` +
 			`"properties":{"where":{"anyOf":[{"type":"string"},{"type":"object","properties":{"lat":{"type":"number"},"lon":{"type":"number"}},"required":["lat","lon"]}]},` +
 			`"unit":{"$ref":"#/$defs/unit"},"days":{"type":"integer","minimum":1,"maximum":14}},"required":["where"],"additionalProperties":false}`
 		mcp.AddTool("forecast", "Weather forecast", schema)
@@ -144,6 +145,10 @@ var _ = Describe("MCPServer discovery", func() {
 		Eventually(readyOf(srv)).Should(Equal("True/ToolsDiscovered"))
 		tool := fetch(srv).Status.Tools[0]
 		Expect(string(tool.InputSchema.Raw)).To(MatchJSON(schema))
+		// What the API server stored is the schema's canonical form, which
+		// the controller writes: a refresh compares the two byte for byte.
+		canonical, _, _ := mcpclient.Tool{InputSchema: json.RawMessage(schema)}.Canonical()
+		Expect(string(tool.InputSchema.Raw)).To(Equal(string(canonical)))
 		Expect(tool.Description).To(Equal("Weather forecast"))
 		Expect(tool.OriginalName).To(Equal("forecast"))
 	})

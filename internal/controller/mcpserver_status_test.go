@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 )
 
 func TestReviewText(t *testing.T) {
@@ -63,5 +65,28 @@ func TestRetryDelayBacksOffUpToTheRefreshInterval(t *testing.T) {
 				t.Errorf("got %s, want between %s and %s", got, tt.min, tt.max)
 			}
 		})
+	}
+}
+
+// TestPublishedSchemasAreCanonical: status holds a tool's schemas as the
+// API server stores them (keys sorted, no white space), so that an
+// unchanged schema at the next refresh is equal to status's byte for byte
+// and the comparison need not decode either. The hash is the tool's.
+func TestPublishedSchemasAreCanonical(t *testing.T) {
+	tool := mcpclient.Tool{Name: "forecast",
+		InputSchema:  json.RawMessage(`{"type":"object", "properties":{"where":{"type":"string"}},"required":["where"]}`),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"t":{"type":"number"}}}`)}
+	published := publishedTools("wx", []mcpclient.Tool{tool}, nil, 0)[0]
+	wantIn := `{"properties":{"where":{"type":"string"}},"required":["where"],"type":"object"}`
+	wantOut := `{"properties":{"t":{"type":"number"}},"type":"object"}`
+	if string(published.InputSchema.Raw) != wantIn || published.OutputSchema == nil || string(published.OutputSchema.Raw) != wantOut {
+		t.Errorf("published schemas %s and %v, want %s and %s", published.InputSchema.Raw, published.OutputSchema, wantIn, wantOut)
+	}
+	if published.Hash != tool.Hash() {
+		t.Errorf("published hash %s, the tool's %s", published.Hash, tool.Hash())
+	}
+	without := publishedTools("wx", []mcpclient.Tool{{Name: "bare", InputSchema: json.RawMessage(`{}`)}}, nil, 0)[0]
+	if without.OutputSchema != nil {
+		t.Errorf("a tool without an output schema was published with %s", without.OutputSchema.Raw)
 	}
 }

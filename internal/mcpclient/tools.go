@@ -26,6 +26,41 @@ type Tool struct {
 // with object keys sorted, so that formatting or key order on the wire does
 // not count as a change.
 func (t Tool) Hash() string {
+	return t.hashOf(canonicalJSON(t.InputSchema), canonicalJSON(t.OutputSchema))
+}
+
+// Canonical is the tool's schemas in canonical form and its Hash, each
+// schema decoded once for both. The canonical form is the JSON decoded and
+// encoded again by encoding/json: object keys sorted, no white space, <, >
+// and & escaped, numbers as written. It is the form the API server stores
+// JSON in (but for numbers: it writes 1.0 as 1). A schema that does not
+// decode is returned as it is.
+func (t Tool) Canonical() (input, output json.RawMessage, hash string) {
+	inputValue, input := canonicalForms(t.InputSchema)
+	outputValue, output := canonicalForms(t.OutputSchema)
+	return input, output, t.hashOf(inputValue, outputValue)
+}
+
+// canonicalForms is raw decoded (canonicalJSON's value) and encoded again:
+// the value for a hash, and the bytes. The value of encoded bytes is the
+// bytes themselves, which encode as the decoded value does (json.Marshal
+// writes a RawMessage compacted and escaped, which they already are).
+func canonicalForms(raw json.RawMessage) (any, json.RawMessage) {
+	value, ok := decodeCanonical(raw)
+	switch {
+	case !ok:
+		return string(raw), raw
+	case value == nil:
+		return nil, raw
+	}
+	encoded, err := json.Marshal(value)
+	if err != nil {
+		return value, raw
+	}
+	return json.RawMessage(encoded), encoded
+}
+
+func (t Tool) hashOf(input, output any) string {
 	canonical, err := json.Marshal(struct {
 		Name         string `json:"name"`
 		Title        string `json:"title,omitempty"`
@@ -33,7 +68,7 @@ func (t Tool) Hash() string {
 		InputSchema  any    `json:"inputSchema"`
 		OutputSchema any    `json:"outputSchema,omitempty"`
 		Annotations  any    `json:"annotations,omitempty"`
-	}{t.Name, t.Title, t.Description, canonicalJSON(t.InputSchema), canonicalJSON(t.OutputSchema), canonicalJSON(t.Annotations)})
+	}{t.Name, t.Title, t.Description, input, output, canonicalJSON(t.Annotations)})
 	if err != nil {
 		// Every field is decoded JSON, which always encodes again.
 		panic(err)
@@ -45,16 +80,25 @@ func (t Tool) Hash() string {
 // canonicalJSON decodes raw JSON into generic values, which encoding/json
 // writes back with sorted keys and without insignificant white space.
 func canonicalJSON(raw json.RawMessage) any {
+	if value, ok := decodeCanonical(raw); ok {
+		return value
+	}
+	return string(raw)
+}
+
+// decodeCanonical decodes raw JSON into generic values, numbers as
+// written; nil for no JSON at all, and false for JSON that does not decode.
+func decodeCanonical(raw json.RawMessage) (any, bool) {
 	if len(raw) == 0 {
-		return nil
+		return nil, true
 	}
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&v); err != nil {
-		return string(raw)
+		return nil, false
 	}
-	return v
+	return v, true
 }
 
 // isNullOrEmpty reports a schema the server left out or sent as null.

@@ -27,5 +27,9 @@ func FuzzDecodeTool(f *testing.F) {
 		if len(tool.Hash()) != 64 {
 			t.Fatalf("hash %q", tool.Hash())
 		}
+		input, _, hash := tool.Canonical()
+		if hash != tool.Hash() || !json.Valid(input) {
+			t.Fatalf("Canonical gives hash %s and input schema %q; Hash gives %s", hash, input, tool.Hash())
+		}
 	})
 }
