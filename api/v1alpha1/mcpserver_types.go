@@ -432,16 +432,16 @@ type Tool struct {
 	// +optional
 	Description string `json:"description,omitempty"`
 	// inputSchema is the JSON Schema of the arguments as the server sent
-	// it, every keyword kept, with its object keys sorted and no white space
-	// (as the API server stores JSON); {"properties":{},"type":"object"}
-	// when it sent none.
+	// it, re-encoded as the API server stores JSON: object keys sorted, no
+	// white space, a key given twice kept once (the last);
+	// {"properties":{},"type":"object"} when it sent none.
 	// +required
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
 	InputSchema runtime.RawExtension `json:"inputSchema"`
 	// outputSchema is the JSON Schema of structured results, if the server
-	// sent one.
+	// sent one, re-encoded as inputSchema is.
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless

@@ -133,7 +133,7 @@ var _ = Describe("MCPServer discovery", func() {
 		Expect(fetch(srv).Status.ToolCount).To(BeEquivalentTo(len(originals)), "no tool is dropped")
 	})
 
-	It("keeps input schemas exactly as the server sent them", func() {
+	It("keeps input schemas as the server sent them, in the API server's canonical form", func() {
 		ns := newNamespace()
 		mcp := startMCP(testmcp.Options{Transport: testmcp.SSE})
 		schema := `{"type":"object","title":"Forecast <beta> & co","$defs":{"unit":{"enum":["c","f"]}},` +

@@ -33,8 +33,8 @@ func (t Tool) Hash() string {
 // schema decoded once for both. The canonical form is the JSON decoded and
 // encoded again by encoding/json: object keys sorted, no white space, <, >
 // and & escaped, numbers as written. It is the form the API server stores
-// JSON in (but for numbers: it writes 1.0 as 1). A schema that does not
-// decode is returned as it is.
+// JSON in (but for numbers: it writes 1.0 as 1). A schema that is absent,
+// null or does not decode is returned as it is.
 func (t Tool) Canonical() (input, output json.RawMessage, hash string) {
 	inputValue, input := canonicalForms(t.InputSchema)
 	outputValue, output := canonicalForms(t.OutputSchema)
@@ -114,10 +114,10 @@ func decodeTool(raw json.RawMessage) (Tool, error) {
 		return Tool{}, err
 	}
 	if isNullOrEmpty(t.InputSchema) {
-		// A copy: the tool goes into an MCPServer's status, and a status
-		// write decodes the API server's answer into the same bytes
-		// (the keys come back sorted, in as many bytes), which would
-		// rewrite the shared value under every other reconcile reading it.
+		// A copy: a tool's schema bytes are its own, since whoever keeps
+		// them may have them decoded into (a status write decodes the
+		// API server's answer into status's bytes, and status once held
+		// these).
 		t.InputSchema = bytes.Clone(emptyObjectSchema)
 	}
 	if isNullOrEmpty(t.OutputSchema) {
