@@ -2,6 +2,7 @@ package controller
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -88,5 +89,39 @@ func TestPublishedSchemasAreCanonical(t *testing.T) {
 	without := publishedTools("wx", []mcpclient.Tool{{Name: "bare", InputSchema: json.RawMessage(`{}`)}}, nil, 0)[0]
 	if without.OutputSchema != nil {
 		t.Errorf("a tool without an output schema was published with %s", without.OutputSchema.Raw)
+	}
+}
+
+// BenchmarkRefreshOfAnUnchangedServer is what a refresh of an unchanged
+// server costs the controller past the upstream's answer: its 20 tools
+// published (mcp-go's key order, type first) and the status compared
+// twice, as publish and commit do, with a status as the API server
+// returns it. (On b2c3fcd, before schemas were published in canonical
+// form, the same took 720–870 µs and 356 KB; e2ff198, 280–290 µs and
+// 111 KB.)
+func BenchmarkRefreshOfAnUnchangedServer(b *testing.B) {
+	var discovered []mcpclient.Tool
+	for i := range 20 {
+		discovered = append(discovered, mcpclient.Tool{Name: fmt.Sprintf("tool%d", i), Description: "Does a thing with the input it is given.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string","description":"The text"},"count":{"type":"integer","minimum":1}},"required":["text"]}`)})
+	}
+	stored := publishedTools("p", discovered, nil, 0)
+	for i := range stored {
+		// As the API server re-encodes it.
+		var v any
+		if err := json.Unmarshal(stored[i].InputSchema.Raw, &v); err != nil {
+			b.Fatal(err)
+		}
+		stored[i].InputSchema.Raw, _ = json.Marshal(v)
+	}
+	before := mcpv1alpha1.MCPServerStatus{Tools: stored}
+	b.ReportAllocs()
+	for b.Loop() {
+		after := mcpv1alpha1.MCPServerStatus{Tools: publishedTools("p", discovered, nil, 0)}
+		for range 2 { // publish's comparison, then commit's
+			if !statusEquality.DeepEqual(before, after) {
+				b.Fatal("an unchanged server's status compared unequal")
+			}
+		}
 	}
 }
