@@ -2,6 +2,8 @@ package mcpclient
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -346,6 +348,11 @@ type ToolList struct {
 	// TTL is how long the server said the list stays fresh (2026-07-28
 	// ttlMs, the longest of its pages): the earliest useful refresh.
 	TTL time.Duration
+	// Digest is the SHA-256 of the entries of Tools as the server sent
+	// them, each with its length: two lists with the same Digest decode
+	// to the same Tools. A caller can tell a list it already holds from
+	// it without decoding or hashing a schema again.
+	Digest [sha256.Size]byte
 }
 
 // ListTools reads every page of tools/list, following nextCursor until the
@@ -357,11 +364,17 @@ func (s *Session) ListTools(ctx context.Context, limits Limits) (ToolList, error
 		cursor string
 		seen   = map[string]bool{}
 		names  = map[string]bool{}
+		digest = sha256.New()
+		length = make([]byte, 8)
 	)
+	sealed := func() (ToolList, error) {
+		digest.Sum(list.Digest[:0])
+		return list, nil
+	}
 	for page := 0; ; page++ {
 		if page == limits.MaxPages {
 			list.Truncated = true
-			return list, nil
+			return sealed()
 		}
 		result, err := s.request(ctx, call{method: string(mcp.MethodToolsList), params: cursorParams(cursor)}, "listing tools")
 		if err != nil {
@@ -381,7 +394,7 @@ func (s *Session) ListTools(ctx context.Context, limits Limits) (ToolList, error
 		for _, raw := range decoded.Tools {
 			if len(list.Tools) == limits.MaxTools {
 				list.Truncated = true
-				return list, nil
+				return sealed()
 			}
 			tool, err := decodeTool(raw)
 			if err != nil {
@@ -394,9 +407,12 @@ func (s *Session) ListTools(ctx context.Context, limits Limits) (ToolList, error
 			}
 			names[tool.Name] = true
 			list.Tools = append(list.Tools, tool)
+			binary.BigEndian.PutUint64(length, uint64(len(raw)))
+			digest.Write(length)
+			digest.Write(raw)
 		}
 		if decoded.NextCursor == "" {
-			return list, nil
+			return sealed()
 		}
 		if seen[decoded.NextCursor] {
 			return ToolList{}, &Error{Kind: ErrProtocol, Message: fmt.Sprintf("listing tools: %s sent the same nextCursor twice", s.target.redactedURL())}

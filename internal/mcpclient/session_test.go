@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -263,6 +264,51 @@ func TestAuthHeaderIsSent(t *testing.T) {
 	s := connectT(t, Target{URL: srv.URL(), Headers: map[string]string{"Authorization": "Bearer right"}}, nil)
 	if _, err := s.ListTools(context.Background(), DefaultLimits); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The digest is how the controller tells a list it already published:
+// the same tools sent again give the same digest, over pages or cut at a
+// limit, and any change to what is kept gives another.
+func TestListDigestFollowsTheToolsKept(t *testing.T) {
+	srv := startServer(t, testmcp.Options{Transport: testmcp.StreamableHTTP, PageSize: 2})
+	srv.AddTools("a", "b", "c", "d", "e")
+	s := connectT(t, Target{URL: srv.URL()}, nil)
+	digest := func(limits Limits) [sha256.Size]byte {
+		t.Helper()
+		list, err := s.ListTools(context.Background(), limits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return list.Digest
+	}
+	first := digest(DefaultLimits)
+	if first == ([sha256.Size]byte{}) {
+		t.Fatal("no digest")
+	}
+	if again := digest(DefaultLimits); again != first {
+		t.Error("the same tools listed again gave another digest")
+	}
+	cut := digest(Limits{MaxPages: 10, MaxTools: 3})
+	if cut == first {
+		t.Error("a list cut at three tools has the digest of all five")
+	}
+	if again := digest(Limits{MaxPages: 10, MaxTools: 3}); again != cut {
+		t.Error("the same cut list gave another digest")
+	}
+	// Past the cut, a change leaves what is kept as it was. The changes
+	// keep each entry's length (AddTools describes e as "tool e").
+	srv.AddTool("e", "tool E", `{"type":"object","properties":{"message":{"type":"string"}}}`)
+	if again := digest(Limits{MaxPages: 10, MaxTools: 3}); again != cut {
+		t.Error("a change to a tool left out changed the digest of the cut list")
+	}
+	changed := digest(DefaultLimits)
+	if changed == first {
+		t.Error("a tool's new description left the digest as it was")
+	}
+	srv.AddTool("e", "tool E", `{"type":"object","properties":{"massage":{"type":"string"}}}`)
+	if digest(DefaultLimits) == changed {
+		t.Error("a tool's new input schema left the digest as it was")
 	}
 }
 
