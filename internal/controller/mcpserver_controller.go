@@ -6,6 +6,7 @@ package controller
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
@@ -83,6 +84,7 @@ type MCPServerReconciler struct {
 	// in-progress status is written (0: defaultProgressGrace).
 	progressGrace time.Duration
 	sessions      *mcpclient.Pool
+	settled       settledServers
 	listChanged   *debouncer
 	changes       chan event.TypedGenericEvent[*mcpv1alpha1.MCPServer]
 }
@@ -121,7 +123,7 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		// next discovery.
 		markReconciling(&srv)
 		if withdrawFiltered(&srv) {
-			if err := r.commit(ctx, before, &srv); err != nil {
+			if _, err := r.commit(ctx, before, &srv); err != nil {
 				return afterFailedStatusWrite(ctx, ctrl.Result{}, nil, err)
 			}
 			before = srv.DeepCopy()
@@ -129,14 +131,24 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			progress = r.writeProgressLater(ctx, before, &srv)
 		}
 	}
+	// inputs is set once discovery succeeded; unchanged when they are
+	// those of a refresh that found this version of the object settled.
+	var (
+		inputs    *[sha256.Size]byte
+		unchanged bool
+	)
 	defer func() {
 		from, err := progress.settle(before, &srv)
-		if err == nil {
-			err = r.commit(ctx, from, &srv)
+		wrote := false
+		if err == nil && !unchanged {
+			wrote, err = r.commit(ctx, from, &srv)
 		}
 		if err != nil {
 			result, retErr = afterFailedStatusWrite(ctx, result, retErr, err)
 			return
+		}
+		if inputs != nil && !unchanged && !wrote {
+			r.settled.record(req.String(), from.ResourceVersion, *inputs)
 		}
 		// Every reconcile, not only those that write: a restarted manager
 		// or a new leader writes nothing for a server whose status holds,
@@ -158,7 +170,16 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err != nil {
 		return r.failed(&srv, err)
 	}
-	r.publish(&srv, before, discovered, info)
+	// A workload's conditions follow its Deployment and pods, which the
+	// object's resourceVersion does not cover: its refreshes always
+	// publish and compare.
+	if srv.Spec.Workload == nil {
+		digest := discoveryInputs(discovered, info)
+		inputs, unchanged = &digest, r.settled.holds(req.String(), srv.ResourceVersion, digest)
+	}
+	if !unchanged {
+		r.publish(&srv, before, discovered, info)
+	}
 	// A server that says how long its list stays fresh (2026-07-28 ttlMs)
 	// is not asked again sooner.
 	return ctrl.Result{RequeueAfter: max(wait.Jitter(reach.DurationOr(srv.Spec.RefreshInterval, time.Minute), 0.1), discovered.TTL)}, nil
@@ -168,6 +189,7 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // reconciles (deleted or suspended).
 func (r *MCPServerReconciler) forget(key string) {
 	r.sessions.Drop(key)
+	r.settled.forget(key)
 	r.listChanged.forget(key)
 	forgetServerMetrics(key)
 }
@@ -292,16 +314,17 @@ func retryDelay(srv *mcpv1alpha1.MCPServer) time.Duration {
 
 // commit is the one place status is written, and the Events it calls for
 // are emitted once it is: nothing is written, and nothing said, when
-// nothing changed, so an unchanged server costs no API writes.
-func (r *MCPServerReconciler) commit(ctx context.Context, before, srv *mcpv1alpha1.MCPServer) error {
+// nothing changed, so an unchanged server costs no API writes. It says
+// whether it wrote.
+func (r *MCPServerReconciler) commit(ctx context.Context, before, srv *mcpv1alpha1.MCPServer) (bool, error) {
 	if statusEquality.DeepEqual(before.Status, srv.Status) {
-		return nil
+		return false, nil
 	}
 	if err := writeStatus(ctx, r.Client, srv); err != nil {
-		return fmt.Errorf("writing status of MCPServer %s: %w", srv.Name, err)
+		return false, fmt.Errorf("writing status of MCPServer %s: %w", srv.Name, err)
 	}
 	emit(r.Recorder, srv, serverEvents(before, srv))
-	return nil
+	return true, nil
 }
 
 // SetupWithManager registers the controller, its indexes and its watches.

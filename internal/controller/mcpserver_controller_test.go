@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -358,6 +359,53 @@ var _ = Describe("MCPServer discovery", func() {
 		Expect(eventsOf(srv)()).To(HaveLen(1), "only the first discovery made an Event")
 	})
 
+	It("publishes again when the object or its tools change after a refresh found them settled", func() {
+		ns := newNamespace()
+		mcp := startMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
+		mcp.AddTools("kept", "other")
+		srv := createServer(ns, "settled", mcp.URL(), every(time.Hour))
+		Eventually(readyOf(srv)).Should(Equal("True/ToolsDiscovered"))
+		// The manager's reconciler next refreshes in an hour; this one,
+		// reading through the API server, refreshes when told to.
+		r := &MCPServerReconciler{Client: k8sClient, Recorder: events.NewFakeRecorder(100), StatusBudget: suiteStatusBudget,
+			Limits: mcpclient.DefaultLimits, MaxDescriptionBytes: DefaultMaxDescriptionBytes,
+			Egress: &mcpclient.EgressPolicy{Deny: mcpclient.DefaultEgressDeny}, sessions: &mcpclient.Pool{Owner: "spec"}}
+		key := client.ObjectKeyFromObject(srv)
+		DeferCleanup(func() { r.sessions.Drop(key.String()) })
+		refresh := func() *mcpv1alpha1.MCPServer {
+			GinkgoHelper()
+			_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+			Expect(err).NotTo(HaveOccurred())
+			return fetch(srv)
+		}
+		settledAt := func() string {
+			r.settled.mu.Lock()
+			defer r.settled.mu.Unlock()
+			return r.settled.byServer[key.String()].resourceVersion
+		}
+
+		written := fetch(srv).ResourceVersion
+		Expect(refresh().ResourceVersion).To(Equal(written), "the same tools: nothing to write")
+		Expect(settledAt()).To(Equal(written), "a compare found the status settled")
+		Expect(refresh().ResourceVersion).To(Equal(written), "settled: nothing published, nothing written")
+
+		// Someone else's write gives the object a new version: the next
+		// refresh publishes and puts the tool back.
+		edited := fetch(srv)
+		edited.Status.Tools = edited.Status.Tools[:1]
+		Expect(k8sClient.Status().Update(ctx, edited)).To(Succeed())
+		restored := refresh()
+		Expect(restored.ResourceVersion).NotTo(Equal(edited.ResourceVersion))
+		Expect(toolNames(srv)).To(Equal(exposed("settled", "kept", "other")))
+
+		// Settled again; then new tools upstream are published.
+		Expect(refresh().ResourceVersion).To(Equal(restored.ResourceVersion))
+		Expect(settledAt()).To(Equal(restored.ResourceVersion))
+		mcp.AddTools("third")
+		Expect(refresh().ResourceVersion).NotTo(Equal(restored.ResourceVersion))
+		Expect(toolNames(srv)).To(Equal(exposed("settled", "kept", "other", "third")))
+	})
+
 	It("keeps status within its size budget and says what was left out", func() {
 		ns := newNamespace()
 		mcp := startMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
@@ -503,17 +551,18 @@ var _ = Describe("MCPServer discovery", func() {
 		}
 
 		before, after := down()
-		Expect(r.commit(ctx, before, after)).To(MatchError(ContainSubstring("injected")))
+		_, err = r.commit(ctx, before, after)
+		Expect(err).To(MatchError(ContainSubstring("injected")))
 		Expect(recorder.Events).NotTo(Receive(), "no Event for a status that was not written")
 
 		refuse.Store(false)
 		before, after = down()
-		Expect(r.commit(ctx, before, after)).To(Succeed())
+		Expect(r.commit(ctx, before, after)).To(BeTrue(), "written")
 		Expect(recorder.Events).To(Receive(Equal("Warning Unreachable 100% down %s")))
 		Expect(readyOf(srv)()).To(Equal("False/Unreachable"))
 
 		// The same status again: no write, no Event.
-		Expect(r.commit(ctx, fetch(srv), fetch(srv))).To(Succeed())
+		Expect(r.commit(ctx, fetch(srv), fetch(srv))).To(BeFalse(), "not written")
 		Expect(recorder.Events).NotTo(Receive())
 	})
 })

@@ -58,7 +58,7 @@ func (r *MCPServerReconciler) writeProgressLater(ctx context.Context, before, sr
 			}
 			close(p.done)
 		}()
-		if p.err = r.commit(ctx, before, pending); p.err != nil {
+		if _, p.err = r.commit(ctx, before, pending); p.err != nil {
 			ctrl.LoggerFrom(ctx).V(1).Info("The in-progress status was not written", "reason", p.err.Error())
 			return
 		}

@@ -214,7 +214,7 @@ var _ = Describe("A generation's in-progress status", func() {
 		// The update carries the in-progress write's resourceVersion: the
 		// one it started from would be refused as a conflict.
 		Expect(from.ResourceVersion).NotTo(Equal(before.ResourceVersion))
-		Expect(r.commit(ctx, from, after)).To(Succeed())
+		Expect(r.commit(ctx, from, after)).To(BeTrue(), "written")
 		Expect(writes.bodies()).To(HaveLen(2))
 		finished(srv)
 		Expect(strings.Contains(writes.bodies()[1], `"resourceVersion":"`+from.ResourceVersion+`"`)).To(BeTrue(),
