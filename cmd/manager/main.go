@@ -217,6 +217,11 @@ func (cfg *config) check() error {
 	if cfg.catalog.CallerRate < 0 {
 		return errors.New("--catalog-caller-rate must not be negative")
 	}
+	// Below one, a server's tools could never be read: every discovery
+	// would end at once with nothing.
+	if limits := cfg.controllers.Limits; limits.MaxTools < 1 || limits.MaxPages < 1 {
+		return fmt.Errorf("--max-tools (%d) and --max-tool-pages (%d) must be at least 1", limits.MaxTools, limits.MaxPages)
+	}
 	return nil
 }
 

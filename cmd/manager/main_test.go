@@ -96,6 +96,8 @@ func TestConfigCheck(t *testing.T) {
 		{"a renew deadline past the lease", []string{"--leader-elect", "--leader-election-renew-deadline=20s"}, "leader election needs retry period (2s) < renew deadline (20s) < lease duration (15s)"},
 		{"a drain longer than the shutdown", []string{"--catalog-drain-timeout=40s"}, "--graceful-shutdown-timeout (30s) must be longer than --catalog-drain-timeout (40s)"},
 		{"a negative caller rate", []string{"--catalog-caller-rate=-1"}, "--catalog-caller-rate must not be negative"},
+		{"no tools to read", []string{"--max-tools=0"}, "--max-tools (0) and --max-tool-pages (1000) must be at least 1"},
+		{"a negative page limit", []string{"--max-tool-pages=-1"}, "--max-tools (5000) and --max-tool-pages (-1) must be at least 1"},
 		{"a namespace that cannot name one", []string{"--workload-ingress-from-namespace=Tools_NS"},
 			`--workload-ingress-from-namespace "Tools_NS" is not a namespace name: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`},
 		{"labels that are not key=value", []string{"--workload-ingress-from-labels=app=a=b"},
