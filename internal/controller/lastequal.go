@@ -2,60 +2,61 @@ package controller
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
+	"encoding/json"
 	"sync"
 
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 )
 
-// settledServers remembers, per MCPServer, the last refresh that found
-// nothing to write: the resourceVersion of the object it read and a digest
-// of what discovery returned. Publishing is a function of the two (the
-// object's spec and status, the tools as sent, the server's info and the
-// reconciler's fixed limits), so a refresh that reads the same version and
-// discovers the same inputs would compute the status the object already
-// holds. It skips publishing and comparing, which was a quarter of the
-// manager's CPU in an unchanged refresh of 20 tools (the quiet window of
-// test/bench's BenchmarkScale; BenchmarkRefreshOfAnUnchangedServer
-// measures what is skipped).
+// lastEqualStatuses remembers, per MCPServer, the last refresh whose
+// status compare found nothing to write: the resourceVersion of the object
+// it read and a digest of what discovery returned. Publishing is a
+// function of the two (the object's spec and status, the tools as sent,
+// the server's info and the reconciler's fixed limits), so a refresh that
+// reads the same version and discovers the same inputs would compute the
+// status the object already holds. It skips publishing and comparing,
+// which were a quarter of the manager's CPU in BenchmarkScale's quiet
+// window (test/bench), where every refresh finds nothing to write;
+// BenchmarkRefreshOfAnUnchangedServer measures what is skipped.
 //
-// Only what was checked is remembered: an entry is written after a compare
-// found the status equal, never after a write, so a status the API server
-// changed on the way in is compared once more before it is trusted. Any
-// write to the object, by this controller or anyone else, gives it a new
-// resourceVersion, which no entry matches. Entries are per MCPServer in the
-// cluster, dropped when it is deleted or suspended.
-type settledServers struct {
+// Only what a compare found equal is remembered, never a write, so a
+// status the API server changed on the way in is compared once more
+// before it is trusted. Any write to the object, by this controller or
+// anyone else, gives it a new resourceVersion, which no entry matches.
+// Entries are per MCPServer in the cluster, dropped when it is deleted or
+// suspended.
+type lastEqualStatuses struct {
 	mu       sync.Mutex
-	byServer map[string]settled
+	byServer map[string]lastEqual
 }
 
-type settled struct {
+type lastEqual struct {
 	resourceVersion string
 	inputs          [sha256.Size]byte
 }
 
-// holds says whether key's object at resourceVersion was found settled for
-// these inputs.
-func (s *settledServers) holds(key, resourceVersion string, inputs [sha256.Size]byte) bool {
+// matches says whether key's object at resourceVersion needed no write the
+// last time, for these inputs.
+func (s *lastEqualStatuses) matches(key, resourceVersion string, inputs [sha256.Size]byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	last, ok := s.byServer[key]
-	return ok && last == settled{resourceVersion: resourceVersion, inputs: inputs}
+	return ok && last == lastEqual{resourceVersion: resourceVersion, inputs: inputs}
 }
 
-// record remembers that key's object at resourceVersion needed no write for
-// these inputs.
-func (s *settledServers) record(key, resourceVersion string, inputs [sha256.Size]byte) {
+// remember records that key's object at resourceVersion needed no write
+// for these inputs, in place of what was remembered before.
+func (s *lastEqualStatuses) remember(key, resourceVersion string, inputs [sha256.Size]byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.byServer == nil {
-		s.byServer = map[string]settled{}
+		s.byServer = map[string]lastEqual{}
 	}
-	s.byServer[key] = settled{resourceVersion: resourceVersion, inputs: inputs}
+	s.byServer[key] = lastEqual{resourceVersion: resourceVersion, inputs: inputs}
 }
 
-func (s *settledServers) forget(key string) {
+func (s *lastEqualStatuses) forget(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.byServer, key)
@@ -64,23 +65,23 @@ func (s *settledServers) forget(key string) {
 // discoveryInputs digests everything of a discovery that publish reads:
 // the tools as sent (the list's own digest), whether the list was cut,
 // and the server's info. The TTL is left out: it decides when to ask
-// again, not what status says.
-func discoveryInputs(list mcpclient.ToolList, info mcpclient.ServerInfo) [sha256.Size]byte {
+// again, not what status says. It is false for a workload, whose
+// conditions follow its Deployment and pods, which the object's
+// resourceVersion does not cover: its refreshes always publish and
+// compare.
+func discoveryInputs(srv *mcpv1alpha1.MCPServer, list mcpclient.ToolList, info mcpclient.ServerInfo) ([sha256.Size]byte, bool) {
+	var sum [sha256.Size]byte
+	if srv.Spec.Workload != nil {
+		return sum, false
+	}
 	h := sha256.New()
 	h.Write(list.Digest[:])
-	flags := []byte{0, 0}
-	if list.Truncated {
-		flags[0] = 1
-	}
-	if info.ListChanged {
-		flags[1] = 1
-	}
-	h.Write(flags)
-	for _, field := range []string{info.Name, info.Version, info.ProtocolVersion, string(info.Transport)} {
-		h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(field))))
-		h.Write([]byte(field))
-	}
-	var sum [sha256.Size]byte
+	// JSON keeps each field apart from the next; it cannot fail on
+	// strings and booleans.
+	_ = json.NewEncoder(h).Encode(struct {
+		Truncated bool
+		Info      mcpclient.ServerInfo
+	}{list.Truncated, info})
 	h.Sum(sum[:0])
-	return sum
+	return sum, true
 }

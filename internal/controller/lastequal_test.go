@@ -4,13 +4,18 @@ import (
 	"testing"
 	"time"
 
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 )
 
 func TestDiscoveryInputs(t *testing.T) {
+	byURL := &mcpv1alpha1.MCPServer{Spec: mcpv1alpha1.MCPServerSpec{URL: "http://tools.example/mcp"}}
 	base := mcpclient.ToolList{Digest: [32]byte{1}}
 	info := mcpclient.ServerInfo{Name: "srv", Version: "1.0", ProtocolVersion: "2025-11-25", Transport: mcpclient.TransportStreamableHTTP}
-	want := discoveryInputs(base, info)
+	want, ok := discoveryInputs(byURL, base, info)
+	if !ok {
+		t.Fatal("a server reached by URL has no inputs")
+	}
 	tests := []struct {
 		name string
 		list mcpclient.ToolList
@@ -26,26 +31,31 @@ func TestDiscoveryInputs(t *testing.T) {
 		{"another revision", base, mcpclient.ServerInfo{Name: "srv", Version: "1.0", ProtocolVersion: "2026-07-28", Transport: mcpclient.TransportStreamableHTTP}, false},
 		{"another transport", base, mcpclient.ServerInfo{Name: "srv", Version: "1.0", ProtocolVersion: "2025-11-25", Transport: mcpclient.TransportSSE}, false},
 		{"list changes announced", base, mcpclient.ServerInfo{Name: "srv", Version: "1.0", ProtocolVersion: "2025-11-25", Transport: mcpclient.TransportStreamableHTTP, ListChanged: true}, false},
-		// Fields are length-prefixed: moving a byte from one to the next is
-		// another input.
 		{"a byte moved between fields", base, mcpclient.ServerInfo{Name: "srv1", Version: ".0", ProtocolVersion: "2025-11-25", Transport: mcpclient.TransportStreamableHTTP}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := discoveryInputs(tt.list, tt.info) == want; got != tt.same {
-				t.Errorf("same inputs: got %v, want %v", got, tt.same)
+			got, ok := discoveryInputs(byURL, tt.list, tt.info)
+			if !ok || (got == want) != tt.same {
+				t.Errorf("same inputs: got %v (ok %v), want %v", got == want, ok, tt.same)
 			}
 		})
 	}
+	t.Run("a workload", func(t *testing.T) {
+		workload := &mcpv1alpha1.MCPServer{Spec: mcpv1alpha1.MCPServerSpec{Workload: &mcpv1alpha1.WorkloadSpec{Image: "tools:1"}}}
+		if _, ok := discoveryInputs(workload, base, info); ok {
+			t.Error("a workload's conditions follow its Deployment, yet its discovery has inputs to remember")
+		}
+	})
 }
 
-func TestSettledServers(t *testing.T) {
-	var s settledServers
+func TestLastEqualStatuses(t *testing.T) {
+	var s lastEqualStatuses
 	inputs := [32]byte{7}
-	if s.holds("ns/a", "10", inputs) {
-		t.Fatal("an empty memory holds")
+	if s.matches("ns/a", "10", inputs) {
+		t.Fatal("an empty memory matches")
 	}
-	s.record("ns/a", "10", inputs)
+	s.remember("ns/a", "10", inputs)
 	for _, tt := range []struct {
 		key, resourceVersion string
 		inputs               [32]byte
@@ -56,16 +66,23 @@ func TestSettledServers(t *testing.T) {
 		{"ns/a", "10", [32]byte{8}, false},
 		{"ns/b", "10", inputs, false},
 	} {
-		if got := s.holds(tt.key, tt.resourceVersion, tt.inputs); got != tt.want {
-			t.Errorf("holds(%s, %s, %x): got %v, want %v", tt.key, tt.resourceVersion, tt.inputs[:1], got, tt.want)
+		if got := s.matches(tt.key, tt.resourceVersion, tt.inputs); got != tt.want {
+			t.Errorf("matches(%s, %s, %x): got %v, want %v", tt.key, tt.resourceVersion, tt.inputs[:1], got, tt.want)
 		}
 	}
-	s.record("ns/a", "12", inputs)
-	if s.holds("ns/a", "10", inputs) || !s.holds("ns/a", "12", inputs) {
-		t.Error("a new record does not replace the last")
+	s.remember("ns/a", "12", inputs)
+	if s.matches("ns/a", "10", inputs) || !s.matches("ns/a", "12", inputs) {
+		t.Error("a new entry does not replace the last")
 	}
 	s.forget("ns/a")
-	if s.holds("ns/a", "12", inputs) || len(s.byServer) != 0 {
-		t.Error("a forgotten server is still held")
+	if s.matches("ns/a", "12", inputs) || s.at("ns/a") != "" {
+		t.Error("a forgotten server is still remembered")
 	}
+}
+
+// at is the resourceVersion remembered for key, "" for none.
+func (s *lastEqualStatuses) at(key string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byServer[key].resourceVersion
 }

@@ -84,7 +84,7 @@ type MCPServerReconciler struct {
 	// in-progress status is written (0: defaultProgressGrace).
 	progressGrace time.Duration
 	sessions      *mcpclient.Pool
-	settled       settledServers
+	lastEqual     lastEqualStatuses
 	listChanged   *debouncer
 	changes       chan event.TypedGenericEvent[*mcpv1alpha1.MCPServer]
 }
@@ -131,8 +131,9 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			progress = r.writeProgressLater(ctx, before, &srv)
 		}
 	}
-	// inputs is set once discovery succeeded; unchanged when they are
-	// those of a refresh that found this version of the object settled.
+	// inputs is set once discovery of a server without a workload
+	// succeeded; unchanged when this version of the object needed no write
+	// the last time it was refreshed with them.
 	var (
 		inputs    *[sha256.Size]byte
 		unchanged bool
@@ -148,7 +149,7 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			return
 		}
 		if inputs != nil && !unchanged && !wrote {
-			r.settled.record(req.String(), from.ResourceVersion, *inputs)
+			r.lastEqual.remember(req.String(), from.ResourceVersion, *inputs)
 		}
 		// Every reconcile, not only those that write: a restarted manager
 		// or a new leader writes nothing for a server whose status holds,
@@ -170,12 +171,8 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err != nil {
 		return r.failed(&srv, err)
 	}
-	// A workload's conditions follow its Deployment and pods, which the
-	// object's resourceVersion does not cover: its refreshes always
-	// publish and compare.
-	if srv.Spec.Workload == nil {
-		digest := discoveryInputs(discovered, info)
-		inputs, unchanged = &digest, r.settled.holds(req.String(), srv.ResourceVersion, digest)
+	if digest, ok := discoveryInputs(&srv, discovered, info); ok {
+		inputs, unchanged = &digest, r.lastEqual.matches(req.String(), srv.ResourceVersion, digest)
 	}
 	if !unchanged {
 		r.publish(&srv, before, discovered, info)
@@ -189,7 +186,7 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // reconciles (deleted or suspended).
 func (r *MCPServerReconciler) forget(key string) {
 	r.sessions.Drop(key)
-	r.settled.forget(key)
+	r.lastEqual.forget(key)
 	r.listChanged.forget(key)
 	forgetServerMetrics(key)
 }

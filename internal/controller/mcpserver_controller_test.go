@@ -359,35 +359,32 @@ var _ = Describe("MCPServer discovery", func() {
 		Expect(eventsOf(srv)()).To(HaveLen(1), "only the first discovery made an Event")
 	})
 
-	It("publishes again when the object or its tools change after a refresh found them settled", func() {
-		ns := newNamespace()
+	It("publishes nothing while the object and its discovery are as when nothing needed writing, and again once either changes", func() {
 		mcp := startMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
 		mcp.AddTools("kept", "other")
-		srv := createServer(ns, "settled", mcp.URL(), every(time.Hour))
-		Eventually(readyOf(srv)).Should(Equal("True/ToolsDiscovered"))
-		// The manager's reconciler next refreshes in an hour; this one,
-		// reading through the API server, refreshes when told to.
-		r := &MCPServerReconciler{Client: k8sClient, Recorder: events.NewFakeRecorder(100), StatusBudget: suiteStatusBudget,
-			Limits: mcpclient.DefaultLimits, MaxDescriptionBytes: DefaultMaxDescriptionBytes,
-			Egress: &mcpclient.EgressPolicy{Deny: mcpclient.DefaultEgressDeny}, sessions: &mcpclient.Pool{Owner: "spec"}}
+		srv := createServer(newNamespace(), "same", mcp.URL(), func(s *mcpv1alpha1.MCPServer) { s.Spec.Suspend = true })
+		writes := &statusWrites{}
+		r, _ := testReconciler(time.Hour, writes)
 		key := client.ObjectKeyFromObject(srv)
-		DeferCleanup(func() { r.sessions.Drop(key.String()) })
 		refresh := func() *mcpv1alpha1.MCPServer {
 			GinkgoHelper()
 			_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
 			Expect(err).NotTo(HaveOccurred())
 			return fetch(srv)
 		}
-		settledAt := func() string {
-			r.settled.mu.Lock()
-			defer r.settled.mu.Unlock()
-			return r.settled.byServer[key.String()].resourceVersion
-		}
 
-		written := fetch(srv).ResourceVersion
-		Expect(refresh().ResourceVersion).To(Equal(written), "the same tools: nothing to write")
-		Expect(settledAt()).To(Equal(written), "a compare found the status settled")
-		Expect(refresh().ResourceVersion).To(Equal(written), "settled: nothing published, nothing written")
+		discovered := refresh()
+		Expect(writes.bodies()).To(HaveLen(1))
+		Expect(r.lastEqual.at(key.String())).To(BeEmpty(), "a write is not remembered")
+		Expect(refresh().ResourceVersion).To(Equal(discovered.ResourceVersion))
+		Expect(r.lastEqual.at(key.String())).To(Equal(discovered.ResourceVersion), "a compare found nothing to write")
+
+		// A budget of one byte would leave every tool out of a status
+		// published now: only a refresh that publishes nothing leaves it.
+		r.StatusBudget = 1
+		Expect(refresh().Status.ToolCount).To(BeEquivalentTo(2))
+		Expect(writes.bodies()).To(HaveLen(1))
+		r.StatusBudget = DefaultStatusBudget
 
 		// Someone else's write gives the object a new version: the next
 		// refresh publishes and puts the tool back.
@@ -395,15 +392,16 @@ var _ = Describe("MCPServer discovery", func() {
 		edited.Status.Tools = edited.Status.Tools[:1]
 		Expect(k8sClient.Status().Update(ctx, edited)).To(Succeed())
 		restored := refresh()
-		Expect(restored.ResourceVersion).NotTo(Equal(edited.ResourceVersion))
-		Expect(toolNames(srv)).To(Equal(exposed("settled", "kept", "other")))
+		Expect(writes.bodies()).To(HaveLen(2))
+		Expect(toolNames(srv)).To(Equal(exposed("same", "kept", "other")))
 
-		// Settled again; then new tools upstream are published.
+		// Remembered again; then new tools upstream are published.
 		Expect(refresh().ResourceVersion).To(Equal(restored.ResourceVersion))
-		Expect(settledAt()).To(Equal(restored.ResourceVersion))
+		Expect(r.lastEqual.at(key.String())).To(Equal(restored.ResourceVersion))
 		mcp.AddTools("third")
-		Expect(refresh().ResourceVersion).NotTo(Equal(restored.ResourceVersion))
-		Expect(toolNames(srv)).To(Equal(exposed("settled", "kept", "other", "third")))
+		refresh()
+		Expect(writes.bodies()).To(HaveLen(3))
+		Expect(toolNames(srv)).To(Equal(exposed("same", "kept", "other", "third")))
 	})
 
 	It("keeps status within its size budget and says what was left out", func() {

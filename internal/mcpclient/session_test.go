@@ -296,17 +296,18 @@ func TestListDigestFollowsTheToolsKept(t *testing.T) {
 	if again := digest(Limits{MaxPages: 10, MaxTools: 3}); again != cut {
 		t.Error("the same cut list gave another digest")
 	}
-	// Past the cut, a change leaves what is kept as it was. The changes
-	// keep each entry's length (AddTools describes e as "tool e").
-	srv.AddTool("e", "tool E", `{"type":"object","properties":{"message":{"type":"string"}}}`)
+	// A tool read but not kept (d, after c fills the three on the second
+	// page) leaves the digest as it was. The changes keep each entry's
+	// length (AddTools describes d as "tool d").
+	srv.AddTool("d", "tool D", `{"type":"object","properties":{"message":{"type":"string"}}}`)
 	if again := digest(Limits{MaxPages: 10, MaxTools: 3}); again != cut {
-		t.Error("a change to a tool left out changed the digest of the cut list")
+		t.Error("a change to a tool read but not kept changed the digest of the cut list")
 	}
 	changed := digest(DefaultLimits)
 	if changed == first {
 		t.Error("a tool's new description left the digest as it was")
 	}
-	srv.AddTool("e", "tool E", `{"type":"object","properties":{"massage":{"type":"string"}}}`)
+	srv.AddTool("e", "tool e", `{"type":"object","properties":{"massage":{"type":"string"}}}`)
 	if digest(DefaultLimits) == changed {
 		t.Error("a tool's new input schema left the digest as it was")
 	}
