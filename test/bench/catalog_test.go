@@ -77,7 +77,7 @@ func (s *callScenario) create(b *testing.B, cp *controlPlane, f *fleet) *readyWa
 	}
 	last := s.servers - 1
 	s.echoURL, s.tool = urls[last], "mcp_"+s.serverName(last)+"_echo"
-	rw := watchReady(b, cp, s.ns, withTools(s.toolsEach))
+	rw := watchReady(b, cp, s.ns, s.toolsEach)
 	collectionOfAll(b, cp, s.ns, "all")
 	createServers(b, cp, s.ns, s.servers, s.serverName, func(i int) string { return urls[i] }, nil)
 	return rw

@@ -79,7 +79,7 @@ func BenchmarkHeapInProcess(b *testing.B) {
 	for i := range urls {
 		urls[i] = f.serve("/heap/"+serverName(i)+"/mcp", shared)
 	}
-	rw := watchReady(b, cp, ns, withTools(toolsPerServer))
+	rw := watchReady(b, cp, ns, toolsPerServer)
 	createServers(b, cp, ns, servers, serverName, func(i int) string { return urls[i] }, func(s *mcpv1alpha1.MCPServer) {
 		s.Spec.RefreshInterval = &metav1.Duration{Duration: 10 * time.Minute}
 	})
