@@ -3,16 +3,17 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
@@ -99,14 +100,14 @@ func collectionOfAll(b *testing.B, cp *controlPlane, ns, name string) {
 // on every end made 18 lists of up to 5,000 objects while 5,000 servers
 // became Ready, about 1 ms of the API server's and this process's CPU per
 // server on the cores the manager uses. For the same reason it decodes
-// only what readiness reads (serverReadiness), not whole objects.
+// only what readiness reads (serverReadiness).
 type readyWatch struct {
-	// http reaches the API server with the admin's credentials; list and
-	// watch are plain GETs decoded into serverReadiness.
-	http *http.Client
-	url  string
-	mu   sync.Mutex
-	// tools is the tool count a server must list to count as ready.
+	// client reaches the API server with the admin's credentials: list
+	// and watch are plain GETs decoded into serverReadiness.
+	client *http.Client
+	url    string
+	mu     sync.Mutex
+	// tools is how many tools a server must list to count as ready.
 	tools int
 	ready map[string]bool
 	// state says why each server last seen was not ready, for failures.
@@ -116,11 +117,9 @@ type readyWatch struct {
 	stop    context.CancelFunc
 }
 
-// serverReadiness is what the readiness watch reads of an MCPServer, or
-// of the Status an ERROR event carries (Code). Decoding the whole object,
-// twenty tool definitions and all, was a tenth of this process's CPU
-// while 5,000 servers became Ready, on the two cores the manager and the
-// API server are measured on.
+// serverReadiness is what the readiness watch reads of an MCPServer.
+// Decoding whole objects, twenty tool definitions each, was a tenth of
+// this process's CPU while 5,000 servers became Ready.
 type serverReadiness struct {
 	Metadata struct {
 		Name            string `json:"name"`
@@ -134,12 +133,12 @@ type serverReadiness struct {
 			Status             string `json:"status"`
 			ObservedGeneration int64  `json:"observedGeneration"`
 			Reason             string `json:"reason"`
+			Message            string `json:"message"`
 		} `json:"conditions"`
 	} `json:"status"`
-	Code int32 `json:"code"`
 }
 
-// isReady is Ready=True for the object's generation, with tools tools.
+// isReady is Ready=True for the object's generation, listing tools tools.
 func (s *serverReadiness) isReady(tools int) bool {
 	if int(s.Status.ToolCount) != tools {
 		return false
@@ -156,18 +155,22 @@ func (s *serverReadiness) String() string {
 	return fmt.Sprintf("generation %d, %d tools, conditions %+v", s.Metadata.Generation, s.Status.ToolCount, s.Status.Conditions)
 }
 
-// watchReady follows ns's MCPServers; a server is ready once Ready for its
-// generation with tools tools.
+// watchReady follows ns's MCPServers; a server counts as ready once it is
+// Ready for its generation and lists tools tools.
 func watchReady(b *testing.B, cp *controlPlane, ns string, tools int) *readyWatch {
 	b.Helper()
 	hc, err := rest.HTTPClientFor(cp.env.Config)
 	if err != nil {
 		b.Fatal(err)
 	}
+	host, _, err := rest.DefaultServerUrlFor(cp.env.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
 	ctx, stop := context.WithCancel(context.Background())
-	rw := &readyWatch{http: hc, tools: tools, ready: map[string]bool{}, state: map[string]*serverReadiness{},
-		url: fmt.Sprintf("%s/apis/%s/namespaces/%s/mcpservers", strings.TrimSuffix(cp.env.Config.Host, "/"),
-			mcpv1alpha1.GroupVersion.String(), ns),
+	rw := &readyWatch{client: hc, tools: tools, ready: map[string]bool{}, state: map[string]*serverReadiness{},
+		url: host.JoinPath("apis", mcpv1alpha1.GroupVersion.Group, mcpv1alpha1.GroupVersion.Version,
+			"namespaces", ns, "mcpservers").String(),
 		changed: make(chan struct{}, 1), stop: stop}
 	b.Cleanup(stop)
 	go rw.follow(ctx)
@@ -184,11 +187,13 @@ func (rw *readyWatch) follow(ctx context.Context) {
 				continue
 			}
 		}
-		next, events, err := rw.watch(ctx, resourceVersion)
-		if err != nil || events == 0 {
-			// A watch that could not start, or ended with nothing in it
-			// (an error the API server repeats), is not taken up again
-			// at once.
+		next, events, err := rw.watchFrom(ctx, resourceVersion)
+		switch {
+		case err != nil:
+			time.Sleep(time.Second)
+		case events == 0:
+			// A watch that ends with nothing in it (an error the API
+			// server repeats) is not taken up again at once.
 			time.Sleep(100 * time.Millisecond)
 		}
 		resourceVersion = next
@@ -196,14 +201,14 @@ func (rw *readyWatch) follow(ctx context.Context) {
 }
 
 // get sends a GET to the servers' collection with query, and returns the
-// answer's body when the API server answered 200.
+// answer's body when the API server answered 200, or its status code.
 func (rw *readyWatch) get(ctx context.Context, query url.Values) (io.ReadCloser, int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rw.url+"?"+query.Encode(), nil)
 	if err != nil {
 		return nil, 0, err
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := rw.http.Do(req)
+	resp, err := rw.client.Do(req)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -240,14 +245,16 @@ func (rw *readyWatch) list(ctx context.Context) (string, error) {
 	return list.Metadata.ResourceVersion, nil
 }
 
-// watch sees a watch's events until it ends, and returns the
+// watchFrom sees a watch's events until it ends, and returns the
 // resourceVersion to take it up from ("" when the API server no longer
-// holds the one it was at) and how many objects and bookmarks it brought.
-func (rw *readyWatch) watch(ctx context.Context, resourceVersion string) (string, int, error) {
+// holds the one it was at, which it says with a 410 or an ERROR event)
+// and how many objects and bookmarks it brought. The error is one that
+// is not the watch's end.
+func (rw *readyWatch) watchFrom(ctx context.Context, resourceVersion string) (string, int, error) {
 	body, status, err := rw.get(ctx, url.Values{"watch": {"true"}, "resourceVersion": {resourceVersion},
 		"allowWatchBookmarks": {"true"}})
 	if status == http.StatusGone {
-		return "", 0, err
+		return "", 0, nil
 	}
 	if err != nil {
 		return resourceVersion, 0, err
@@ -257,27 +264,36 @@ func (rw *readyWatch) watch(ctx context.Context, resourceVersion string) (string
 	dec := json.NewDecoder(body)
 	for {
 		var ev struct {
-			Type   watch.EventType  `json:"type"`
-			Object *serverReadiness `json:"object"`
+			Type   watch.EventType `json:"type"`
+			Object json.RawMessage `json:"object"`
 		}
-		if err := dec.Decode(&ev); err != nil || ev.Object == nil {
-			// The watch ended: the API server closed it, or this
-			// benchmark is over.
-			return resourceVersion, events, nil
+		if err := dec.Decode(&ev); err != nil {
+			if errors.Is(err, io.EOF) || ctx.Err() != nil {
+				// The API server closed the watch, or the benchmark is
+				// over.
+				err = nil
+			}
+			return resourceVersion, events, err
 		}
-		switch ev.Type {
-		case watch.Error:
-			if ev.Object.Code == http.StatusGone {
+		if ev.Type == watch.Error {
+			var st metav1.Status
+			if err := json.Unmarshal(ev.Object, &st); err != nil {
+				return resourceVersion, events, err
+			}
+			if err := apierrors.FromObject(&st); apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 				return "", events, nil
 			}
-		case watch.Bookmark:
-			resourceVersion = ev.Object.Metadata.ResourceVersion
-			events++
-		default:
-			rw.see(ev.Type, ev.Object)
-			resourceVersion = ev.Object.Metadata.ResourceVersion
-			events++
+			continue
 		}
+		srv := &serverReadiness{}
+		if err := json.Unmarshal(ev.Object, srv); err != nil {
+			return resourceVersion, events, err
+		}
+		if ev.Type != watch.Bookmark {
+			rw.see(ev.Type, srv)
+		}
+		resourceVersion = srv.Metadata.ResourceVersion
+		events++
 	}
 }
 
