@@ -268,9 +268,10 @@ func (rw *readyWatch) watchFrom(ctx context.Context, resourceVersion string) (st
 			Object json.RawMessage `json:"object"`
 		}
 		if err := dec.Decode(&ev); err != nil {
-			if errors.Is(err, io.EOF) || ctx.Err() != nil {
-				// The API server closed the watch, or the benchmark is
-				// over.
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || ctx.Err() != nil {
+				// The API server closed the watch (between events or,
+				// cut short, within one: either way it is taken up
+				// again at once), or the benchmark is over.
 				err = nil
 			}
 			return resourceVersion, events, err
