@@ -217,6 +217,9 @@ func runManager(t *testing.T) []map[string]*dto.MetricFamily {
 		"mcpservers/steady", "mcpservers/doomed", "toolcollections/assistant")
 
 	c := catalog{t: t, base: "http://" + catalogAddr + "/v1/namespaces/" + testNamespace + "/toolcollections/"}
+	// kubectl wait read Ready from the API server; the catalog serves from
+	// the manager's cache, which hears of it a moment later.
+	c.waitMenu("assistant", "mcp_steady_convert_units", "mcp_steady_pin_timezone", "mcp_doomed_convert_units")
 	var scrapes []map[string]*dto.MetricFamily
 	// Calls that work, a tool answering isError, menus read, a tool list change.
 	c.menu("assistant")
@@ -315,6 +318,29 @@ func (c catalog) menu(collection string) {
 	code, body, err := c.do(http.MethodGet, c.base+collection+"/tools", "")
 	if err != nil || code != http.StatusOK {
 		c.t.Fatalf("menu of %s: %d %s %v", collection, code, body, err)
+	}
+}
+
+// waitMenu waits for the collection's menu to hold every one of tools.
+func (c catalog) waitMenu(collection string, tools ...string) {
+	c.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		code, body, err := c.do(http.MethodGet, c.base+collection+"/tools", "")
+		missing := ""
+		for _, tool := range tools {
+			if !strings.Contains(string(body), `"`+tool+`"`) {
+				missing = tool
+				break
+			}
+		}
+		if err == nil && code == http.StatusOK && missing == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("the menu of %s never held %s: %d %s %v", collection, missing, code, body, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
