@@ -237,9 +237,10 @@ func TestSessionsAreBoundedInNumber(t *testing.T) {
 }
 
 // A session idle for --session-idle ends; one with an open stream is not
-// idle.
+// idle. The limit leaves the listening session time to open its stream
+// on a busy machine before the sweeper could take it.
 func TestIdleSessionsEnd(t *testing.T) {
-	b := startBridge(t, nil, []string{"--debug", "--session-idle", "300ms"}, demoCommand()...)
+	b := startBridge(t, nil, []string{"--debug", "--session-idle", "2s"}, demoCommand()...)
 	listening := rawSession(t, b)
 	ctx, cancel := context.WithCancel(timeout(t))
 	defer cancel()

@@ -295,7 +295,18 @@ var _ = Describe("MCPServer discovery", func() {
 		updateServer(srv, func(suspended *mcpv1alpha1.MCPServer) {
 			suspended.Spec.Suspend = true
 		})
-		lists := mcp.ToolLists()
+		// Suspending writes nothing to wait for, and a refresh that began
+		// before the cache had the change still lists: the baseline is
+		// taken once the count has stood still for over a second.
+		lists, still := mcp.ToolLists(), 0
+		Eventually(func() int {
+			if now := mcp.ToolLists(); now != lists {
+				lists, still = now, 0
+			} else {
+				still++
+			}
+			return still
+		}, 30*time.Second, 500*time.Millisecond).Should(BeNumerically(">=", 3))
 		mcp.AddTools("ignored")
 		Consistently(mcp.ToolLists, 12*time.Second, time.Second).Should(Equal(lists), "no refresh while suspended")
 		Expect(toolNames(srv)).To(Equal([]string{"mcp_paused_kept"}))

@@ -46,9 +46,9 @@ func calcServer() *testmcp.Server {
 	mcpSrv.AddToolFunc("picture", "An image", `{"type":"object"}`, func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultImage("a red dot", "aW1hZ2U=", "image/png"), nil
 	})
-	mcpSrv.AddToolFunc("slow", "Takes 3 seconds", `{"type":"object"}`, func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	mcpSrv.AddToolFunc("slow", "Takes 30 seconds", `{"type":"object"}`, func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		select {
-		case <-time.After(3 * time.Second):
+		case <-time.After(30 * time.Second):
 		case <-ctx.Done():
 		}
 		return mcp.NewToolResultText("done"), nil
@@ -289,7 +289,9 @@ var _ = Describe("Execute", func() {
 		ns = env.Namespace()
 		mcpSrv = calcServer()
 		readyServer(ns, "calc", mcpSrv.URL(), func(s *mcpv1alpha1.MCPServer) {
-			s.Spec.Timeout = &metav1.Duration{Duration: time.Second}
+			// Short enough for the slow tool's 504 spec, long enough that
+			// no other call of these specs meets it on a busy machine.
+			s.Spec.Timeout = &metav1.Duration{Duration: 5 * time.Second}
 			s.Labels = map[string]string{"team": "math"}
 		})
 	})
@@ -384,7 +386,7 @@ var _ = Describe("Execute", func() {
 	It("answers 504 when the server takes longer than its timeout", func() {
 		r := execute(`{"name":"mcp_calc_slow"}`)
 		Expect(r.code).To(Equal(http.StatusGatewayTimeout), string(r.body))
-		Expect(r.json()["error"]).To(ContainSubstring("did not answer within 1s"))
+		Expect(r.json()["error"]).To(ContainSubstring("did not answer within 5s"))
 		// The session survives a slow call.
 		Expect(execute(`{"name":"mcp_calc_add","arguments":{"a":1,"b":1}}`).code).To(Equal(http.StatusOK))
 	})
