@@ -45,17 +45,20 @@ func front(t *testing.T, backend string, handle func(w http.ResponseWriter, r *h
 	}
 	proxy := httputil.NewSingleHostReverseProxy(&neturl.URL{Scheme: target.Scheme, Host: target.Host})
 	proxy.FlushInterval = -1
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The proxy passes the request's body on while it streams the
-		// answer back. Without full duplex, net/http's HTTP/1 server
-		// closes an unread body when the answer's header goes out; the
-		// proxy's transport, still reading the body for its end, then
-		// fails the request and closes the backend connection. A
-		// subscriptions/listen stream (a POST that is answered with a
-		// stream) died that way now and then, a few ms after it opened.
+	// The proxy passes the request's body on while it streams the answer
+	// back. Without full duplex, net/http's HTTP/1 server closes an unread
+	// body when the answer's header goes out; the proxy's transport, still
+	// reading the body for its end, then fails the request and closes the
+	// backend connection. A subscriptions/listen stream (a POST answered
+	// with a stream) died that way now and then, a few ms after it opened.
+	// Only what goes through the proxy runs full duplex: a handler that
+	// answers itself keeps net/http's watch for the caller going away,
+	// which begins once the body has been read.
+	pass := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_ = http.NewResponseController(w).EnableFullDuplex()
-		handle(w, r, proxy)
-	}))
+		proxy.ServeHTTP(w, r)
+	})
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handle(w, r, pass) }))
 	srv.Config.ConnState = connState
 	srv.Start()
 	t.Cleanup(srv.Close)

@@ -43,14 +43,7 @@ func rewriting(backend, old, new string) string {
 		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
 		return nil
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Without full duplex, net/http closes the unread end of a
-		// request's body once the answer's header goes out, and the
-		// proxy's transport, still reading it for its end, may fail the
-		// request and close the connection the answer comes on.
-		_ = http.NewResponseController(w).EnableFullDuplex()
-		proxy.ServeHTTP(w, r)
-	}))
+	srv := httptest.NewServer(proxy)
 	DeferCleanup(srv.Close)
 	return srv.URL + target.Path
 }

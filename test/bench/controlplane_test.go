@@ -178,11 +178,6 @@ func (cp *controlPlane) startProxy() (string, error) {
 		return "", fmt.Errorf("listening for the API proxy: %w", err)
 	}
 	cp.proxy = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Without full duplex, net/http closes the unread end of a
-		// request's body once the answer's header goes out, and the
-		// proxy's transport, still reading it for its end, may fail the
-		// request: a status update lost to the benchmark, not the manager.
-		_ = http.NewResponseController(w).EnableFullDuplex()
 		cp.counts.count(r)
 		proxy.ServeHTTP(w, r)
 	})}
