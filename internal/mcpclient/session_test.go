@@ -239,7 +239,13 @@ func TestFailuresAreClassified(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Connect(context.Background(), Target{URL: tt.url(t), Transport: TransportStreamableHTTP, Headers: tt.headers, Timeout: time.Second}, nil)
+			// A short timeout for the server that never answers; the others
+			// answer at once, and a busy machine must not make them time out.
+			timeout := 10 * time.Second
+			if tt.want == ErrTimeout {
+				timeout = time.Second
+			}
+			_, err := Connect(context.Background(), Target{URL: tt.url(t), Transport: TransportStreamableHTTP, Headers: tt.headers, Timeout: timeout}, nil)
 			if err == nil {
 				t.Fatal("connect succeeded")
 			}
