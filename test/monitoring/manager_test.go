@@ -219,7 +219,8 @@ func runManager(t *testing.T) []map[string]*dto.MetricFamily {
 	c := catalog{t: t, base: "http://" + catalogAddr + "/v1/namespaces/" + testNamespace + "/toolcollections/"}
 	// kubectl wait read Ready from the API server; the catalog serves from
 	// the manager's cache, which hears of it a moment later.
-	c.waitMenu("assistant", "mcp_steady_convert_units", "mcp_steady_pin_timezone", "mcp_doomed_convert_units")
+	manager.waitFor(t, "the servers' tools in the assistant menu", time.Minute,
+		c.menuHolds("assistant", "mcp_steady_convert_units", "mcp_steady_pin_timezone", "mcp_doomed_convert_units"))
 	var scrapes []map[string]*dto.MetricFamily
 	// Calls that work, a tool answering isError, menus read, a tool list change.
 	c.menu("assistant")
@@ -321,26 +322,19 @@ func (c catalog) menu(collection string) {
 	}
 }
 
-// waitMenu waits for the collection's menu to hold every one of tools.
-func (c catalog) waitMenu(collection string, tools ...string) {
-	c.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+// menuHolds reports whether the collection's menu holds every one of tools.
+func (c catalog) menuHolds(collection string, tools ...string) func() bool {
+	return func() bool {
 		code, body, err := c.do(http.MethodGet, c.base+collection+"/tools", "")
-		missing := ""
+		if err != nil || code != http.StatusOK {
+			return false
+		}
 		for _, tool := range tools {
 			if !strings.Contains(string(body), `"`+tool+`"`) {
-				missing = tool
-				break
+				return false
 			}
 		}
-		if err == nil && code == http.StatusOK && missing == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("the menu of %s never held %s: %d %s %v", collection, missing, code, body, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return true
 	}
 }
 
