@@ -173,8 +173,10 @@ const listeningBufferSize = 1 << 10
 // handshake and response headers are bounded instead, and every request
 // carries a context deadline. listening says the session is opened to hold
 // a stream for list changes; such sessions to plain-HTTP servers share
-// their connection pool (see shared.go).
-func (t Target) httpClient(watch *streamWatch, listening bool) *http.Client {
+// their connection pool (see shared.go). inline asks for the other
+// sessions' POSTs to a plain-HTTP server to be made on the caller's
+// goroutine (inline.go): 2026-07-28 sessions, whose every request is one.
+func (t Target) httpClient(watch *streamWatch, listening, inline bool) *http.Client {
 	var base *http.Transport
 	shared := false
 	if listening && t.TLS == nil && strings.HasPrefix(t.URL, "http://") {
@@ -182,8 +184,12 @@ func (t Target) httpClient(watch *streamWatch, listening bool) *http.Client {
 	} else {
 		base = newBaseTransport(t.Egress, t.TLS, t.timeout(), strings.HasPrefix(t.URL, "https://"), listening)
 	}
+	var next http.RoundTripper = base
+	if inline && !shared && strings.HasPrefix(t.URL, "http://") {
+		next = newInlineTransport(base)
+	}
 	return &http.Client{
-		Transport: &recordingTransport{next: base, shared: shared, watch: watch, maxBody: t.maxResponseBytes()},
+		Transport: &recordingTransport{next: next, shared: shared, watch: watch, maxBody: t.maxResponseBytes()},
 		// Redirects could carry our headers to another host; MCP endpoints
 		// do not redirect, so refuse to follow.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

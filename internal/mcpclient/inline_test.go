@@ -1,0 +1,159 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toolmesh/mcp-operator/internal/testmcp"
+)
+
+// connCounts follows a front's client connections.
+type connCounts struct {
+	opened, closed atomic.Int64
+}
+
+func (c *connCounts) hear(_ net.Conn, state http.ConnState) {
+	switch state {
+	case http.StateNew:
+		c.opened.Add(1)
+	case http.StateClosed, http.StateHijacked:
+		c.closed.Add(1)
+	}
+}
+
+// closableFront is a plain reverse proxy in front of backend whose client
+// connections the test can close, as a server's idle timeout does.
+func closableFront(t *testing.T, backend string, counts *connCounts) (*httptest.Server, string) {
+	t.Helper()
+	target, err := neturl.Parse(backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(&neturl.URL{Scheme: target.Scheme, Host: target.Host})
+	proxy.FlushInterval = -1
+	srv := httptest.NewUnstartedServer(proxy)
+	srv.Config.ConnState = counts.hear
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, srv.URL + target.Path
+}
+
+// TestAConnectionTheServerClosedIsNotReused: a 2026-07-28 session keeps
+// its connection between calls; when the server closes it meanwhile
+// (Node's servers do after 5 s idle), the next call goes out on a new
+// one and succeeds, rather than failing on the closed one.
+func TestAConnectionTheServerClosedIsNotReused(t *testing.T) {
+	srv := startServer(t, testmcp.Options{Transport: testmcp.StreamableHTTP})
+	srv.AddTools("echo")
+	var counts connCounts
+	front, url := closableFront(t, srv.URL(), &counts)
+	s := connectT(t, Target{URL: url, Timeout: 10 * time.Second}, nil)
+	if got := s.Info().ProtocolVersion; got != RevisionModern {
+		t.Fatalf("the session speaks %s, want %s", got, RevisionModern)
+	}
+	call := func(message string) {
+		t.Helper()
+		result, err := s.CallTool(context.Background(), "echo", json.RawMessage(fmt.Sprintf(`{"message":%q}`, message)), CallOptions{})
+		if err != nil {
+			t.Fatalf("call %s: %v", message, err)
+		}
+		if len(result.Content) != 1 || !strings.Contains(string(result.Content[0]), message) {
+			t.Fatalf("call %s answered %s", message, result.Content)
+		}
+	}
+	call("first")
+	before := counts.opened.Load()
+	call("second")
+	if n := counts.opened.Load() - before; n != 0 {
+		t.Fatalf("a second call right after the first opened %d connections, want the kept one", n)
+	}
+	for round := range 3 {
+		front.CloseClientConnections()
+		waitFor(t, "the front to close its connections", func() bool { return counts.closed.Load() == counts.opened.Load() })
+		opened := counts.opened.Load()
+		call(fmt.Sprintf("after close %d", round))
+		if n := counts.opened.Load() - opened; n != 1 {
+			t.Errorf("round %d: the call after the server closed the connection opened %d, want 1", round, n)
+		}
+	}
+}
+
+// TestACancelledCallLeavesNoConnectionBehind: cancelling a call ends its
+// request at once, reads as the cancel (not as a timeout), and the
+// connection it was on is closed, never reused for another answer.
+func TestACancelledCallLeavesNoConnectionBehind(t *testing.T) {
+	g := startGoSDK(t, testmcp.GoSDKOnly2026)
+	release, started := make(chan struct{}), make(chan struct{}, 1)
+	defer close(release)
+	g.AddWaitTool(release, started)
+	var counts connCounts
+	_, url := closableFront(t, g.URL(), &counts)
+	s := connectT(t, Target{URL: url, Timeout: time.Minute}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.CallTool(ctx, "wait", json.RawMessage(`{}`), CallOptions{})
+		done <- err
+	}()
+	<-started
+	closedBefore := counts.closed.Load()
+	cancel()
+	err := <-done
+	if !errors.Is(err, context.Canceled) || KindOf(err) == ErrTimeout {
+		t.Fatalf("the cancelled call failed with %v (%s), want the cancel", err, KindOf(err))
+	}
+	waitFor(t, "the cancelled call's connection to close", func() bool { return counts.closed.Load() > closedBefore })
+	result, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{"message":"after"}`), CallOptions{})
+	if err != nil || len(result.Content) != 1 || !strings.Contains(string(result.Content[0]), "after") {
+		t.Fatalf("the call after a cancel: %s, %v", result.Content, err)
+	}
+}
+
+// TestConcurrentCallsOnOneSessionGetTheirOwnAnswers: calls made at once
+// on one 2026-07-28 session each get their own answer, and the
+// connections they opened are kept and reused, not one per call.
+func TestConcurrentCallsOnOneSessionGetTheirOwnAnswers(t *testing.T) {
+	srv := startServer(t, testmcp.Options{Transport: testmcp.StreamableHTTP})
+	srv.AddTools("echo")
+	var counts connCounts
+	_, url := closableFront(t, srv.URL(), &counts)
+	s := connectT(t, Target{URL: url, Timeout: 30 * time.Second}, nil)
+	const callers, calls = 16, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, callers*calls)
+	for c := range callers {
+		wg.Go(func() {
+			for i := range calls {
+				message := fmt.Sprintf("caller %d call %d", c, i)
+				result, err := s.CallTool(context.Background(), "echo", json.RawMessage(fmt.Sprintf(`{"message":%q}`, message)), CallOptions{})
+				switch {
+				case err != nil:
+					errs <- fmt.Errorf("%s: %w", message, err)
+				case len(result.Content) != 1 || !strings.Contains(string(result.Content[0]), `\"`+message+`\"`):
+					errs <- fmt.Errorf("%s was answered %s", message, result.Content)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	// One per caller at most, and the connect's own: kept between calls.
+	if n := counts.opened.Load(); n > callers+1 {
+		t.Errorf("%d calls by %d callers opened %d connections", callers*calls, callers, n)
+	}
+}
