@@ -32,11 +32,12 @@ import (
 // What it gives up, against net/http: HTTP/2 and TLS (https targets keep
 // net/http, which negotiates both), gzip (not asked for), and noticing a
 // server's close of an idle connection while it waits: a kept connection
-// is checked just before reuse instead (alive), and a request whose write
-// fails on a kept connection is sent once more on a new one, as net/http
-// does when nothing reached the server. Everything else, GETs, the
-// subscriptions/listen stream and every request of a legacy session, goes
-// to next.
+// is checked just before reuse instead (alive, which is why only Unix
+// systems use it), and one idle for idleTimeout is closed by a sweep, as
+// net/http's are. A request whose write failed before any byte went out
+// on a kept connection is sent once more on a new one, as net/http does.
+// Everything else, GETs, the subscriptions/listen stream and every
+// request of a legacy session, goes to next.
 type inlineTransport struct {
 	next *http.Transport
 	// dial is next's, with the egress policy.
@@ -47,19 +48,32 @@ type inlineTransport struct {
 
 	mu   sync.Mutex
 	idle []*inlineConn
+	// closeIdle is set by CloseIdleConnections until the next request:
+	// a connection whose answer ends meanwhile is closed, not kept (a
+	// closed session's last calls).
+	closeIdle bool
+	// sweeping says a sweep of idle connections is due.
+	sweeping bool
 }
 
 func newInlineTransport(next *http.Transport) *inlineTransport {
-	return &inlineTransport{next: next, dial: next.DialContext, headerTimeout: next.ResponseHeaderTimeout,
+	t := &inlineTransport{next: next, dial: next.DialContext, headerTimeout: next.ResponseHeaderTimeout,
 		idleTimeout: next.IdleConnTimeout, maxIdle: next.MaxIdleConnsPerHost}
+	if t.idleTimeout <= 0 {
+		t.idleTimeout = 90 * time.Second // net/http's default
+	}
+	return t
 }
 
 // inlineConn is one kept connection.
 type inlineConn struct {
 	conn net.Conn
-	addr string
-	br   *bufio.Reader
-	bw   *bufio.Writer
+	// written counts the bytes written to conn, to tell a request that
+	// never left from one that may have reached the server.
+	written *countingWriter
+	addr    string
+	br      *bufio.Reader
+	bw      *bufio.Writer
 	// idleSince is when it was put back.
 	idleSince time.Time
 	// mu orders abort against the read deadline's changes, so that a
@@ -89,12 +103,24 @@ func (pc *inlineConn) readDeadline(t time.Time) {
 	}
 }
 
-// errWriteFailed marks a request whose write failed: the server cannot
-// have read all of it, so it did not act on it.
-type errWriteFailed struct{ err error }
+// countingWriter counts what goes through it to its connection.
+type countingWriter struct {
+	conn net.Conn
+	n    int64
+}
 
-func (e errWriteFailed) Error() string { return e.err.Error() }
-func (e errWriteFailed) Unwrap() error { return e.err }
+func (w *countingWriter) Write(p []byte) (int, error) {
+	n, err := w.conn.Write(p)
+	w.n += int64(n)
+	return n, err
+}
+
+// errNothingWritten marks a request whose write failed before any of its
+// bytes went out: the server never saw it.
+type errNothingWritten struct{ err error }
+
+func (e errNothingWritten) Error() string { return e.err.Error() }
+func (e errNothingWritten) Unwrap() error { return e.err }
 
 func (t *inlineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodPost || req.URL.Scheme != "http" || req.Header.Get(mcp.HeaderMethod) == string(mcp.MethodSubscriptionsListen) {
@@ -104,20 +130,27 @@ func (t *inlineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	addr := canonicalAddr(req.URL)
 	pc, reused, err := t.get(ctx, addr)
 	if err != nil {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
 		return nil, err
 	}
 	resp, err := t.exchange(ctx, pc, req)
-	var notSent errWriteFailed
+	var notSent errNothingWritten
 	if err != nil && reused && errors.As(err, &notSent) && req.GetBody != nil && ctx.Err() == nil {
-		// The server closed the kept connection between the check and
-		// the write: once more, on a new one.
-		if req.Body, err = req.GetBody(); err != nil {
+		// The kept connection failed before a byte of the request went
+		// out: once more, on a new one. (A server's close shows in the
+		// read instead, which alive makes rare, and fails the request
+		// as it does with net/http.)
+		retry := *req
+		if retry.Body, err = req.GetBody(); err != nil {
 			return nil, err
 		}
 		if pc, err = t.dialConn(ctx, addr); err != nil {
+			_ = retry.Body.Close()
 			return nil, err
 		}
-		resp, err = t.exchange(ctx, pc, req)
+		resp, err = t.exchange(ctx, pc, &retry)
 	}
 	if err != nil {
 		return nil, err
@@ -139,12 +172,16 @@ func (t *inlineTransport) exchange(ctx context.Context, pc *inlineConn, req *htt
 		}
 		return nil, err
 	}
+	before := pc.written.n
 	err := req.Write(pc.bw)
 	if err == nil {
 		err = pc.bw.Flush()
 	}
 	if err != nil {
-		return fail(errWriteFailed{err})
+		if pc.written.n == before {
+			err = errNothingWritten{err}
+		}
+		return fail(err)
 	}
 	if t.headerTimeout > 0 {
 		pc.readDeadline(time.Now().Add(t.headerTimeout))
@@ -185,6 +222,7 @@ func (*headerTimeoutError) Temporary() bool { return true }
 func (t *inlineTransport) get(ctx context.Context, addr string) (*inlineConn, bool, error) {
 	for {
 		t.mu.Lock()
+		t.closeIdle = false
 		n := len(t.idle)
 		if n == 0 {
 			t.mu.Unlock()
@@ -208,17 +246,22 @@ func (t *inlineTransport) dialConn(ctx context.Context, addr string) (*inlineCon
 	if err != nil {
 		return nil, err
 	}
-	return &inlineConn{conn: conn, addr: addr, br: bufio.NewReader(conn), bw: bufio.NewWriter(conn)}, nil
+	written := &countingWriter{conn: conn}
+	return &inlineConn{conn: conn, written: written, addr: addr, br: bufio.NewReader(conn), bw: bufio.NewWriter(written)}, nil
 }
 
 // put keeps a connection whose answer was read to its end, up to
-// maxIdle of them.
+// maxIdle of them, and has a sweep close it once idle for idleTimeout.
 func (t *inlineTransport) put(pc *inlineConn) {
 	pc.idleSince = time.Now()
 	t.mu.Lock()
-	if len(t.idle) < t.maxIdle {
+	if len(t.idle) < t.maxIdle && !t.closeIdle {
 		t.idle = append(t.idle, pc)
 		pc = nil
+		if !t.sweeping {
+			t.sweeping = true
+			time.AfterFunc(t.idleTimeout, t.sweep)
+		}
 	}
 	t.mu.Unlock()
 	if pc != nil {
@@ -226,11 +269,36 @@ func (t *inlineTransport) put(pc *inlineConn) {
 	}
 }
 
-// CloseIdleConnections closes the kept connections, and next's.
+// sweep closes the connections idle for idleTimeout (the oldest are at
+// the bottom of the stack, which reuse takes from the top) and comes
+// back when the oldest left is due.
+func (t *inlineTransport) sweep() {
+	now := time.Now()
+	t.mu.Lock()
+	due := 0
+	for due < len(t.idle) && now.Sub(t.idle[due].idleSince) >= t.idleTimeout {
+		due++
+	}
+	old := append([]*inlineConn(nil), t.idle[:due]...)
+	t.idle = append(t.idle[:0], t.idle[due:]...)
+	clear(t.idle[len(t.idle):cap(t.idle)])
+	t.sweeping = len(t.idle) > 0
+	if t.sweeping {
+		time.AfterFunc(t.idleTimeout-now.Sub(t.idle[0].idleSince), t.sweep)
+	}
+	t.mu.Unlock()
+	for _, pc := range old {
+		_ = pc.conn.Close()
+	}
+}
+
+// CloseIdleConnections closes the kept connections, and next's; a
+// connection whose answer ends before the next request is closed too.
 func (t *inlineTransport) CloseIdleConnections() {
 	t.mu.Lock()
 	idle := t.idle
 	t.idle = nil
+	t.closeIdle = true
 	t.mu.Unlock()
 	for _, pc := range idle {
 		_ = pc.conn.Close()

@@ -1,9 +1,12 @@
-//go:build !unix
+//go:build !unix || aix
 
 package mcpclient
 
 import "net"
 
-// alive cannot peek here; a closed connection fails the write, and the
-// request is sent once more on a new one.
-func alive(net.Conn) bool { return true }
+// inlineSupported says the system can peek at a kept connection: here it
+// cannot, so sessions keep net/http's transport, which notices a server's
+// close of an idle connection itself.
+const inlineSupported = false
+
+func alive(net.Conn) bool { return false }

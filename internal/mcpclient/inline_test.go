@@ -152,8 +152,10 @@ func TestConcurrentCallsOnOneSessionGetTheirOwnAnswers(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	// One per caller at most, and the connect's own: kept between calls.
-	if n := counts.opened.Load(); n > callers+1 {
+	// One per caller, and the connect's own, when every connection is
+	// kept between calls; twice that leaves room for a busy machine
+	// (finish drops a connection whose end is late), and none per call.
+	if n := counts.opened.Load(); n > 2*callers {
 		t.Errorf("%d calls by %d callers opened %d connections", callers*calls, callers, n)
 	}
 }

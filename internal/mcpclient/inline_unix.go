@@ -1,4 +1,4 @@
-//go:build unix
+//go:build unix && !aix
 
 package mcpclient
 
@@ -6,6 +6,9 @@ import (
 	"net"
 	"syscall"
 )
+
+// inlineSupported says the system can peek at a kept connection (alive).
+const inlineSupported = true
 
 // alive reports whether a kept connection is still open and quiet: a
 // peek that would block. A server that closed it (its idle timeout:

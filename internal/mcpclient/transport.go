@@ -185,7 +185,7 @@ func (t Target) httpClient(watch *streamWatch, listening, inline bool) *http.Cli
 		base = newBaseTransport(t.Egress, t.TLS, t.timeout(), strings.HasPrefix(t.URL, "https://"), listening)
 	}
 	var next http.RoundTripper = base
-	if inline && !shared && strings.HasPrefix(t.URL, "http://") {
+	if inline && inlineSupported && !shared && strings.HasPrefix(t.URL, "http://") {
 		next = newInlineTransport(base)
 	}
 	return &http.Client{
