@@ -79,7 +79,7 @@ func legacyRevision(revision string) bool {
 // handshake: the transport, the event stream, then initialize.
 func connectLegacy(ctx context.Context, t Target, kind Transport, onToolsChanged func()) (*Session, error) {
 	watch := newStreamWatch()
-	httpClient := t.httpClient(watch, onToolsChanged != nil, false)
+	httpClient := t.httpClient(watch, onToolsChanged != nil)
 	tr, err := newTransport(t, kind, httpClient)
 	if err != nil {
 		return nil, &Error{Kind: ErrProtocol, Message: fmt.Sprintf("connecting: %s is not a usable URL", t.redactedURL()), Err: err}

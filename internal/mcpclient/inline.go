@@ -14,10 +14,11 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// inlineTransport makes a 2026-07-28 session's requests to a plain-HTTP
-// server on the caller's goroutine: it writes the request and reads the
-// answer itself, over connections it keeps, with net/http's own request
-// writer (Request.Write) and response reader (ReadResponse).
+// inlineTransport makes a session's POSTs to a plain-HTTP server on the
+// caller's goroutine: it writes the request and reads the answer itself,
+// over connections it keeps, with net/http's own request writer
+// (Request.Write) and response reader (ReadResponse). Every request of a
+// 2026-07-28 session is such a POST, and every call of an older one.
 //
 // net/http's Transport hands every request on a kept connection to two
 // goroutines of that connection, one writing it and one reading the
@@ -36,8 +37,8 @@ import (
 // systems use it), and one idle for idleTimeout is closed by a sweep, as
 // net/http's are. A request whose write failed before any byte went out
 // on a kept connection is sent once more on a new one, as net/http does.
-// Everything else, GETs, the subscriptions/listen stream and every
-// request of a legacy session, goes to next.
+// Everything else, GETs (a legacy session's event streams), DELETEs and
+// the subscriptions/listen stream, goes to next.
 type inlineTransport struct {
 	next *http.Transport
 	// dial is next's, with the egress policy.
@@ -316,17 +317,24 @@ type inlineBody struct {
 	stop func() bool
 	keep bool
 
-	mu     sync.Mutex
-	ended  bool
-	closed bool
+	mu sync.Mutex
+	// ended says the body was read to its end; clean, that the cancel
+	// was let go of then, before it ran.
+	ended, clean bool
+	closed       bool
 }
 
 func (b *inlineBody) Read(p []byte) (int, error) {
 	n, err := b.body.Read(p)
 	switch {
 	case errors.Is(err, io.EOF):
+		// The exchange is over: a cancel from now on has nothing left to
+		// end on this connection (mcp-go's transport cancels a request's
+		// context before it closes the body).
 		b.mu.Lock()
-		b.ended = true
+		if !b.ended {
+			b.ended, b.clean = true, b.stop()
+		}
 		b.mu.Unlock()
 	case err != nil && b.ctx.Err() != nil:
 		err = context.Cause(b.ctx)
@@ -334,9 +342,9 @@ func (b *inlineBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Close keeps the connection when the body was read to its end and
-// nothing cancelled the request; otherwise it closes the connection,
-// which also ends a read blocked on it (an event stream that stays open).
+// Close keeps the connection when the body was read to its end before
+// any cancel; otherwise it closes the connection, which also ends a read
+// blocked on it (an event stream that stays open).
 func (b *inlineBody) Close() error {
 	b.mu.Lock()
 	if b.closed {
@@ -344,15 +352,14 @@ func (b *inlineBody) Close() error {
 		return nil
 	}
 	b.closed = true
-	ended := b.ended
+	ended, clean := b.ended, b.clean
 	b.mu.Unlock()
 	if !ended {
 		_ = b.pc.conn.Close()
+		b.stop()
 	}
 	_ = b.body.Close()
-	// stop first: a request cancelled meanwhile left its connection
-	// aborted, which must not be kept.
-	if b.stop() && ended && b.keep {
+	if clean && b.keep {
 		b.t.put(b.pc)
 		return nil
 	}

@@ -159,3 +159,36 @@ func TestConcurrentCallsOnOneSessionGetTheirOwnAnswers(t *testing.T) {
 		t.Errorf("%d calls by %d callers opened %d connections", callers*calls, callers, n)
 	}
 }
+
+// TestEverySessionReusesItsConnection: sequential calls of a session of
+// either style go out on the connection the last one left, including a
+// legacy session's, whose transport (mcp-go's) cancels each request's
+// context before it closes the answer's body.
+func TestEverySessionReusesItsConnection(t *testing.T) {
+	for _, revision := range []string{"2025-11-25", ""} {
+		t.Run("revision "+revision, func(t *testing.T) {
+			srv := startServer(t, testmcp.Options{Transport: testmcp.StreamableHTTP})
+			srv.AddTools("echo")
+			var counts connCounts
+			_, url := closableFront(t, srv.URL(), &counts)
+			s := connectT(t, Target{URL: url, Timeout: 10 * time.Second, Revision: revision}, nil)
+			want := revision
+			if want == "" {
+				want = RevisionModern
+			}
+			if got := s.Info().ProtocolVersion; got != want {
+				t.Fatalf("the session speaks %s, want %s", got, want)
+			}
+			before := counts.opened.Load()
+			const calls = 10
+			for i := range calls {
+				if _, err := s.CallTool(context.Background(), "echo", json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), CallOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := counts.opened.Load() - before; n > calls/2 {
+				t.Errorf("%d calls opened %d connections", calls, n)
+			}
+		})
+	}
+}

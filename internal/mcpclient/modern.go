@@ -50,7 +50,7 @@ const (
 // the server announces list changes, a subscriptions/listen stream.
 func connectModern(ctx context.Context, t Target, onToolsChanged func()) (*Session, error) {
 	watch := newStreamWatch()
-	httpClient := t.httpClient(watch, onToolsChanged != nil, true)
+	httpClient := t.httpClient(watch, onToolsChanged != nil)
 	if _, err := url.Parse(t.URL); err != nil {
 		return nil, &Error{Kind: ErrProtocol, Message: fmt.Sprintf("connecting: %s is not a usable URL", t.redactedURL()), Err: err}
 	}

@@ -173,10 +173,9 @@ const listeningBufferSize = 1 << 10
 // handshake and response headers are bounded instead, and every request
 // carries a context deadline. listening says the session is opened to hold
 // a stream for list changes; such sessions to plain-HTTP servers share
-// their connection pool (see shared.go). inline asks for the other
-// sessions' POSTs to a plain-HTTP server to be made on the caller's
-// goroutine (inline.go): 2026-07-28 sessions, whose every request is one.
-func (t Target) httpClient(watch *streamWatch, listening, inline bool) *http.Client {
+// their connection pool (see shared.go). The other sessions' POSTs to a
+// plain-HTTP server are made on the caller's goroutine (inline.go).
+func (t Target) httpClient(watch *streamWatch, listening bool) *http.Client {
 	var base *http.Transport
 	shared := false
 	if listening && t.TLS == nil && strings.HasPrefix(t.URL, "http://") {
@@ -185,7 +184,7 @@ func (t Target) httpClient(watch *streamWatch, listening, inline bool) *http.Cli
 		base = newBaseTransport(t.Egress, t.TLS, t.timeout(), strings.HasPrefix(t.URL, "https://"), listening)
 	}
 	var next http.RoundTripper = base
-	if inline && inlineSupported && !shared && strings.HasPrefix(t.URL, "http://") {
+	if inlineSupported && !shared && strings.HasPrefix(t.URL, "http://") {
 		next = newInlineTransport(base)
 	}
 	return &http.Client{
