@@ -39,12 +39,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func front(t *testing.T, backend string, handle func(w http.ResponseWriter, r *http.Request, pass http.Handler),
 	connState func(net.Conn, http.ConnState)) string {
 	t.Helper()
-	target, err := neturl.Parse(backend)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(&neturl.URL{Scheme: target.Scheme, Host: target.Host})
-	proxy.FlushInterval = -1
+	proxy, path := proxyTo(t, backend)
 	// The proxy passes the request's body on while it streams the answer
 	// back. Without full duplex, net/http's HTTP/1 server closes an unread
 	// body when the answer's header goes out; the proxy's transport, still
@@ -62,7 +57,20 @@ func front(t *testing.T, backend string, handle func(w http.ResponseWriter, r *h
 	srv.Config.ConnState = connState
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return srv.URL + target.Path
+	return srv.URL + path
+}
+
+// proxyTo is a reverse proxy to the server of the endpoint at backend,
+// which streams answers as they come, and the endpoint's path.
+func proxyTo(t *testing.T, backend string) (*httputil.ReverseProxy, string) {
+	t.Helper()
+	target, err := neturl.Parse(backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(&neturl.URL{Scheme: target.Scheme, Host: target.Host})
+	proxy.FlushInterval = -1
+	return proxy, target.Path
 }
 
 // answeringCalls fronts a real 2026-07-28 server at backend and answers

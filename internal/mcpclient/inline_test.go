@@ -8,8 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	neturl "net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,17 +35,32 @@ func (c *connCounts) hear(_ net.Conn, state http.ConnState) {
 // connections the test can close, as a server's idle timeout does.
 func closableFront(t *testing.T, backend string, counts *connCounts) (*httptest.Server, string) {
 	t.Helper()
-	target, err := neturl.Parse(backend)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(&neturl.URL{Scheme: target.Scheme, Host: target.Host})
-	proxy.FlushInterval = -1
+	proxy, path := proxyTo(t, backend)
 	srv := httptest.NewUnstartedServer(proxy)
 	srv.Config.ConnState = counts.hear
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return srv, srv.URL + target.Path
+	return srv, srv.URL + path
+}
+
+// echoSession connects a session at revision ("" for the newest) to an
+// mcp-go server with the tool "echo", through a closable front whose
+// connections counts follows.
+func echoSession(t *testing.T, revision string, timeout time.Duration) (*Session, *httptest.Server, *connCounts) {
+	t.Helper()
+	srv := startServer(t, testmcp.Options{Transport: testmcp.StreamableHTTP})
+	srv.AddTools("echo")
+	counts := &connCounts{}
+	front, url := closableFront(t, srv.URL(), counts)
+	s := connectT(t, Target{URL: url, Timeout: timeout, Revision: revision}, nil)
+	want := revision
+	if want == "" {
+		want = RevisionModern
+	}
+	if got := s.Info().ProtocolVersion; got != want {
+		t.Fatalf("the session speaks %s, want %s", got, want)
+	}
+	return s, front, counts
 }
 
 // TestAConnectionTheServerClosedIsNotReused: a 2026-07-28 session keeps
@@ -55,14 +68,7 @@ func closableFront(t *testing.T, backend string, counts *connCounts) (*httptest.
 // (Node's servers do after 5 s idle), the next call goes out on a new
 // one and succeeds, rather than failing on the closed one.
 func TestAConnectionTheServerClosedIsNotReused(t *testing.T) {
-	srv := startServer(t, testmcp.Options{Transport: testmcp.StreamableHTTP})
-	srv.AddTools("echo")
-	var counts connCounts
-	front, url := closableFront(t, srv.URL(), &counts)
-	s := connectT(t, Target{URL: url, Timeout: 10 * time.Second}, nil)
-	if got := s.Info().ProtocolVersion; got != RevisionModern {
-		t.Fatalf("the session speaks %s, want %s", got, RevisionModern)
-	}
+	s, front, counts := echoSession(t, "", 10*time.Second)
 	call := func(message string) {
 		t.Helper()
 		result, err := s.CallTool(context.Background(), "echo", json.RawMessage(fmt.Sprintf(`{"message":%q}`, message)), CallOptions{})
@@ -125,11 +131,7 @@ func TestACancelledCallLeavesNoConnectionBehind(t *testing.T) {
 // on one 2026-07-28 session each get their own answer, and the
 // connections they opened are kept and reused, not one per call.
 func TestConcurrentCallsOnOneSessionGetTheirOwnAnswers(t *testing.T) {
-	srv := startServer(t, testmcp.Options{Transport: testmcp.StreamableHTTP})
-	srv.AddTools("echo")
-	var counts connCounts
-	_, url := closableFront(t, srv.URL(), &counts)
-	s := connectT(t, Target{URL: url, Timeout: 30 * time.Second}, nil)
+	s, _, counts := echoSession(t, "", 30*time.Second)
 	const callers, calls = 16, 25
 	var wg sync.WaitGroup
 	errs := make(chan error, callers*calls)
@@ -167,18 +169,7 @@ func TestConcurrentCallsOnOneSessionGetTheirOwnAnswers(t *testing.T) {
 func TestEverySessionReusesItsConnection(t *testing.T) {
 	for _, revision := range []string{"2025-11-25", ""} {
 		t.Run("revision "+revision, func(t *testing.T) {
-			srv := startServer(t, testmcp.Options{Transport: testmcp.StreamableHTTP})
-			srv.AddTools("echo")
-			var counts connCounts
-			_, url := closableFront(t, srv.URL(), &counts)
-			s := connectT(t, Target{URL: url, Timeout: 10 * time.Second, Revision: revision}, nil)
-			want := revision
-			if want == "" {
-				want = RevisionModern
-			}
-			if got := s.Info().ProtocolVersion; got != want {
-				t.Fatalf("the session speaks %s, want %s", got, want)
-			}
+			s, _, counts := echoSession(t, revision, 10*time.Second)
 			before := counts.opened.Load()
 			const calls = 10
 			for i := range calls {
