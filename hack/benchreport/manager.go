@@ -312,10 +312,14 @@ heap-inprocess is the live heap of the controllers and the catalog run in
 the benchmark's process (BenchmarkHeapInProcess, 1,000 servers × 20
 tools, after the menus were served), by allocation site. The reading of
 these profiles, function by function, is in docs/performance-notes.md.
-What /mcp's sequential calls cost over the bare proxy's is mostly the
-handler's own work, a dozen pieces of 5–30 µs each under perf (decoding
-and encoding JSON-RPC, validation, audit and metrics, spans, contexts
-and timers); the manager's heap adds some 20–30 µs of it, since a
-call's allocations land in the heap goal's headroom, cold in cache: a
-noscan ballast of 100 MB widened the gap by 35–60 µs
-(performance-notes.md says how it was measured).`
+The manager makes its calls to 2026-07-28 servers over plain HTTP on
+the handler's goroutine (internal/mcpclient/inline.go), where the bare
+proxy's net/http Transport hands each request to a connection's writing
+goroutine and its answer back from the reading one: about 100 µs a
+call on this VM, which pays for the catalog's own work (some 50 µs of
+CPU a call in one process: decoding and encoding JSON-RPC, validation,
+audit and metrics, contexts and timers) with room to spare. That work
+is what is left of /mcp's time over the proxy's; the manager's heap
+adds some 20–30 µs of it, since a call's allocations land in the heap
+goal's headroom, cold in cache (performance-notes.md says how each was
+measured).`
