@@ -17,8 +17,9 @@ import (
 // inlineTransport makes a session's POSTs to a plain-HTTP server on the
 // caller's goroutine: it writes the request and reads the answer itself,
 // over connections it keeps, with net/http's own request writer
-// (Request.Write) and response reader (ReadResponse). Every request of a
-// 2026-07-28 session is such a POST, and every call of an older one.
+// (Request.Write) and response reader (ReadResponse): every request of a
+// 2026-07-28 session, and every message an older session posts
+// (initialize, calls, notifications, answers to the server).
 //
 // net/http's Transport hands every request on a kept connection to two
 // goroutines of that connection, one writing it and one reading the
@@ -180,7 +181,16 @@ func (t *inlineTransport) exchange(ctx context.Context, pc *inlineConn, req *htt
 	}
 	if err != nil {
 		if pc.written.n == before {
-			err = errNothingWritten{err}
+			return fail(errNothingWritten{err})
+		}
+		// A server may answer (413, 401) and close before it read the
+		// whole request: its answer, if it came, says more than the
+		// write's error. net/http waits as long for it.
+		pc.readDeadline(time.Now().Add(earlyAnswerWait))
+		if resp, rerr := http.ReadResponse(pc.br, req); rerr == nil && resp.StatusCode >= 200 {
+			pc.readDeadline(time.Time{})
+			resp.Body = &inlineBody{body: resp.Body, t: t, pc: pc, ctx: ctx, stop: stop, keep: false}
+			return resp, nil
 		}
 		return fail(err)
 	}
@@ -188,8 +198,14 @@ func (t *inlineTransport) exchange(ctx context.Context, pc *inlineConn, req *htt
 		pc.readDeadline(time.Now().Add(t.headerTimeout))
 	}
 	resp, err := http.ReadResponse(pc.br, req)
-	for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
-		// An interim answer (103 Early Hints): the answer follows.
+	for interim := 0; err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols; interim++ {
+		// An interim answer (103 Early Hints): the answer follows. As
+		// many as net/http takes, so that a server cannot keep the
+		// request going with them.
+		if interim == maxInterimAnswers {
+			err = errors.New("too many interim (1xx) answers")
+			break
+		}
 		resp, err = http.ReadResponse(pc.br, req)
 	}
 	if err != nil {
@@ -203,9 +219,27 @@ func (t *inlineTransport) exchange(ctx context.Context, pc *inlineConn, req *htt
 		pc.readDeadline(time.Time{})
 	}
 	keep := !resp.Close && !req.Close && resp.StatusCode != http.StatusSwitchingProtocols
+	if resp.Body == http.NoBody {
+		// Nothing to read (a notification's 202): the connection is
+		// free now; mcp-go closes such bodies unread.
+		if stop() && keep {
+			t.put(pc)
+		} else {
+			_ = pc.conn.Close()
+		}
+		return resp, nil
+	}
 	resp.Body = &inlineBody{body: resp.Body, t: t, pc: pc, ctx: ctx, stop: stop, keep: keep}
 	return resp, nil
 }
+
+// earlyAnswerWait is how long an answer is waited for after a request's
+// write failed part of the way (net/http's 50 ms).
+const earlyAnswerWait = 50 * time.Millisecond
+
+// maxInterimAnswers is how many 1xx answers net/http's Transport reads
+// before an answer (max1xxResponses).
+const maxInterimAnswers = 5
 
 // errHeaderTimeout is net/http's error for a server that did not answer
 // within ResponseHeaderTimeout, a timeout as net.Error tells.
@@ -254,8 +288,9 @@ func (t *inlineTransport) dialConn(ctx context.Context, addr string) (*inlineCon
 // put keeps a connection whose answer was read to its end, up to
 // maxIdle of them, and has a sweep close it once idle for idleTimeout.
 func (t *inlineTransport) put(pc *inlineConn) {
-	pc.idleSince = time.Now()
 	t.mu.Lock()
+	// Taken under the lock, so that the stack is ordered by it (sweep).
+	pc.idleSince = time.Now()
 	if len(t.idle) < t.maxIdle && !t.closeIdle {
 		t.idle = append(t.idle, pc)
 		pc = nil

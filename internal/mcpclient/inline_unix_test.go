@@ -10,6 +10,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -227,5 +229,27 @@ func TestInlineClosesWhatEndsAfterCloseIdleConnections(t *testing.T) {
 	tr.mu.Unlock()
 	if kept != 0 {
 		t.Errorf("%d connections kept", kept)
+	}
+}
+
+// TestInlineTakesNoMoreInterimAnswersThanNetHTTP: a server cannot keep
+// a request going with 1xx answers; five are read, as net/http reads.
+func TestInlineTakesNoMoreInterimAnswersThanNetHTTP(t *testing.T) {
+	for _, tc := range []struct {
+		interim int
+		ok      bool
+	}{{maxInterimAnswers, true}, {maxInterimAnswers + 1, false}} {
+		t.Run(strconv.Itoa(tc.interim), func(t *testing.T) {
+			srv := startRaw(t, func(n int, w io.Writer) bool {
+				write(w, strings.Repeat("HTTP/1.1 103 Early Hints\r\n\r\n", tc.interim)+"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+				return true
+			})
+			tr := testInline(10*time.Second, time.Minute)
+			t.Cleanup(tr.CloseIdleConnections)
+			body, err := post(t, tr, srv.url)
+			if ok := err == nil && body == "{}"; ok != tc.ok {
+				t.Errorf("%d interim answers: %q, %v", tc.interim, body, err)
+			}
+		})
 	}
 }
