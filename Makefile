@@ -102,10 +102,10 @@ SEARCH_BENCHMARKS := BenchmarkRetrieval,BenchmarkSearch10k,BenchmarkBuild10k,Ben
 # The CPU profiles test/bench takes of the manager process with perf.
 BENCH_PROFILES := calls lists scale-5000-discovery scale-5000-change scale-5000-quiet
 
-# BenchmarkScale runs in a test process and control plane of its own: after
-# the call-path benchmarks, their 2,100 MCPServers left in the API server and
-# the benchmark's own larger heap made the same fleet cost every process a
-# quarter more CPU (docs/performance-notes.md).
+# BenchmarkScale runs in a test process and control plane of its own: its
+# goal is 5,000 servers in one namespace, not after the call-path
+# benchmarks' etcd history, Events and heaps, with which the same fleet cost
+# every process more CPU (docs/performance-notes.md, How it is measured).
 .PHONY: bench
 bench: bench-search-results ## Every benchmark against same-run baselines; writes docs/benchmarks.md and fails when a goal is missed (about 20 minutes).
 	@mkdir -p $(BENCH_OUT)
