@@ -104,8 +104,9 @@ BENCH_PROFILES := calls lists scale-5000-discovery scale-5000-change scale-5000-
 
 # BenchmarkScale runs in a test process and control plane of its own: its
 # goal is 5,000 servers in one namespace, not after the call-path
-# benchmarks' etcd history, Events and heaps, with which the same fleet cost
-# every process more CPU (docs/performance-notes.md, How it is measured).
+# benchmarks' etcd history, Events and heaps, after which the same fleet was
+# measured slower; the cause was not isolated (docs/performance-notes.md,
+# How it is measured).
 .PHONY: bench
 bench: bench-search-results ## Every benchmark against same-run baselines; writes docs/benchmarks.md and fails when a goal is missed (about 20 minutes).
 	@mkdir -p $(BENCH_OUT)
