@@ -108,16 +108,15 @@ BENCH_PROFILES := calls lists scale-5000-discovery scale-5000-change scale-5000-
 # measured slower; the cause was not isolated (docs/performance-notes.md,
 # How it is measured). Each runs even when the other fails, so that one
 # failure does not hide the other's figures.
+BENCH_MANAGER = BENCH_PROFILE_DIR=$(abspath $(BENCH_OUT)) go test -v -run '^$$' -benchtime=$(BENCH_CALLS)x -timeout 60m ./test/bench
 .PHONY: bench
 bench: bench-search-results ## Every benchmark against same-run baselines; writes docs/benchmarks.md and fails when a goal is missed (about 20 minutes).
 	@mkdir -p $(BENCH_OUT)
 	@assets=$$(hack/envtest-assets.sh) && export KUBEBUILDER_ASSETS="$$assets" && \
 	go test -run '^$$' -bench . -benchmem -benchtime=$(BENCH_TIME) ./internal/toolname ./internal/toolcatalog | tee $(BENCH_OUT)/micro.txt && \
 	go test -run '^$$' -bench . -benchmem -benchtime=20x ./internal/menu | tee -a $(BENCH_OUT)/micro.txt && \
-	(BENCH_PROFILE_DIR=$(abspath $(BENCH_OUT)) go test -v -run '^$$' -bench 'BenchmarkCatalog|BenchmarkHeapInProcess' -benchtime=$(BENCH_CALLS)x \
-	  -timeout 60m ./test/bench; first=$$?; \
-	  BENCH_PROFILE_DIR=$(abspath $(BENCH_OUT)) go test -v -run '^$$' -bench 'BenchmarkScale$$' -benchtime=$(BENCH_CALLS)x \
-	  -timeout 60m ./test/bench; second=$$?; \
+	($(BENCH_MANAGER) -bench 'BenchmarkCatalog|BenchmarkHeapInProcess'; first=$$?; \
+	  $(BENCH_MANAGER) -bench 'BenchmarkScale$$'; second=$$?; \
 	  echo $$(( first ? first : second )) > $(BENCH_OUT)/status) | tee $(BENCH_OUT)/manager.txt && exit $$(cat $(BENCH_OUT)/status)
 	@for p in $(BENCH_PROFILES); do \
 	  echo "### $$p: own time"; go tool pprof -top -nodecount=20 $(BENCH_OUT)/$$p.pprof 2>/dev/null | tail -n +4; \
