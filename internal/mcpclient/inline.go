@@ -175,7 +175,7 @@ func (t *inlineTransport) exchange(ctx context.Context, pc *inlineConn, req *htt
 		return nil, err
 	}
 	before := pc.written.n
-	err := req.Write(pc.bw)
+	err := writeRequest(pc.bw, req)
 	if err == nil {
 		err = pc.bw.Flush()
 	}
