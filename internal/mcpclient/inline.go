@@ -16,8 +16,9 @@ import (
 
 // inlineTransport makes a session's POSTs to a plain-HTTP server on the
 // caller's goroutine: it writes the request and reads the answer itself,
-// over connections it keeps, with net/http's own request writer
-// (Request.Write) and response reader (ReadResponse): every request of a
+// over connections it keeps, writing the request as net/http's
+// Request.Write does (writeRequest) and reading the answer with its
+// response reader (ReadResponse): every request of a
 // 2026-07-28 session, and every message an older session posts
 // (initialize, calls, notifications, answers to the server).
 //

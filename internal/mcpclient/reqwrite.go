@@ -2,11 +2,13 @@ package mcpclient
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,18 +18,22 @@ import (
 
 // writeRequest writes req on a kept connection's buffer, as req.Write
 // writes it, byte for byte, when req has the shape of every request a
-// session posts: a POST with a body in memory of a known length, plain
-// headers, no trailer, nothing traced. Any other request goes to
-// req.Write. Request.Write spent about 7 µs of wall time a call in the
-// manager (a header sorter from a pool, a transfer writer, fmt for the
-// first lines, each value cleaned through a strings.Replacer), against
-// about 1 µs for this (docs/performance-notes.md).
+// session posts: a POST of a body in memory, plain headers, no trailer,
+// nothing traced. Any other request goes to req.Write. Request.Write
+// took about 7 µs of wall time a call in the manager (a header sorter
+// from a pool, a transfer writer, fmt for the first lines, each value
+// cleaned through a strings.Replacer); this takes about 4, measured the
+// same way (docs/performance-notes.md).
+//
+// One difference is meant: a failed write of the body comes back as it
+// is, where req.Write wraps it as an error reading the body (net/http's
+// Transport unwraps it again), so that classify reads a broken
+// connection as one.
 func writeRequest(bw *bufio.Writer, req *http.Request) error {
 	host, ok := plainRequest(req)
 	if !ok {
 		return req.Write(bw)
 	}
-	defer req.Body.Close() // as req.Write closes it, whatever happens
 	_, _ = bw.WriteString("POST ")
 	_, _ = bw.WriteString(req.URL.RequestURI())
 	_, _ = bw.WriteString(" HTTP/1.1\r\nHost: ")
@@ -35,14 +41,15 @@ func writeRequest(bw *bufio.Writer, req *http.Request) error {
 	_, _ = bw.WriteString("\r\n")
 	userAgent := "Go-http-client/1.1" // net/http's, unless the header names one
 	if values, ok := req.Header["User-Agent"]; ok {
+		// A value of blanks is sent, empty: only an empty one is not.
 		userAgent = ""
 		if len(values) > 0 {
-			userAgent = textproto.TrimString(values[0])
+			userAgent = values[0]
 		}
 	}
 	if userAgent != "" {
 		_, _ = bw.WriteString("User-Agent: ")
-		_, _ = bw.WriteString(userAgent)
+		_, _ = bw.WriteString(textproto.TrimString(userAgent))
 		_, _ = bw.WriteString("\r\n")
 	}
 	_, _ = bw.WriteString("Content-Length: ")
@@ -65,11 +72,22 @@ func writeRequest(bw *bufio.Writer, req *http.Request) error {
 			_, _ = bw.WriteString("\r\n")
 		}
 	}
-	if _, err := bw.WriteString("\r\n"); err != nil {
-		return err
+	_, err := bw.WriteString("\r\n")
+	if err == nil {
+		err = writeBody(bw, req)
 	}
-	// The body, then whatever it holds past its length, as req.Write reads
-	// it: a body of another length than it says is an error.
+	// Closed whatever happened, as req.Write closes it; its error counts
+	// when nothing else failed.
+	if closeErr := req.Body.Close(); err == nil {
+		err = closeErr
+	}
+	return err
+}
+
+// writeBody writes the body, then reads whatever it holds past its
+// length, as req.Write does: a body of another length than it says is an
+// error.
+func writeBody(bw *bufio.Writer, req *http.Request) error {
 	n, err := io.Copy(bw, io.LimitReader(req.Body, req.ContentLength))
 	if err != nil {
 		return err
@@ -89,24 +107,25 @@ func writeRequest(bw *bufio.Writer, req *http.Request) error {
 var excludedHeader = map[string]bool{"Host": true, "User-Agent": true, "Content-Length": true, "Transfer-Encoding": true, "Trailer": true}
 
 // plainRequest reports whether writeRequest may write req, and the host
-// it names: a POST whose body NewRequest made from bytes in memory (it
-// has GetBody; net/http sends such a body after the headers, in the same
-// write), no Connection: close, transfer coding or trailer asked for, an
-// ASCII host that is a valid Host header without a zone (req.Write
-// would rewrite any other), a
-// request URI and header values without control characters (req.Write
-// would refuse or clean them), and no client trace to report to.
+// it names: a POST of a known length whose body is bytes in memory (as
+// NewRequest makes it from a bytes.Reader: req.Write sends such a body
+// after the headers in the same write, and flushes the headers first
+// before any other), req.Close not set, no transfer coding or trailer, a
+// host that is plain ASCII and a valid Host header with no "%" (req.Write
+// would rewrite or blank any other), a request URI of visible ASCII and
+// header values of printable ASCII (req.Write would refuse or clean
+// others), and no client trace to report to.
 func plainRequest(req *http.Request) (string, bool) {
 	if req.Method != http.MethodPost || req.Close || len(req.TransferEncoding) > 0 || req.Trailer != nil ||
-		req.Body == nil || req.Body == http.NoBody || req.GetBody == nil || req.ContentLength <= 0 ||
-		req.URL == nil || req.URL.Opaque != "" || len(req.Header) > 16 || httptrace.ContextClientTrace(req.Context()) != nil {
+		req.ContentLength <= 0 || !inMemory(req.Body) || req.URL == nil || req.URL.Opaque != "" ||
+		httptrace.ContextClientTrace(req.Context()) != nil {
 		return "", false
 	}
 	host := req.Host
 	if host == "" {
 		host = req.URL.Host
 	}
-	if host == "" || !plainText(host) || !httpguts.ValidHostHeader(host) || strings.Contains(host, "%") || !plainText(req.URL.RequestURI()) {
+	if host == "" || !plainText(host) || !httpguts.ValidHostHeader(host) || strings.Contains(host, "%") || !visibleText(req.URL.RequestURI()) {
 		return "", false
 	}
 	for _, values := range req.Header {
@@ -119,11 +138,39 @@ func plainRequest(req *http.Request) (string, bool) {
 	return host, true
 }
 
+// The types io.NopCloser wraps a reader in: with and without WriteTo.
+var nopClosers = []reflect.Type{reflect.TypeOf(io.NopCloser(&bytes.Reader{})), reflect.TypeOf(io.NopCloser(struct{ io.Reader }{}))}
+
+// inMemory says body is a bytes.Reader, bytes.Buffer or strings.Reader,
+// in the io.NopCloser NewRequest puts it in: what net/http knows to be
+// in memory (its isKnownInMemoryReader) and sends with its headers.
+func inMemory(body io.ReadCloser) bool {
+	if body == nil || body == http.NoBody || !slices.Contains(nopClosers, reflect.TypeOf(body)) {
+		return false
+	}
+	switch reflect.ValueOf(body).Field(0).Interface().(type) {
+	case *bytes.Reader, *bytes.Buffer, *strings.Reader:
+		return true
+	}
+	return false
+}
+
 // plainText says s is printable ASCII, spaces and tabs allowed: nothing
-// req.Write would clean, encode or refuse.
+// req.Write would clean or encode in a header.
 func plainText(s string) bool {
 	for i := range len(s) {
 		if c := s[i]; (c < ' ' && c != '\t') || c > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// visibleText says s is visible ASCII, no spaces or control bytes: a
+// request URI req.Write sends as it is.
+func visibleText(s string) bool {
+	for i := range len(s) {
+		if c := s[i]; c <= ' ' || c > '~' {
 			return false
 		}
 	}

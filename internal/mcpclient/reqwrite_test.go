@@ -4,10 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -46,6 +50,23 @@ func TestWriteRequestWritesWhatRequestWriteWrites(t *testing.T) {
 			h["User-Agent"] = []string{""}
 			return postRequest(t, "http://127.0.0.1:8080/mcp", body, h)
 		}, true},
+		{"a User-Agent of blanks, which sends an empty one", func() *http.Request {
+			h := mcpHeaders()
+			h["User-Agent"] = []string{" \t ", "second"}
+			return postRequest(t, "http://127.0.0.1:8080/mcp", body, h)
+		}, true},
+		{"twenty headers", func() *http.Request {
+			h := mcpHeaders()
+			for i := range 15 {
+				h.Set(fmt.Sprintf("X-Header-%02d", i), fmt.Sprint(i))
+			}
+			return postRequest(t, "http://127.0.0.1:8080/mcp", body, h)
+		}, true},
+		{"a body in a strings.Reader, set by hand", func() *http.Request {
+			r := postRequest(t, "http://127.0.0.1:8080/mcp", body, mcpHeaders())
+			r.Body, r.GetBody = io.NopCloser(strings.NewReader(body)), nil
+			return r
+		}, true},
 		{"headers net/http writes from fields, and a name it drops", func() *http.Request {
 			h := mcpHeaders()
 			h["Host"] = []string{"elsewhere"}
@@ -81,6 +102,16 @@ func TestWriteRequestWritesWhatRequestWriteWrites(t *testing.T) {
 			r.Close = true
 			return r
 		}, false},
+		{"a control byte in the query", func() *http.Request {
+			r := postRequest(t, "http://127.0.0.1:8080/mcp", body, mcpHeaders())
+			r.URL.RawQuery = "a=\tb"
+			return r
+		}, false},
+		{"a body that is not in memory, GetBody or not", func() *http.Request {
+			r := postRequest(t, "http://127.0.0.1:8080/mcp", body, mcpHeaders())
+			r.Body = io.NopCloser(io.MultiReader(strings.NewReader(body)))
+			return r
+		}, false},
 		{"a body of unknown length", func() *http.Request {
 			r := postRequest(t, "http://127.0.0.1:8080/mcp", body, mcpHeaders())
 			r.Body, r.GetBody, r.ContentLength = io.NopCloser(strings.NewReader(body)), nil, -1
@@ -102,30 +133,21 @@ func TestWriteRequestWritesWhatRequestWriteWrites(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var want bytes.Buffer
-			if err := tc.build().Write(&want); err != nil {
-				t.Fatalf("req.Write: %v", err)
-			}
+			wantErr := tc.build().Write(&want)
 			var got bytes.Buffer
 			bw := bufio.NewWriter(&got)
 			req := tc.build()
-			closed := &closeCounter{ReadCloser: req.Body}
-			if req.Body != nil {
-				req.Body = closed
+			if _, own := plainRequest(req); own != tc.own {
+				t.Errorf("written by writeRequest itself: %v, want %v", own, tc.own)
 			}
-			if err := writeRequest(bw, req); err != nil {
-				t.Fatalf("writeRequest: %v", err)
+			if err := writeRequest(bw, req); fmt.Sprint(err) != fmt.Sprint(wantErr) {
+				t.Fatalf("writeRequest: %v; req.Write: %v", err, wantErr)
 			}
 			if err := bw.Flush(); err != nil {
 				t.Fatal(err)
 			}
 			if got.String() != want.String() {
 				t.Errorf("writeRequest wrote\n%q\nreq.Write writes\n%q", got.String(), want.String())
-			}
-			if _, own := plainRequest(tc.build()); own != tc.own {
-				t.Errorf("written by writeRequest itself: %v, want %v", own, tc.own)
-			}
-			if req.Body != nil && closed.n != 1 {
-				t.Errorf("the body was closed %d times, want once, as req.Write closes it", closed.n)
 			}
 		})
 	}
@@ -140,11 +162,45 @@ func TestWriteRequestRefusesABodyOfAnotherLength(t *testing.T) {
 		want := req.Clone(context.Background())
 		want.Body, _ = req.GetBody()
 		wantErr := want.Write(io.Discard)
+		if _, own := plainRequest(req); !own {
+			t.Fatal("the request must take writeRequest's own path")
+		}
 		err := writeRequest(bufio.NewWriter(io.Discard), req)
 		if err == nil || wantErr == nil || err.Error() != wantErr.Error() {
 			t.Errorf("Content-Length %d of a 10-byte body: got %v, req.Write says %v", length, err, wantErr)
 		}
 	}
+}
+
+// TestWriteRequestReturnsABrokenWriteAsItIs: a connection that breaks
+// while the body goes out is reported as the connection's error, for
+// classify to read as one (req.Write would wrap it as a body read error).
+func TestWriteRequestReturnsABrokenWriteAsItIs(t *testing.T) {
+	broken := &net.OpError{Op: "write", Net: "tcp", Err: syscall.ECONNRESET}
+	req := postRequest(t, "http://127.0.0.1:8080/mcp", strings.Repeat("x", 64<<10), http.Header{"Content-Type": {"application/json"}})
+	if _, own := plainRequest(req); !own {
+		t.Fatal("the request must take writeRequest's own path")
+	}
+	err := writeRequest(bufio.NewWriter(&breakingWriter{after: 8 << 10, err: broken}), req)
+	var opErr *net.OpError
+	if !errors.As(err, &opErr) || opErr != broken {
+		t.Errorf("got %#v, want the connection's own error", err)
+	}
+}
+
+// breakingWriter fails every write once after bytes went through.
+type breakingWriter struct {
+	after int
+	err   error
+}
+
+func (w *breakingWriter) Write(p []byte) (int, error) {
+	if w.after <= 0 {
+		return 0, w.err
+	}
+	n := min(len(p), w.after)
+	w.after -= n
+	return n, nil
 }
 
 func postRequest(t *testing.T, url, body string, header http.Header) *http.Request {
@@ -155,15 +211,4 @@ func postRequest(t *testing.T, url, body string, header http.Header) *http.Reque
 	}
 	r.Header = header
 	return r
-}
-
-// closeCounter counts the closes of a request's body.
-type closeCounter struct {
-	io.ReadCloser
-	n int
-}
-
-func (c *closeCounter) Close() error {
-	c.n++
-	return c.ReadCloser.Close()
 }
