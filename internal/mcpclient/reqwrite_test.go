@@ -24,101 +24,70 @@ func TestWriteRequestWritesWhatRequestWriteWrites(t *testing.T) {
 		return http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
 			"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"echo"}}
 	}
+	const target = "http://127.0.0.1:8080/mcp"
+	// call is a session's call with its headers edited; request is that
+	// call with the request edited.
+	call := func(edit func(http.Header)) func() *http.Request {
+		return func() *http.Request {
+			h := mcpHeaders()
+			edit(h)
+			return postRequest(t, target, body, h)
+		}
+	}
+	request := func(edit func(*http.Request)) func() *http.Request {
+		return func() *http.Request {
+			r := postRequest(t, target, body, mcpHeaders())
+			edit(r)
+			return r
+		}
+	}
 	cases := []struct {
 		name  string
 		build func() *http.Request
 		// own says writeRequest writes it itself, not req.Write.
 		own bool
 	}{
-		{"a session's call", func() *http.Request { return postRequest(t, "http://127.0.0.1:8080/mcp", body, mcpHeaders()) }, true},
+		{"a session's call", call(func(http.Header) {}), true},
 		{"a query, a port-less host and a path to escape", func() *http.Request {
 			return postRequest(t, "http://mcp.example/a%20b/mcp?x=1&y=two", body, mcpHeaders())
 		}, true},
-		{"several values, spaces around them, a key to sort first", func() *http.Request {
-			h := mcpHeaders()
+		{"several values, spaces around them, a key to sort first", call(func(h http.Header) {
 			h["Authorization"] = []string{"  Bearer t0ken\t"}
 			h["X-Many"] = []string{"one", "two"}
-			return postRequest(t, "http://127.0.0.1:8080/mcp", body, h)
-		}, true},
-		{"its own User-Agent", func() *http.Request {
-			h := mcpHeaders()
-			h.Set("User-Agent", "mcp-operator/test")
-			return postRequest(t, "http://127.0.0.1:8080/mcp", body, h)
-		}, true},
-		{"an empty User-Agent, which sends none", func() *http.Request {
-			h := mcpHeaders()
-			h["User-Agent"] = []string{""}
-			return postRequest(t, "http://127.0.0.1:8080/mcp", body, h)
-		}, true},
-		{"a User-Agent of blanks, which sends an empty one", func() *http.Request {
-			h := mcpHeaders()
-			h["User-Agent"] = []string{" \t ", "second"}
-			return postRequest(t, "http://127.0.0.1:8080/mcp", body, h)
-		}, true},
-		{"twenty headers", func() *http.Request {
-			h := mcpHeaders()
+		}), true},
+		{"its own User-Agent", call(func(h http.Header) { h.Set("User-Agent", "mcp-operator/test") }), true},
+		{"an empty User-Agent, which sends none", call(func(h http.Header) { h["User-Agent"] = []string{""} }), true},
+		{"a User-Agent of blanks, which sends an empty one", call(func(h http.Header) { h["User-Agent"] = []string{" \t ", "second"} }), true},
+		{"twenty headers", call(func(h http.Header) {
 			for i := range 15 {
 				h.Set(fmt.Sprintf("X-Header-%02d", i), fmt.Sprint(i))
 			}
-			return postRequest(t, "http://127.0.0.1:8080/mcp", body, h)
-		}, true},
-		{"a body in a strings.Reader, set by hand", func() *http.Request {
-			r := postRequest(t, "http://127.0.0.1:8080/mcp", body, mcpHeaders())
-			r.Body, r.GetBody = io.NopCloser(strings.NewReader(body)), nil
-			return r
-		}, true},
-		{"headers net/http writes from fields, and a name it drops", func() *http.Request {
-			h := mcpHeaders()
+		}), true},
+		{"headers net/http writes from fields, and a name it drops", call(func(h http.Header) {
 			h["Host"] = []string{"elsewhere"}
 			h["Content-Length"] = []string{"1"}
 			h["Bad Name"] = []string{"dropped"}
-			return postRequest(t, "http://127.0.0.1:8080/mcp", body, h)
-		}, true},
-		{"a Host of its own", func() *http.Request {
-			r := postRequest(t, "http://127.0.0.1:8080/mcp", body, mcpHeaders())
-			r.Host = "mcp.internal:8080"
-			return r
-		}, true},
-		{"a value with a line break", func() *http.Request {
-			h := mcpHeaders()
-			h["X-Broken"] = []string{"a\r\nInjected: yes"}
-			return postRequest(t, "http://127.0.0.1:8080/mcp", body, h)
-		}, false},
-		{"a value beyond ASCII", func() *http.Request {
-			h := mcpHeaders()
-			h["X-Name"] = []string{"café"}
-			return postRequest(t, "http://127.0.0.1:8080/mcp", body, h)
-		}, false},
-		{"a host net/http would not send", func() *http.Request {
-			r := postRequest(t, "http://127.0.0.1:8080/mcp", body, mcpHeaders())
-			r.Host = "bad\"host"
-			return r
-		}, false},
+		}), true},
+		{"a Host of its own", request(func(r *http.Request) { r.Host = "mcp.internal:8080" }), true},
+		{"a body in a strings.Reader, set by hand", request(func(r *http.Request) {
+			r.Body, r.GetBody = io.NopCloser(strings.NewReader(body)), nil
+		}), true},
+		{"a value with a line break", call(func(h http.Header) { h["X-Broken"] = []string{"a\r\nInjected: yes"} }), false},
+		{"a value beyond ASCII", call(func(h http.Header) { h["X-Name"] = []string{"café"} }), false},
+		{"a host net/http would not send", request(func(r *http.Request) { r.Host = "bad\"host" }), false},
 		{"an IPv6 zone", func() *http.Request {
 			return postRequest(t, "http://[fe80::1%25eth0]:8080/mcp", body, mcpHeaders())
 		}, false},
-		{"Connection: close asked for", func() *http.Request {
-			r := postRequest(t, "http://127.0.0.1:8080/mcp", body, mcpHeaders())
-			r.Close = true
-			return r
-		}, false},
-		{"a control byte in the query", func() *http.Request {
-			r := postRequest(t, "http://127.0.0.1:8080/mcp", body, mcpHeaders())
-			r.URL.RawQuery = "a=\tb"
-			return r
-		}, false},
-		{"a body that is not in memory, GetBody or not", func() *http.Request {
-			r := postRequest(t, "http://127.0.0.1:8080/mcp", body, mcpHeaders())
+		{"Connection: close asked for", request(func(r *http.Request) { r.Close = true }), false},
+		{"a control byte in the query", request(func(r *http.Request) { r.URL.RawQuery = "a=\tb" }), false},
+		{"a body that is not in memory, GetBody or not", request(func(r *http.Request) {
 			r.Body = io.NopCloser(io.MultiReader(strings.NewReader(body)))
-			return r
-		}, false},
-		{"a body of unknown length", func() *http.Request {
-			r := postRequest(t, "http://127.0.0.1:8080/mcp", body, mcpHeaders())
+		}), false},
+		{"a body of unknown length", request(func(r *http.Request) {
 			r.Body, r.GetBody, r.ContentLength = io.NopCloser(strings.NewReader(body)), nil, -1
-			return r
-		}, false},
+		}), false},
 		{"a GET", func() *http.Request {
-			r, err := http.NewRequest(http.MethodGet, "http://127.0.0.1:8080/mcp", nil)
+			r, err := http.NewRequest(http.MethodGet, target, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,7 +95,7 @@ func TestWriteRequestWritesWhatRequestWriteWrites(t *testing.T) {
 			return r
 		}, false},
 		{"a client trace", func() *http.Request {
-			r := postRequest(t, "http://127.0.0.1:8080/mcp", body, mcpHeaders())
+			r := postRequest(t, target, body, mcpHeaders())
 			return r.WithContext(httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{}))
 		}, false},
 	}
