@@ -42,10 +42,6 @@ func (s *Session) post(ctx context.Context, req transport.JSONRPCRequest) (*tran
 	if err != nil {
 		return nil, err
 	}
-	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, s.target.URL, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
 	// encode made req.Header for this request alone: it is taken, not
 	// copied, and made large enough once for what follows.
 	header := req.Header
@@ -58,7 +54,10 @@ func (s *Session) post(ctx context.Context, req transport.JSONRPCRequest) (*tran
 	for k, v := range s.target.Headers {
 		header.Set(k, v)
 	}
-	httpReq.Header = header
+	httpReq, err := newPost(ctx, s.target.URL, body, header)
+	if err != nil {
+		return nil, err
+	}
 	resp, err := s.http.Do(httpReq)
 	if err != nil {
 		return nil, err
@@ -95,6 +94,17 @@ func (s *Session) post(ctx context.Context, req transport.JSONRPCRequest) (*tran
 		return answer, err
 	}
 	return nil, fmt.Errorf("unexpected content type: %q", resp.Header.Get("Content-Type"))
+}
+
+// newPost is the HTTP request of a 2026-07-28 request: its body in a
+// bytes.Reader, which writeRequest writes itself (plainRequest).
+func newPost(ctx context.Context, url string, body []byte, header http.Header) (*http.Request, error) {
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	httpReq.Header = header
+	return httpReq, nil
 }
 
 // The values of the headers every request carries, shared: a request's

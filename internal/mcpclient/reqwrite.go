@@ -28,7 +28,9 @@ import (
 // One difference is meant: a failed write of the body comes back as it
 // is, where req.Write wraps it as an error reading the body (net/http's
 // Transport unwraps it again), so that classify reads a broken
-// connection as one.
+// connection as one; a request that goes to req.Write still has it
+// wrapped. The 4 µs were measured of 7fa21ee's version, before the
+// checks of plainRequest grew (inMemory, visibleText).
 func writeRequest(bw *bufio.Writer, req *http.Request) error {
 	host, ok := plainRequest(req)
 	if !ok {

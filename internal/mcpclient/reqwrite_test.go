@@ -72,6 +72,14 @@ func TestWriteRequestWritesWhatRequestWriteWrites(t *testing.T) {
 		{"a body in a strings.Reader, set by hand", request(func(r *http.Request) {
 			r.Body, r.GetBody = io.NopCloser(strings.NewReader(body)), nil
 		}), true},
+		{"a body in a bytes.Buffer", func() *http.Request {
+			r, err := http.NewRequest(http.MethodPost, target, bytes.NewBufferString(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Header = mcpHeaders()
+			return r
+		}, true},
 		{"a value with a line break", call(func(h http.Header) { h["X-Broken"] = []string{"a\r\nInjected: yes"} }), false},
 		{"a value beyond ASCII", call(func(h http.Header) { h["X-Name"] = []string{"café"} }), false},
 		{"a host net/http would not send", request(func(r *http.Request) { r.Host = "bad\"host" }), false},
@@ -172,12 +180,12 @@ func (w *breakingWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// postRequest is a request as a 2026-07-28 session makes it (newPost).
 func postRequest(t *testing.T, url, body string, header http.Header) *http.Request {
 	t.Helper()
-	r, err := http.NewRequest(http.MethodPost, url, bytes.NewReader([]byte(body)))
+	r, err := newPost(context.Background(), url, []byte(body), header)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Header = header
 	return r
 }
