@@ -83,6 +83,9 @@ func TestWriteRequestWritesWhatRequestWriteWrites(t *testing.T) {
 		{"a value with a line break", call(func(h http.Header) { h["X-Broken"] = []string{"a\r\nInjected: yes"} }), false},
 		{"a value beyond ASCII", call(func(h http.Header) { h["X-Name"] = []string{"café"} }), false},
 		{"a host net/http would not send", request(func(r *http.Request) { r.Host = "bad\"host" }), false},
+		{"a host beyond ASCII, which net/http sends in punycode", func() *http.Request {
+			return postRequest(t, "http://café.example/mcp", body, mcpHeaders())
+		}, false},
 		{"an IPv6 zone", func() *http.Request {
 			return postRequest(t, "http://[fe80::1%25eth0]:8080/mcp", body, mcpHeaders())
 		}, false},
@@ -114,7 +117,7 @@ func TestWriteRequestWritesWhatRequestWriteWrites(t *testing.T) {
 			var got bytes.Buffer
 			bw := bufio.NewWriter(&got)
 			req := tc.build()
-			if _, own := plainRequest(req); own != tc.own {
+			if _, _, own := plainRequest(req); own != tc.own {
 				t.Errorf("written by writeRequest itself: %v, want %v", own, tc.own)
 			}
 			if err := writeRequest(bw, req); fmt.Sprint(err) != fmt.Sprint(wantErr) {
@@ -139,7 +142,7 @@ func TestWriteRequestRefusesABodyOfAnotherLength(t *testing.T) {
 		want := req.Clone(context.Background())
 		want.Body, _ = req.GetBody()
 		wantErr := want.Write(io.Discard)
-		if _, own := plainRequest(req); !own {
+		if _, _, own := plainRequest(req); !own {
 			t.Fatal("the request must take writeRequest's own path")
 		}
 		err := writeRequest(bufio.NewWriter(io.Discard), req)
@@ -155,7 +158,7 @@ func TestWriteRequestRefusesABodyOfAnotherLength(t *testing.T) {
 func TestWriteRequestReturnsABrokenWriteAsItIs(t *testing.T) {
 	broken := &net.OpError{Op: "write", Net: "tcp", Err: syscall.ECONNRESET}
 	req := postRequest(t, "http://127.0.0.1:8080/mcp", strings.Repeat("x", 64<<10), http.Header{"Content-Type": {"application/json"}})
-	if _, own := plainRequest(req); !own {
+	if _, _, own := plainRequest(req); !own {
 		t.Fatal("the request must take writeRequest's own path")
 	}
 	err := writeRequest(bufio.NewWriter(&breakingWriter{after: 8 << 10, err: broken}), req)
