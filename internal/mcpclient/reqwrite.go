@@ -110,14 +110,14 @@ func writeBody(bw *bufio.Writer, req *http.Request) error {
 var excludedHeader = map[string]bool{"Host": true, "User-Agent": true, "Content-Length": true, "Transfer-Encoding": true, "Trailer": true}
 
 // plainRequest reports whether writeRequest may write req, and the host
-// and request URI it names: a POST of a known length whose body is bytes in memory (as
-// NewRequest makes it from a bytes.Reader: req.Write sends such a body
-// after the headers in the same write, and flushes the headers first
-// before any other), req.Close not set, no transfer coding or trailer, a
-// host that is plain ASCII and a valid Host header with no "%" (req.Write
-// would rewrite or blank any other), a request URI of visible ASCII and
-// header values of printable ASCII (req.Write would refuse or clean
-// others), and no client trace to report to.
+// and request URI it names: a POST of a known length whose body is bytes
+// in memory (as NewRequest makes it from a bytes.Reader: req.Write sends
+// such a body after the headers in the same write, and flushes the
+// headers first before any other), req.Close not set, no transfer coding
+// or trailer, a host that is plain ASCII and a valid Host header with no
+// "%" (req.Write would rewrite or blank any other), a request URI of
+// visible ASCII and header values of printable ASCII (req.Write would
+// refuse or clean others), and no client trace to report to.
 func plainRequest(req *http.Request) (host, uri string, ok bool) {
 	if req.Method != http.MethodPost || req.Close || len(req.TransferEncoding) > 0 || req.Trailer != nil ||
 		req.ContentLength <= 0 || !inMemory(req.Body) || req.URL == nil || req.URL.Opaque != "" ||

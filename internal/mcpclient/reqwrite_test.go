@@ -27,15 +27,15 @@ func TestWriteRequestWritesWhatRequestWriteWrites(t *testing.T) {
 	const target = "http://127.0.0.1:8080/mcp"
 	// call is a session's call with its headers edited; request is that
 	// call with the request edited.
-	call := func(edit func(http.Header)) func() *http.Request {
-		return func() *http.Request {
+	call := func(edit func(http.Header)) func(t *testing.T) *http.Request {
+		return func(t *testing.T) *http.Request {
 			h := mcpHeaders()
 			edit(h)
 			return postRequest(t, target, body, h)
 		}
 	}
-	request := func(edit func(*http.Request)) func() *http.Request {
-		return func() *http.Request {
+	request := func(edit func(*http.Request)) func(t *testing.T) *http.Request {
+		return func(t *testing.T) *http.Request {
 			r := postRequest(t, target, body, mcpHeaders())
 			edit(r)
 			return r
@@ -43,12 +43,12 @@ func TestWriteRequestWritesWhatRequestWriteWrites(t *testing.T) {
 	}
 	cases := []struct {
 		name  string
-		build func() *http.Request
+		build func(*testing.T) *http.Request
 		// own says writeRequest writes it itself, not req.Write.
 		own bool
 	}{
 		{"a session's call", call(func(http.Header) {}), true},
-		{"a query, a port-less host and a path to escape", func() *http.Request {
+		{"a query, a port-less host and a path to escape", func(t *testing.T) *http.Request {
 			return postRequest(t, "http://mcp.example/a%20b/mcp?x=1&y=two", body, mcpHeaders())
 		}, true},
 		{"several values, spaces around them, a key to sort first", call(func(h http.Header) {
@@ -72,7 +72,7 @@ func TestWriteRequestWritesWhatRequestWriteWrites(t *testing.T) {
 		{"a body in a strings.Reader, set by hand", request(func(r *http.Request) {
 			r.Body, r.GetBody = io.NopCloser(strings.NewReader(body)), nil
 		}), true},
-		{"a body in a bytes.Buffer", func() *http.Request {
+		{"a body in a bytes.Buffer", func(t *testing.T) *http.Request {
 			r, err := http.NewRequest(http.MethodPost, target, bytes.NewBufferString(body))
 			if err != nil {
 				t.Fatal(err)
@@ -83,10 +83,10 @@ func TestWriteRequestWritesWhatRequestWriteWrites(t *testing.T) {
 		{"a value with a line break", call(func(h http.Header) { h["X-Broken"] = []string{"a\r\nInjected: yes"} }), false},
 		{"a value beyond ASCII", call(func(h http.Header) { h["X-Name"] = []string{"café"} }), false},
 		{"a host net/http would not send", request(func(r *http.Request) { r.Host = "bad\"host" }), false},
-		{"a host beyond ASCII, which net/http sends in punycode", func() *http.Request {
+		{"a host beyond ASCII, which net/http sends in punycode", func(t *testing.T) *http.Request {
 			return postRequest(t, "http://café.example/mcp", body, mcpHeaders())
 		}, false},
-		{"an IPv6 zone", func() *http.Request {
+		{"an IPv6 zone", func(t *testing.T) *http.Request {
 			return postRequest(t, "http://[fe80::1%25eth0]:8080/mcp", body, mcpHeaders())
 		}, false},
 		{"Connection: close asked for", request(func(r *http.Request) { r.Close = true }), false},
@@ -97,7 +97,7 @@ func TestWriteRequestWritesWhatRequestWriteWrites(t *testing.T) {
 		{"a body of unknown length", request(func(r *http.Request) {
 			r.Body, r.GetBody, r.ContentLength = io.NopCloser(strings.NewReader(body)), nil, -1
 		}), false},
-		{"a GET", func() *http.Request {
+		{"a GET", func(t *testing.T) *http.Request {
 			r, err := http.NewRequest(http.MethodGet, target, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -105,7 +105,7 @@ func TestWriteRequestWritesWhatRequestWriteWrites(t *testing.T) {
 			r.Header = mcpHeaders()
 			return r
 		}, false},
-		{"a client trace", func() *http.Request {
+		{"a client trace", func(t *testing.T) *http.Request {
 			r := postRequest(t, target, body, mcpHeaders())
 			return r.WithContext(httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{}))
 		}, false},
@@ -113,10 +113,10 @@ func TestWriteRequestWritesWhatRequestWriteWrites(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var want bytes.Buffer
-			wantErr := tc.build().Write(&want)
+			wantErr := tc.build(t).Write(&want)
 			var got bytes.Buffer
 			bw := bufio.NewWriter(&got)
-			req := tc.build()
+			req := tc.build(t)
 			if _, _, own := plainRequest(req); own != tc.own {
 				t.Errorf("written by writeRequest itself: %v, want %v", own, tc.own)
 			}
