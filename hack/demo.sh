@@ -75,11 +75,20 @@ wait_for_port "${CATALOG_ADDR}" || fail "the manager did not start: $(tail -5 "$
 say "Applying config/samples"
 kubectl apply -k config/samples
 
+# DEMO_READY_TIMEOUT bounds each wait; a loaded machine (a test run beside
+# others) may need more than a person at a terminal does.
+ready_timeout="${DEMO_READY_TIMEOUT:-60s}"
+# not_ready KIND WHAT: fails with what the objects say and the manager's
+# last lines, since the manager's log goes with the demo's folder.
+not_ready() {
+  fail "$2 is not Ready after ${ready_timeout}:
+$(kubectl get "$1" -o wide 2>&1)
+The manager's last log lines:
+$(tail -40 "${work}/manager.log")"
+}
 say "Waiting for the MCPServers and the ToolCollection to be Ready"
-kubectl wait --for=condition=Ready mcps --all --timeout=60s >/dev/null \
-  || fail "an MCPServer is not Ready: $(kubectl get mcps -o wide)"
-kubectl wait --for=condition=Ready tc --all --timeout=30s >/dev/null \
-  || fail "the ToolCollection is not Ready: $(kubectl get tc -o wide)"
+kubectl wait --for=condition=Ready mcps --all --timeout="${ready_timeout}" >/dev/null || not_ready mcps "an MCPServer"
+kubectl wait --for=condition=Ready tc --all --timeout="${ready_timeout}" >/dev/null || not_ready tc "the ToolCollection"
 
 catalog="http://${CATALOG_ADDR}"
 echo

@@ -42,7 +42,10 @@ func TestDemo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join("..", "..", "hack", "demo.sh"))
-	cmd.Env = append(os.Environ(), "CATALOG_ADDR="+catalogAddr, "DEMO_EXIT=0")
+	cmd.Env = append(os.Environ(), "CATALOG_ADDR="+catalogAddr, "DEMO_EXIT=0",
+		// make test runs beside other control planes on two cores: the
+		// objects get longer to become Ready than at a quiet terminal.
+		"DEMO_READY_TIMEOUT=240s")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
