@@ -129,8 +129,12 @@ func (t *inlineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodPost || req.URL.Scheme != "http" || req.Header.Get(mcp.HeaderMethod) == string(mcp.MethodSubscriptionsListen) {
 		return t.next.RoundTrip(req)
 	}
-	ctx := req.Context()
-	addr := canonicalAddr(req.URL)
+	return t.send(req.Context(), req, canonicalAddr(req.URL))
+}
+
+// send makes req, a POST, to addr, under ctx (directPost's requests carry
+// no context of their own).
+func (t *inlineTransport) send(ctx context.Context, req *http.Request, addr string) (*http.Response, error) {
 	pc, reused, err := t.get(ctx, addr)
 	if err != nil {
 		if req.Body != nil {

@@ -54,11 +54,7 @@ func (s *Session) post(ctx context.Context, req transport.JSONRPCRequest) (*tran
 	for k, v := range s.target.Headers {
 		header.Set(k, v)
 	}
-	httpReq, err := newPost(ctx, s.target.URL, body, header)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := s.http.Do(httpReq)
+	resp, err := s.send(ctx, body, header)
 	if err != nil {
 		return nil, err
 	}
@@ -94,6 +90,19 @@ func (s *Session) post(ctx context.Context, req transport.JSONRPCRequest) (*tran
 		return answer, err
 	}
 	return nil, fmt.Errorf("unexpected content type: %q", resp.Header.Get("Content-Type"))
+}
+
+// send makes the HTTP request of a 2026-07-28 request: directly when the
+// session can (directPost), through its http.Client otherwise.
+func (s *Session) send(ctx context.Context, body []byte, header http.Header) (*http.Response, error) {
+	if s.direct != nil && direct(header) {
+		return s.direct.post(ctx, body, header)
+	}
+	httpReq, err := newPost(ctx, s.target.URL, body, header)
+	if err != nil {
+		return nil, err
+	}
+	return s.http.Do(httpReq)
 }
 
 // newPost is the HTTP request of a 2026-07-28 request: its body in a

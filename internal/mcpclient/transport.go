@@ -249,10 +249,9 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	if req.Method == http.MethodGet {
 		req = t.watch.withVersion(req)
 	}
-	if trace.SpanContextFromContext(req.Context()).IsValid() {
-		// W3C trace context in the headers, for servers that read it there.
+	if traced(req.Context()) {
 		req = req.Clone(req.Context())
-		otel.GetTextMapPropagator().Inject(req.Context(), propagation.HeaderCarrier(req.Header))
+		injectTrace(req.Context(), req.Header)
 	}
 	resp, err := t.next.RoundTrip(req)
 	if req.Method == http.MethodGet {
@@ -261,7 +260,22 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	if err != nil {
 		return resp, err
 	}
-	ex := exchangeOf(req.Context())
+	return t.answered(req.Context(), req, resp), nil
+}
+
+// traced says ctx carries a trace to pass on in a request's headers.
+func traced(ctx context.Context) bool { return trace.SpanContextFromContext(ctx).IsValid() }
+
+// injectTrace puts W3C trace context in header, for servers that read it
+// there.
+func injectTrace(ctx context.Context, header http.Header) {
+	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(header))
+}
+
+// answered fills the exchange ctx carries with resp, req's answer, and
+// caps resp's body; directPost's answers come through it too.
+func (t *recordingTransport) answered(ctx context.Context, req *http.Request, resp *http.Response) *http.Response {
+	ex := exchangeOf(ctx)
 	if resp.StatusCode >= 300 && req.Method != http.MethodDelete && ex != nil {
 		ex.record(resp)
 	}
@@ -277,7 +291,7 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 			resp.Body = &tappedBody{body: resp.Body, tap: ex.tap}
 		}
 	}
-	return resp, nil
+	return resp
 }
 
 // cappedBody fails a read past its limit instead of buffering on.

@@ -1,0 +1,304 @@
+//go:build unix
+
+package mcpclient
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolmesh/mcp-operator/internal/testmcp"
+)
+
+// recordingServer answers every request on 127.0.0.1 with answer (or,
+// when it is empty, closes the connection unanswered) and keeps the bytes
+// of each request as they arrived.
+type recordingServer struct {
+	ln     net.Listener
+	answer string
+	mu     sync.Mutex
+	seen   [][]byte
+}
+
+func startRecordingServer(t testing.TB, answer string) *recordingServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &recordingServer{ln: ln, answer: answer}
+	var conns sync.WaitGroup
+	t.Cleanup(func() {
+		ln.Close()
+		conns.Wait()
+	})
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer conns.Done()
+				srv.serve(conn)
+			}()
+		}
+	}()
+	return srv
+}
+
+// serve reads requests off conn until it closes: the client sends one and
+// waits for its answer, so what the reader took is that request alone.
+func (s *recordingServer) serve(conn net.Conn) {
+	defer conn.Close()
+	var raw bytes.Buffer
+	br := bufio.NewReader(io.TeeReader(conn, &raw))
+	for {
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		if _, err := io.Copy(io.Discard, req.Body); err != nil {
+			return
+		}
+		s.mu.Lock()
+		s.seen = append(s.seen, bytes.Clone(raw.Bytes()))
+		s.mu.Unlock()
+		raw.Reset()
+		if s.answer == "" {
+			return
+		}
+		if _, err := io.WriteString(conn, s.answer); err != nil {
+			return
+		}
+	}
+}
+
+func (s *recordingServer) url(path string) string { return "http://" + s.ln.Addr().String() + path }
+
+// last is the last request the server read.
+func (s *recordingServer) last(t *testing.T) []byte {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.seen) == 0 {
+		t.Fatal("the server read no request")
+	}
+	return s.seen[len(s.seen)-1]
+}
+
+// jsonAnswer is a JSON answer to op-1.
+var jsonAnswer = func() string {
+	const answer = `{"jsonrpc":"2.0","id":"op-1","result":{}}`
+	return fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(answer), answer)
+}()
+
+// TestDirectPostWritesWhatClientDoWould: a session's request made by
+// directPost reaches the server as the same bytes http.Client.Do sends
+// for it, for the URLs and headers sessions have, and its answer comes
+// back the same way, capped.
+func TestDirectPostWritesWhatClientDoWould(t *testing.T) {
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	t.Cleanup(func() { otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator()) })
+	traceID, _ := trace.TraceIDFromHex("0af7651916cd43dd8448eb211c80319c")
+	spanID, _ := trace.SpanIDFromHex("b7ad6b7169203331")
+	tracedCtx := trace.ContextWithSpanContext(context.Background(),
+		trace.NewSpanContext(trace.SpanContextConfig{TraceID: traceID, SpanID: spanID, TraceFlags: trace.FlagsSampled}))
+
+	const body = `{"jsonrpc":"2.0","id":"op-1","method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`
+	header := func() http.Header {
+		return http.Header{"Content-Type": jsonMediaType, "Accept": acceptAnswers, "Mcp-Protocol-Version": modernVersion,
+			"Mcp-Method": {"tools/call"}, "Mcp-Name": {"echo"}, "Authorization": {"Bearer t0ken"}}
+	}
+	srv := startRecordingServer(t, jsonAnswer)
+	for _, tt := range []struct {
+		name string
+		path string
+		ctx  context.Context
+	}{
+		{"a session's call", "/mcp", context.Background()},
+		{"a path to escape, a query and a fragment", "/a%20b/mcp?x=1&y=two#part", context.Background()},
+		{"an empty path", "", context.Background()},
+		{"a trace to pass on", "/mcp", tracedCtx},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			target := srv.url(tt.path)
+			client := Target{URL: target}.httpClient(newStreamWatch(), false)
+			defer client.CloseIdleConnections()
+			d := newDirectPost(client, target)
+			if d == nil {
+				t.Fatalf("no direct path for %s", target)
+			}
+			resp, err := d.post(tt.ctx, []byte(body), header())
+			if err != nil {
+				t.Fatal(err)
+			}
+			directBody, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, capped := resp.Body.(*cappedBody); !capped {
+				t.Errorf("the answer's body is a %T, not capped", resp.Body)
+			}
+			direct := srv.last(t)
+
+			req, err := newPost(tt.ctx, target, []byte(body), header())
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err = client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			viaClient, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sent := srv.last(t); !bytes.Equal(direct, sent) {
+				t.Errorf("directPost sent\n%q\nhttp.Client sent\n%q", direct, sent)
+			}
+			if !bytes.Equal(directBody, viaClient) {
+				t.Errorf("directPost read %q, http.Client %q", directBody, viaClient)
+			}
+			if tt.ctx == tracedCtx && !bytes.Contains(direct, []byte("Traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\n")) {
+				t.Errorf("no traceparent header in\n%q", direct)
+			}
+		})
+	}
+}
+
+// TestDirectPostFailsAsClientDoWould: a request that fails on the way
+// fails with http.Client's *url.Error, word for word, so that classify
+// reads it the same.
+func TestDirectPostFailsAsClientDoWould(t *testing.T) {
+	refused := func(t *testing.T) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln.Close()
+		return "http://" + ln.Addr().String() + "/mcp"
+	}
+	hangsUp := func(t *testing.T) string {
+		// Reads the request, then closes the connection unanswered.
+		srv := startRecordingServer(t, "")
+		return srv.url("/mcp")
+	}
+	for _, tt := range []struct {
+		name string
+		url  func(*testing.T) string
+		kind ErrorKind
+		says string
+	}{
+		{"a refused connection", refused, ErrUnreachable, "refused the connection"},
+		{"a connection closed without an answer", hangsUp, ErrUnreachable, "closed the connection before answering"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			target := tt.url(t)
+			client := Target{URL: target}.httpClient(newStreamWatch(), false)
+			defer client.CloseIdleConnections()
+			d := newDirectPost(client, target)
+			if d == nil {
+				t.Fatalf("no direct path for %s", target)
+			}
+			body := []byte(`{"jsonrpc":"2.0","id":"op-1","method":"ping"}`)
+			_, directErr := d.post(context.Background(), body, http.Header{"Content-Type": jsonMediaType})
+			req, err := newPost(context.Background(), target, body, http.Header{"Content-Type": jsonMediaType})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, clientErr := client.Do(req)
+			if directErr == nil || clientErr == nil {
+				t.Fatalf("directPost: %v, http.Client: %v; want both to fail", directErr, clientErr)
+			}
+			var urlErr *url.Error
+			if !errors.As(directErr, &urlErr) || urlErr.Op != "Post" || urlErr.URL != target {
+				t.Errorf("directPost's error %#v is not http.Client's *url.Error for %s", directErr, target)
+			}
+			if directErr.Error() != clientErr.Error() {
+				t.Errorf("directPost failed with %q, http.Client with %q", directErr, clientErr)
+			}
+			got := classify(directErr, Target{URL: target}, "calling", nil)
+			if got.Kind != tt.kind || !strings.Contains(got.Message, tt.says) {
+				t.Errorf("classified as %s %q, want %s saying %q", got.Kind, got.Message, tt.kind, tt.says)
+			}
+		})
+	}
+}
+
+// TestDirectPostOnlyWhereItKeepsEverything: on systems with the inline
+// transport, a 2026-07-28 session to a
+// plain-HTTP server takes the direct path; https, a URL with user info
+// (which http.Client sends as Basic credentials) and a listening
+// session's shared pool keep http.Client.
+func TestDirectPostOnlyWhereItKeepsEverything(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		url       string
+		listening bool
+		direct    bool
+	}{
+		{"plain HTTP", "http://127.0.0.1:8080/mcp", false, true},
+		{"plain HTTP, port-less", "http://mcp.example/mcp", false, true},
+		{"https", "https://127.0.0.1:8443/mcp", false, false},
+		{"user info", "http://user:secret@127.0.0.1:8080/mcp", false, false},
+		{"a listening session's shared pool", "http://127.0.0.1:8080/mcp", true, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			client := Target{URL: tt.url}.httpClient(newStreamWatch(), tt.listening)
+			defer client.CloseIdleConnections()
+			if got := newDirectPost(client, tt.url) != nil; got != tt.direct {
+				t.Errorf("direct path: %v, want %v", got, tt.direct)
+			}
+		})
+	}
+	// What is sent and the address dialed are http.NewRequest's and
+	// inlineTransport's, for URLs no test server can have.
+	for _, target := range []string{"http://mcp.example/mcp", "http://mcp.example:/mcp", "http://mcp.example:9000/mcp",
+		"http://[::1]:8080/mcp", "http://[::1]:/mcp", "http://[::1]/mcp"} {
+		d := newDirectPost(Target{URL: target}.httpClient(newStreamWatch(), false), target)
+		if d == nil {
+			t.Errorf("no direct path for %s", target)
+			continue
+		}
+		req := postRequest(t, target, "{}", http.Header{"Content-Type": jsonMediaType})
+		var want, got bytes.Buffer
+		if err := req.Write(&want); err != nil {
+			t.Fatal(err)
+		}
+		bw := bufio.NewWriter(&got)
+		if err := writeRequest(bw, d.request([]byte("{}"), http.Header{"Content-Type": jsonMediaType})); err != nil || bw.Flush() != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() || d.addr != canonicalAddr(req.URL) {
+			t.Errorf("%s: sends\n%q\ndialing %q, want\n%q\ndialing %q", target, got.String(), d.addr, want.String(), canonicalAddr(req.URL))
+		}
+	}
+
+	g := startGoSDK(t, testmcp.GoSDKOnly2026)
+	s := connectT(t, Target{URL: g.URL()}, nil)
+	if !s.modern || s.direct == nil {
+		t.Fatalf("a 2026-07-28 session to %s does not post directly (modern %v)", g.URL(), s.modern)
+	}
+	if _, err := s.CallTool(context.Background(), "echo", []byte(`{"m":"hi"}`), CallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
