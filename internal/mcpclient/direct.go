@@ -43,6 +43,8 @@ type directPost struct {
 // inlineTransport of the session's own, and a URL with user info, which
 // http.Client turns into an Authorization header.
 func newDirectPost(client *http.Client, rawURL string) *directPost {
+	// The shared check is a guard no test reaches: httpClient never puts
+	// an inlineTransport under a listening session's shared pool.
 	record, ok := client.Transport.(*recordingTransport)
 	if !ok {
 		return nil
@@ -55,12 +57,20 @@ func newDirectPost(client *http.Client, rawURL string) *directPost {
 	if err != nil || u.Scheme != "http" || u.User != nil || u.Host == "" {
 		return nil
 	}
+	// As http.NewRequest does: an empty port is no port, in the Host
+	// header and in the URL that errors name.
+	u.Host = strings.TrimSuffix(u.Host, ":")
 	return &directPost{inline: inline, record: record, target: u,
-		host: strings.TrimSuffix(u.Host, ":"), addr: canonicalAddr(u), text: u.String()}
+		host: u.Host, addr: canonicalAddr(u), text: u.String()}
 }
 
 // post sends body with header, which is the request's own and may be
-// changed, under ctx, and returns the answer as http.Client.Do would.
+// changed, under ctx, and returns the answer as http.Client.Do would,
+// with two differences no caller sees: a redirect is never followed, so
+// a 3xx whose Location is bad comes back as the answer it is (http.Client
+// fails it; both classify as the HTTP status), and the answer's Request
+// has no context and shares the target URL, so it is neither read nor
+// changed.
 func (d *directPost) post(ctx context.Context, body []byte, header http.Header) (*http.Response, error) {
 	if traced(ctx) {
 		injectTrace(ctx, header)

@@ -11,9 +11,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -189,39 +191,45 @@ func TestDirectPostWritesWhatClientDoWould(t *testing.T) {
 // fails with http.Client's *url.Error, word for word, so that classify
 // reads it the same.
 func TestDirectPostFailsAsClientDoWould(t *testing.T) {
-	refused := func(t *testing.T) string {
+	refused := func(t *testing.T) Target {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		ln.Close()
-		return "http://" + ln.Addr().String() + "/mcp"
+		return Target{URL: "http://" + ln.Addr().String() + "/mcp"}
 	}
-	hangsUp := func(t *testing.T) string {
+	hangsUp := func(t *testing.T) Target {
 		// Reads the request, then closes the connection unanswered.
 		srv := startRecordingServer(t, "")
-		return srv.url("/mcp")
+		return Target{URL: srv.url("/mcp")}
+	}
+	emptyPortDenied := func(*testing.T) Target {
+		// The URL an error names drops the empty port, as NewRequest's
+		// does; the egress policy fails the dial before it leaves.
+		return Target{URL: "http://127.0.0.1:/mcp", Egress: &EgressPolicy{Deny: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}}
 	}
 	for _, tt := range []struct {
-		name string
-		url  func(*testing.T) string
-		kind ErrorKind
-		says string
+		name   string
+		target func(*testing.T) Target
+		kind   ErrorKind
+		says   string
 	}{
 		{"a refused connection", refused, ErrUnreachable, "refused the connection"},
 		{"a connection closed without an answer", hangsUp, ErrUnreachable, "closed the connection before answering"},
+		{"a denied dial to a URL with an empty port", emptyPortDenied, ErrEgressDenied, "egress policy denies"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			target := tt.url(t)
-			client := Target{URL: target}.httpClient(newStreamWatch(), false)
+			target := tt.target(t)
+			client := target.httpClient(newStreamWatch(), false)
 			defer client.CloseIdleConnections()
-			d := newDirectPost(client, target)
+			d := newDirectPost(client, target.URL)
 			if d == nil {
-				t.Fatalf("no direct path for %s", target)
+				t.Fatalf("no direct path for %s", target.URL)
 			}
 			body := []byte(`{"jsonrpc":"2.0","id":"op-1","method":"ping"}`)
 			_, directErr := d.post(context.Background(), body, http.Header{"Content-Type": jsonMediaType})
-			req, err := newPost(context.Background(), target, body, http.Header{"Content-Type": jsonMediaType})
+			req, err := newPost(context.Background(), target.URL, body, http.Header{"Content-Type": jsonMediaType})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -229,19 +237,99 @@ func TestDirectPostFailsAsClientDoWould(t *testing.T) {
 			if directErr == nil || clientErr == nil {
 				t.Fatalf("directPost: %v, http.Client: %v; want both to fail", directErr, clientErr)
 			}
-			var urlErr *url.Error
-			if !errors.As(directErr, &urlErr) || urlErr.Op != "Post" || urlErr.URL != target {
-				t.Errorf("directPost's error %#v is not http.Client's *url.Error for %s", directErr, target)
+			var urlErr, clientURLErr *url.Error
+			if !errors.As(directErr, &urlErr) || !errors.As(clientErr, &clientURLErr) || urlErr.Op != "Post" || urlErr.URL != clientURLErr.URL {
+				t.Errorf("directPost's error %#v is not http.Client's *url.Error %#v", directErr, clientErr)
 			}
 			if directErr.Error() != clientErr.Error() {
 				t.Errorf("directPost failed with %q, http.Client with %q", directErr, clientErr)
 			}
-			got := classify(directErr, Target{URL: target}, "calling", nil)
+			got := classify(directErr, target, "calling", nil)
 			if got.Kind != tt.kind || !strings.Contains(got.Message, tt.says) {
 				t.Errorf("classified as %s %q, want %s saying %q", got.Kind, got.Message, tt.kind, tt.says)
 			}
 		})
 	}
+}
+
+// TestDirectPostRetriesARequestThatNeverLeft: a kept connection whose
+// write fails before a byte of the next request went out (a server's
+// close that alive could not see) costs that request nothing: it goes
+// once more on a new connection, on both of a session's paths.
+func TestDirectPostRetriesARequestThatNeverLeft(t *testing.T) {
+	for _, path := range []string{"directPost", "http.Client"} {
+		t.Run(path, func(t *testing.T) {
+			srv := startRecordingServer(t, jsonAnswer)
+			target := srv.url("/mcp")
+			client := Target{URL: target}.httpClient(newStreamWatch(), false)
+			defer client.CloseIdleConnections()
+			d := newDirectPost(client, target)
+			if d == nil {
+				t.Fatalf("no direct path for %s", target)
+			}
+			var dials []*failingConn
+			dial := d.inline.dial
+			d.inline.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				conn, err := dial(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				fc := &failingConn{Conn: conn}
+				dials = append(dials, fc)
+				return fc, nil
+			}
+			post := func(body string) error {
+				var resp *http.Response
+				var err error
+				if path == "directPost" {
+					resp, err = d.post(context.Background(), []byte(body), http.Header{"Content-Type": jsonMediaType})
+				} else {
+					resp, err = client.Do(postRequest(t, target, body, http.Header{"Content-Type": jsonMediaType}))
+				}
+				if err != nil {
+					return err
+				}
+				defer resp.Body.Close()
+				if _, err := io.ReadAll(resp.Body); err != nil {
+					return err
+				}
+				if resp.StatusCode != http.StatusOK {
+					return fmt.Errorf("status %d", resp.StatusCode)
+				}
+				return nil
+			}
+			if err := post(`{"jsonrpc":"2.0","id":"op-1","method":"ping"}`); err != nil {
+				t.Fatal(err)
+			}
+			if len(dials) != 1 {
+				t.Fatalf("%d connections for one request", len(dials))
+			}
+			dials[0].broken.Store(true)
+			second := `{"jsonrpc":"2.0","id":"op-2","method":"ping"}`
+			if err := post(second); err != nil {
+				t.Fatalf("the request the kept connection could not write failed: %v", err)
+			}
+			if len(dials) != 2 {
+				t.Errorf("%d connections, want the kept one and one new", len(dials))
+			}
+			if !bytes.HasSuffix(srv.last(t), []byte(second)) {
+				t.Errorf("the server's last request is\n%s\nwant the second one, whole", srv.last(t))
+			}
+		})
+	}
+}
+
+// failingConn fails every write, having written nothing, once broken.
+type failingConn struct {
+	net.Conn
+	broken atomic.Bool
+}
+
+func (c *failingConn) Write(p []byte) (int, error) {
+	if c.broken.Load() {
+		return 0, errors.New("write: broken pipe")
+	}
+	return c.Conn.Write(p)
 }
 
 // TestDirectPostOnlyWhereItKeepsEverything: on systems with the inline
