@@ -12,9 +12,24 @@ cd "$(dirname "$0")/.."
 DEMO_MCP_ADDR="${DEMO_MCP_ADDR:-127.0.0.1:8765}"  # the samples point here
 DEMO_BRIDGE_ADDR="${DEMO_BRIDGE_ADDR:-127.0.0.1:8766}"  # and here: a stdio server behind mcp-bridge
 CATALOG_ADDR="${CATALOG_ADDR:-127.0.0.1:8090}"
+# DEMO_READY_TIMEOUT bounds the wait for the samples to be Ready, all of
+# them; a loaded machine (a test run beside others) may need more than a
+# person at a terminal does.
+DEMO_READY_TIMEOUT="${DEMO_READY_TIMEOUT:-60s}"
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 fail() { printf '\033[31mdemo failed: %s\033[0m\n' "$*" >&2; exit 1; }
+
+# ready_ms is DEMO_READY_TIMEOUT in milliseconds, checked before anything
+# starts.
+[[ "${DEMO_READY_TIMEOUT}" =~ ^([0-9]+)(ms|s|m|h)$ ]] ||
+  fail "DEMO_READY_TIMEOUT is a whole number and a unit (ms, s, m or h), such as 60s or 5m; not '${DEMO_READY_TIMEOUT}'"
+case "${BASH_REMATCH[2]}" in
+  ms) ready_ms=$((10#${BASH_REMATCH[1]})) ;;
+  s) ready_ms=$((10#${BASH_REMATCH[1]} * 1000)) ;;
+  m) ready_ms=$((10#${BASH_REMATCH[1]} * 60000)) ;;
+  h) ready_ms=$((10#${BASH_REMATCH[1]} * 3600000)) ;;
+esac
 
 work="$(mktemp -d -t mcp-operator-demo.XXXXXX)"
 pids=()
@@ -75,20 +90,24 @@ wait_for_port "${CATALOG_ADDR}" || fail "the manager did not start: $(tail -5 "$
 say "Applying config/samples"
 kubectl apply -k config/samples
 
-# DEMO_READY_TIMEOUT bounds each wait; a loaded machine (a test run beside
-# others) may need more than a person at a terminal does.
-ready_timeout="${DEMO_READY_TIMEOUT:-60s}"
 # not_ready KIND WHAT: fails with what the objects say and the manager's
 # last lines, since the manager's log goes with the demo's folder.
 not_ready() {
-  fail "$2 is not Ready after ${ready_timeout}:
+  fail "$2 is not Ready within DEMO_READY_TIMEOUT=${DEMO_READY_TIMEOUT} (or kubectl could not tell):
 $(kubectl get "$1" -o wide 2>&1)
 The manager's last log lines:
 $(tail -40 "${work}/manager.log")"
 }
+# left is what is left of DEMO_READY_TIMEOUT, for kubectl's --timeout
+# (0 when none is: kubectl then checks once).
+waiting_since="${SECONDS}"
+left() {
+  local ms=$((ready_ms - (SECONDS - waiting_since) * 1000))
+  echo "$((ms < 0 ? 0 : ms))ms"
+}
 say "Waiting for the MCPServers and the ToolCollection to be Ready"
-kubectl wait --for=condition=Ready mcps --all --timeout="${ready_timeout}" >/dev/null || not_ready mcps "an MCPServer"
-kubectl wait --for=condition=Ready tc --all --timeout="${ready_timeout}" >/dev/null || not_ready tc "the ToolCollection"
+kubectl wait --for=condition=Ready mcps --all --timeout="$(left)" >/dev/null || not_ready mcps "an MCPServer"
+kubectl wait --for=condition=Ready tc --all --timeout="$(left)" >/dev/null || not_ready tc "the ToolCollection"
 
 catalog="http://${CATALOG_ADDR}"
 echo
