@@ -66,11 +66,13 @@ func newDirectPost(client *http.Client, rawURL string) *directPost {
 
 // post sends body with header, which is the request's own and may be
 // changed, under ctx, and returns the answer as http.Client.Do would,
-// with two differences no caller sees: a redirect is never followed, so
-// a 3xx whose Location is bad comes back as the answer it is (http.Client
-// fails it; both classify as the HTTP status), and the answer's Request
-// has no context and shares the target URL, so it is neither read nor
-// changed.
+// with two differences: a 3xx whose Location header does not parse comes
+// back as the answer it is, read as a session reads any answer, as a 3xx
+// with a good Location comes back from the session's http.Client (which
+// follows no redirect but fails a bad Location first: a server that
+// misbehaves so is told apart by it, as an HTTP status rather than by
+// what its body says); and the answer's Request has no context and
+// shares the target URL, so nothing reads or changes it.
 func (d *directPost) post(ctx context.Context, body []byte, header http.Header) (*http.Response, error) {
 	if traced(ctx) {
 		injectTrace(ctx, header)
@@ -86,6 +88,13 @@ func (d *directPost) post(ctx context.Context, body []byte, header http.Header) 
 // request is the request http.NewRequest makes of body and header, with
 // no context: inlineTransport.send takes it apart.
 func (d *directPost) request(body []byte, header http.Header) *http.Request {
+	if len(body) == 0 {
+		// NewRequest's empty body, sent with a Content-Length of 0
+		// (sessions send none; a body net/http cannot see is empty would
+		// go chunked).
+		return &http.Request{Method: http.MethodPost, URL: d.target, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header: header, Body: http.NoBody, GetBody: func() (io.ReadCloser, error) { return http.NoBody, nil }, Host: d.host}
+	}
 	return &http.Request{
 		Method:        http.MethodPost,
 		URL:           d.target,

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
@@ -116,14 +117,15 @@ var jsonAnswer = func() string {
 // for it, for the URLs and headers sessions have, and its answer comes
 // back the same way, capped.
 func TestDirectPostWritesWhatClientDoWould(t *testing.T) {
+	previous := otel.GetTextMapPropagator()
 	otel.SetTextMapPropagator(propagation.TraceContext{})
-	t.Cleanup(func() { otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator()) })
+	t.Cleanup(func() { otel.SetTextMapPropagator(previous) })
 	traceID, _ := trace.TraceIDFromHex("0af7651916cd43dd8448eb211c80319c")
 	spanID, _ := trace.SpanIDFromHex("b7ad6b7169203331")
 	tracedCtx := trace.ContextWithSpanContext(context.Background(),
 		trace.NewSpanContext(trace.SpanContextConfig{TraceID: traceID, SpanID: spanID, TraceFlags: trace.FlagsSampled}))
 
-	const body = `{"jsonrpc":"2.0","id":"op-1","method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`
+	const call = `{"jsonrpc":"2.0","id":"op-1","method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`
 	header := func() http.Header {
 		return http.Header{"Content-Type": jsonMediaType, "Accept": acceptAnswers, "Mcp-Protocol-Version": modernVersion,
 			"Mcp-Method": {"tools/call"}, "Mcp-Name": {"echo"}, "Authorization": {"Bearer t0ken"}}
@@ -132,12 +134,14 @@ func TestDirectPostWritesWhatClientDoWould(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		path string
+		body string
 		ctx  context.Context
 	}{
-		{"a session's call", "/mcp", context.Background()},
-		{"a path to escape, a query and a fragment", "/a%20b/mcp?x=1&y=two#part", context.Background()},
-		{"an empty path", "", context.Background()},
-		{"a trace to pass on", "/mcp", tracedCtx},
+		{"a session's call", "/mcp", call, context.Background()},
+		{"a path to escape, a query and a fragment", "/a%20b/mcp?x=1&y=two#part", call, context.Background()},
+		{"an empty path", "", call, context.Background()},
+		{"a trace to pass on", "/mcp", call, tracedCtx},
+		{"an empty body", "/mcp", "", context.Background()},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			target := srv.url(tt.path)
@@ -147,7 +151,7 @@ func TestDirectPostWritesWhatClientDoWould(t *testing.T) {
 			if d == nil {
 				t.Fatalf("no direct path for %s", target)
 			}
-			resp, err := d.post(tt.ctx, []byte(body), header())
+			resp, err := d.post(tt.ctx, []byte(tt.body), header())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,7 +165,7 @@ func TestDirectPostWritesWhatClientDoWould(t *testing.T) {
 			}
 			direct := srv.last(t)
 
-			req, err := newPost(tt.ctx, target, []byte(body), header())
+			req, err := newPost(tt.ctx, target, []byte(tt.body), header())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -381,12 +385,43 @@ func TestDirectPostOnlyWhereItKeepsEverything(t *testing.T) {
 		}
 	}
 
+}
+
+// TestASessionPostsDirectlyButForTheListenStream: a 2026-07-28 session's
+// requests leave by directPost, never through its http.Client, except a
+// subscriptions/listen stream, which inlineTransport leaves to net/http.
+func TestASessionPostsDirectlyButForTheListenStream(t *testing.T) {
 	g := startGoSDK(t, testmcp.GoSDKOnly2026)
 	s := connectT(t, Target{URL: g.URL()}, nil)
-	if !s.modern || s.direct == nil {
-		t.Fatalf("a 2026-07-28 session to %s does not post directly (modern %v)", g.URL(), s.modern)
+	if s.direct == nil {
+		t.Fatalf("a 2026-07-28 session to %s does not post directly", g.URL())
 	}
+	viaClient := &refusingTransport{}
+	s.http.Transport = viaClient
 	if _, err := s.CallTool(context.Background(), "echo", []byte(`{"m":"hi"}`), CallOptions{}); err != nil {
-		t.Fatal(err)
+		t.Fatalf("a call failed: %v", err)
 	}
+	if n := viaClient.requests.Load(); n != 0 {
+		t.Fatalf("%d requests of a call went through http.Client", n)
+	}
+	header := http.Header{"Content-Type": jsonMediaType, mcp.HeaderMethod: {string(mcp.MethodSubscriptionsListen)}}
+	if _, err := s.send(context.Background(), []byte(`{"jsonrpc":"2.0","id":"op-1","method":"subscriptions/listen"}`), header); !errors.Is(err, errRefused) {
+		t.Errorf("a listen request failed with %v, not through http.Client", err)
+	}
+	if n := viaClient.requests.Load(); n != 1 {
+		t.Errorf("%d listen requests went through http.Client, want 1", n)
+	}
+}
+
+// refusingTransport counts the requests it is given and fails them.
+type refusingTransport struct{ requests atomic.Int32 }
+
+var errRefused = errors.New("refused by the test's transport")
+
+func (r *refusingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.requests.Add(1)
+	if req.Body != nil {
+		req.Body.Close()
+	}
+	return nil, errRefused
 }
