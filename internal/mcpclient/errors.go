@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -305,13 +306,19 @@ func tlsDetail(err error) string {
 	return "signed by an unknown authority"
 }
 
-// detail shortens a server's own text and removes every header value from it:
-// a server may echo a request back in its error.
+// detail shortens a server's own text, or an error's, and removes from it
+// every header value and what the target's URL holds past its path (its
+// password, query and fragment, where some servers take a key, and which
+// redactedURL leaves out): a server may echo a request back in its error,
+// and net/http names the URL in full in its own.
 func detail(text string, t Target) string {
 	for _, value := range t.Headers {
 		if len(value) >= 4 {
 			text = strings.ReplaceAll(text, value, "[redacted]")
 		}
+	}
+	for _, secret := range urlSecrets(t.URL) {
+		text = strings.ReplaceAll(text, secret, "[redacted]")
 	}
 	text = strings.Join(strings.Fields(text), " ")
 	if len(text) > maxDetail {
@@ -325,6 +332,35 @@ func detail(text string, t Target) string {
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// urlSecrets are the parts of rawURL an error must not show, longest
+// first: the query and fragment as written and each value in them, and
+// the password (values shorter than 4 bytes would redact ordinary words).
+func urlSecrets(rawURL string) []string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil
+	}
+	var secrets []string
+	add := func(s string) {
+		if len(s) >= 4 {
+			secrets = append(secrets, s)
+		}
+	}
+	add(u.RawQuery)
+	add(u.EscapedFragment())
+	for _, values := range u.Query() {
+		for _, v := range values {
+			add(v)
+		}
+	}
+	add(u.Fragment)
+	if password, ok := u.User.Password(); ok {
+		add(password)
+	}
+	slices.SortStableFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	return secrets
+}
 
 // RPCErrorOf returns the JSON-RPC error code and message of an error the
 // server answered with, secret-free, or ok=false for any other failure.

@@ -1,0 +1,66 @@
+package mcpclient
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/toolmesh/mcp-operator/internal/testmcp"
+)
+
+// TestDetailShowsNoSecretOfTheTarget: the text of an error or an answer,
+// shown in a message, loses the target's header values and whatever its
+// URL holds past the path, however it appears there.
+func TestDetailShowsNoSecretOfTheTarget(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		target  Target
+		text    string
+		want    string
+		secrets []string
+	}{
+		{"a header value echoed", Target{URL: "http://h/mcp", Headers: map[string]string{"Authorization": "Bearer s3cr3t"}},
+			"bad token Bearer s3cr3t", "bad token [redacted]", []string{"s3cr3t"}},
+		{"the query in net/http's error", Target{URL: "http://h/mcp?key=s3cr3t&v=2"},
+			`Post "http://h/mcp?key=s3cr3t&v=2": context canceled`, `Post "http://h/mcp?[redacted]": context canceled`, []string{"s3cr3t"}},
+		{"a query value echoed decoded", Target{URL: "http://h/mcp?key=a%2Fb%3Dc"},
+			"unknown key a/b=c", "unknown key [redacted]", []string{"a/b=c", "a%2Fb%3Dc"}},
+		{"a fragment", Target{URL: "http://h/mcp#tok3n-x"},
+			`Post "http://h/mcp#tok3n-x": EOF`, `Post "http://h/mcp#[redacted]": EOF`, []string{"tok3n-x"}},
+		{"a password", Target{URL: "http://user:pa55word@h/mcp"},
+			"login pa55word refused", "login [redacted] refused", []string{"pa55word"}},
+		{"short values are words, not secrets", Target{URL: "http://h/mcp?v=2"},
+			"version 2 of v=2", "version 2 of v=2", nil},
+		{"a URL that does not parse", Target{URL: "http://h/%zz"},
+			"text as it was", "text as it was", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := detail(tt.text, tt.target)
+			if got != tt.want {
+				t.Errorf("detail(%q) = %q, want %q", tt.text, got, tt.want)
+			}
+			for _, secret := range tt.secrets {
+				if strings.Contains(got, secret) {
+					t.Errorf("%q shows %q", got, secret)
+				}
+			}
+		})
+	}
+}
+
+// TestAFailedCallShowsNoKeyOfTheURL: a call that fails in net/http, whose
+// error names the URL in full, is reported without the key its query
+// holds.
+func TestAFailedCallShowsNoKeyOfTheURL(t *testing.T) {
+	g := startGoSDK(t, testmcp.GoSDKOnly2026)
+	s := connectT(t, Target{URL: g.URL() + "?key=s3cr3t-marker"}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := s.CallTool(ctx, "echo", []byte(`{"m":"hi"}`), CallOptions{})
+	if err == nil {
+		t.Fatal("a cancelled call succeeded")
+	}
+	if strings.Contains(err.Error(), "s3cr3t-marker") {
+		t.Errorf("the error shows the URL's key: %v", err)
+	}
+}
