@@ -323,6 +323,42 @@ func TestDirectPostRetriesARequestThatNeverLeft(t *testing.T) {
 	}
 }
 
+// TestACancelledRequestIsNeverSent: a request whose caller has already
+// gone does not reach the server, on either of a session's paths, even
+// over a kept connection (where the write would race the abort), and
+// fails as http.Client fails it.
+func TestACancelledRequestIsNeverSent(t *testing.T) {
+	srv := startRecordingServer(t, jsonAnswer)
+	target := srv.url("/mcp")
+	client := Target{URL: target}.httpClient(newStreamWatch(), false)
+	defer client.CloseIdleConnections()
+	d := newDirectPost(client, target)
+	if d == nil {
+		t.Fatalf("no direct path for %s", target)
+	}
+	body := []byte(`{"jsonrpc":"2.0","id":"op-1","method":"ping"}`)
+	resp, err := d.post(context.Background(), body, http.Header{"Content-Type": jsonMediaType})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close() // the connection is kept
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 20 {
+		_, directErr := d.post(cancelled, body, http.Header{"Content-Type": jsonMediaType})
+		_, clientErr := client.Do(postRequest(t, target, string(body), http.Header{"Content-Type": jsonMediaType}).WithContext(cancelled))
+		if !errors.Is(directErr, context.Canceled) || !errors.Is(clientErr, context.Canceled) || directErr.Error() != clientErr.Error() {
+			t.Fatalf("directPost failed with %v, http.Client with %v; want both context.Canceled, worded alike", directErr, clientErr)
+		}
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if len(srv.seen) != 1 {
+		t.Errorf("the server read %d requests, want the first alone", len(srv.seen))
+	}
+}
+
 // failingConn fails every write, having written nothing, once broken.
 type failingConn struct {
 	net.Conn

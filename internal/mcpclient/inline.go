@@ -135,7 +135,16 @@ func (t *inlineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // send makes req, a POST, to addr, under ctx (directPost's requests carry
 // no context of their own).
 func (t *inlineTransport) send(ctx context.Context, req *http.Request, addr string) (*http.Response, error) {
-	pc, reused, err := t.get(ctx, addr)
+	// A request already cancelled is not sent, as net/http's Transport
+	// does not send it: on a kept connection the write would otherwise
+	// race the abort that context.AfterFunc starts on another goroutine,
+	// and mostly win (the tool would run for a caller that has gone).
+	err := context.Cause(ctx)
+	var pc *inlineConn
+	var reused bool
+	if err == nil {
+		pc, reused, err = t.get(ctx, addr)
+	}
 	if err != nil {
 		if req.Body != nil {
 			_ = req.Body.Close()
