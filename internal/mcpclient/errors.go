@@ -11,7 +11,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -307,19 +309,17 @@ func tlsDetail(err error) string {
 }
 
 // detail shortens a server's own text, or an error's, and removes from it
-// every header value and what the target's URL holds past its path (its
-// password, query and fragment, where some servers take a key, and which
-// redactedURL leaves out): a server may echo a request back in its error,
-// and net/http names the URL in full in its own.
+// the target's secrets (secretsOf) and the query of any URL it names (an
+// SSE session's message endpoint carries its session id there): a server
+// may echo a request back in its error, and net/http and mcp-go name URLs
+// in full in theirs. A query value of 4 bytes or more is redacted
+// wherever it appears, ordinary words too ("json" from ?format=json):
+// better a message that says less than one that says a key.
 func detail(text string, t Target) string {
-	for _, value := range t.Headers {
-		if len(value) >= 4 {
-			text = strings.ReplaceAll(text, value, "[redacted]")
-		}
-	}
-	for _, secret := range urlSecrets(t.URL) {
+	for _, secret := range secretsOf(t) {
 		text = strings.ReplaceAll(text, secret, "[redacted]")
 	}
+	text = urlQuery.ReplaceAllString(text, "$1?[redacted]")
 	text = strings.Join(strings.Fields(text), " ")
 	if len(text) > maxDetail {
 		cut := maxDetail
@@ -331,32 +331,51 @@ func detail(text string, t Target) string {
 	return text
 }
 
+// urlQuery is a URL's query in a text: up to a space, a quote or the
+// backslash %q puts before one.
+var urlQuery = regexp.MustCompile(`(https?://[^\s"'?#]*)\?[^\s"'\\]+`)
+
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
-// urlSecrets are the parts of rawURL an error must not show, longest
-// first: the query and fragment as written and each value in them, and
-// the password (values shorter than 4 bytes would redact ordinary words).
-func urlSecrets(rawURL string) []string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return nil
-	}
+// secretsOf is what no message may show of t, longest first so that no
+// part of a longer one is left: its header values, and what its URL holds
+// besides the scheme, host and path (user info, query, fragment), as
+// written, decoded, and as %q writes them (net/http's url.Error does).
+// Values shorter than 4 bytes would redact ordinary words and are left.
+func secretsOf(t Target) []string {
 	var secrets []string
 	add := func(s string) {
-		if len(s) >= 4 {
-			secrets = append(secrets, s)
+		if len(s) < 4 {
+			return
+		}
+		secrets = append(secrets, s)
+		if quoted := strconv.Quote(s); quoted[1:len(quoted)-1] != s {
+			secrets = append(secrets, quoted[1:len(quoted)-1])
 		}
 	}
-	add(u.RawQuery)
-	add(u.EscapedFragment())
-	for _, values := range u.Query() {
-		for _, v := range values {
-			add(v)
-		}
+	for _, value := range t.Headers {
+		add(value)
 	}
-	add(u.Fragment)
-	if password, ok := u.User.Password(); ok {
-		add(password)
+	if u, err := url.Parse(t.URL); err == nil {
+		add(u.RawQuery)
+		add(u.EscapedFragment())
+		add(u.Fragment)
+		add(u.User.Username())
+		if password, ok := u.User.Password(); ok {
+			add(password)
+		}
+		// Each part of the query, bare keys and parts after a ";" too
+		// (which url.Values drops), as written and decoded.
+		for _, part := range strings.FieldsFunc(u.RawQuery, func(r rune) bool { return r == '&' || r == ';' }) {
+			_, value, found := strings.Cut(part, "=")
+			if !found {
+				value = part
+			}
+			add(value)
+			if decoded, err := url.QueryUnescape(value); err == nil {
+				add(decoded)
+			}
+		}
 	}
 	slices.SortStableFunc(secrets, func(a, b string) int { return len(b) - len(a) })
 	return secrets

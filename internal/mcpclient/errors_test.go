@@ -29,6 +29,18 @@ func TestDetailShowsNoSecretOfTheTarget(t *testing.T) {
 			`Post "http://h/mcp#tok3n-x": EOF`, `Post "http://h/mcp#[redacted]": EOF`, []string{"tok3n-x"}},
 		{"a password", Target{URL: "http://user:pa55word@h/mcp"},
 			"login pa55word refused", "login [redacted] refused", []string{"pa55word"}},
+		{"a user name that is a token", Target{URL: "http://t0ken-x@h/mcp"},
+			`Post "http://t0ken-x@h/mcp": EOF`, `Post "http://[redacted]@h/mcp": EOF`, []string{"t0ken-x"}},
+		{"a value after a semicolon, echoed", Target{URL: "http://h/mcp?key=s3cr3t;v=1"},
+			"unknown key s3cr3t", "unknown key [redacted]", []string{"s3cr3t"}},
+		{"a bare key, echoed", Target{URL: "http://h/mcp?APIKEY123"},
+			"unknown APIKEY123", "unknown [redacted]", []string{"APIKEY123"}},
+		{"a quote in the query, as %q writes it", Target{URL: `http://h/mcp?key=s3cr3t"marker`},
+			`Post "http://h/mcp?key=s3cr3t\"marker": EOF`, `Post "http://h/mcp?[redacted]": EOF`, []string{"s3cr3t", "marker"}},
+		{"a header value inside a query value", Target{URL: "http://h/mcp?key=tenant-s3cr3t-key", Headers: map[string]string{"X-Tenant": "tenant"}},
+			"unknown key tenant-s3cr3t-key", "unknown key [redacted]", []string{"s3cr3t"}},
+		{"another URL's query (an SSE session's endpoint)", Target{URL: "http://h/sse"},
+			`Post "http://h/message?sessionid=Z44J2K": EOF`, `Post "http://h/message?[redacted]": EOF`, []string{"Z44J2K"}},
 		{"short values are words, not secrets", Target{URL: "http://h/mcp?v=2"},
 			"version 2 of v=2", "version 2 of v=2", nil},
 		{"a URL that does not parse", Target{URL: "http://h/%zz"},
@@ -60,7 +72,7 @@ func TestAFailedCallShowsNoKeyOfTheURL(t *testing.T) {
 	if err == nil {
 		t.Fatal("a cancelled call succeeded")
 	}
-	if strings.Contains(err.Error(), "s3cr3t-marker") {
-		t.Errorf("the error shows the URL's key: %v", err)
+	if strings.Contains(err.Error(), "s3cr3t-marker") || !strings.Contains(err.Error(), "/mcp?[redacted]") {
+		t.Errorf("the error shows the URL's key, or does not name the URL it redacted: %v", err)
 	}
 }
