@@ -22,8 +22,10 @@ fail() { printf '\033[31mdemo failed: %s\033[0m\n' "$*" >&2; exit 1; }
 
 # ready_ms is DEMO_READY_TIMEOUT in milliseconds, checked before anything
 # starts.
-[[ "${DEMO_READY_TIMEOUT}" =~ ^([0-9]+)(ms|s|m|h)$ ]] ||
-  fail "DEMO_READY_TIMEOUT is a whole number and a unit (ms, s, m or h), such as 60s or 5m; not '${DEMO_READY_TIMEOUT}'"
+# (Six digits at most: more would overflow the arithmetic or kubectl's
+# durations.)
+[[ "${DEMO_READY_TIMEOUT}" =~ ^([0-9]{1,6})(ms|s|m|h)$ ]] ||
+  fail "DEMO_READY_TIMEOUT is a whole number of up to six digits and a unit (ms, s, m or h), such as 60s or 5m; not '${DEMO_READY_TIMEOUT}'"
 case "${BASH_REMATCH[2]}" in
   ms) ready_ms=$((10#${BASH_REMATCH[1]})) ;;
   s) ready_ms=$((10#${BASH_REMATCH[1]} * 1000)) ;;
@@ -94,12 +96,12 @@ kubectl apply -k config/samples
 # last lines, since the manager's log goes with the demo's folder.
 not_ready() {
   fail "$2 is not Ready within DEMO_READY_TIMEOUT=${DEMO_READY_TIMEOUT} (or kubectl could not tell):
-$(kubectl get "$1" -o wide 2>&1)
+$(kubectl get "$1" -o wide --request-timeout=10s 2>&1)
 The manager's last log lines:
 $(tail -40 "${work}/manager.log")"
 }
-# left is what is left of DEMO_READY_TIMEOUT, for kubectl's --timeout
-# (0 when none is: kubectl then checks once).
+# left is what is left of DEMO_READY_TIMEOUT, to the second, for
+# kubectl's --timeout (0 when none is: kubectl then checks once).
 waiting_since="${SECONDS}"
 left() {
   local ms=$((ready_ms - (SECONDS - waiting_since) * 1000))
