@@ -196,10 +196,10 @@ func versionRefused(err error, t Target, ex *exchange) (failure, bool) {
 	switch {
 	case errors.As(err, &unsupported):
 		return failure{ErrUnsupportedVersion, fmt.Sprintf("%s speaks MCP revision %s; the operator speaks %s", t.redactedURL(),
-			unsupported.Version, strings.Join(Revisions, ", "))}, true
+			detail(unsupported.Version, t), strings.Join(Revisions, ", "))}, true
 	case ex.lastStatus() >= 400 && refusedRevisions(ex.errorBody()) != nil:
 		return failure{ErrUnsupportedVersion, fmt.Sprintf("%s speaks none of the MCP revisions the operator does (%s); it named %s", t.redactedURL(),
-			strings.Join(Revisions, ", "), strings.Join(refusedRevisions(ex.errorBody()), ", "))}, true
+			strings.Join(Revisions, ", "), detail(strings.Join(refusedRevisions(ex.errorBody()), ", "), t))}, true
 	case ex.lastStatus() >= 400 && strings.Contains(strings.ToLower(ex.errorBody()), "unsupported protocol version"):
 		return failure{ErrUnsupportedVersion, fmt.Sprintf("%s refused the protocol revision: %s", t.redactedURL(), detail(ex.errorBody(), t))}, true
 	}
@@ -274,8 +274,8 @@ func rpcError(details *mcp.JSONRPCErrorDetails, t Target, doing string) *Error {
 		raw, _ := json.Marshal(details.Data)
 		_ = json.Unmarshal(raw, &data)
 		return &Error{Kind: ErrUnsupportedVersion, RPCCode: details.Code, Err: details.AsError(),
-			Message: fmt.Sprintf("%s: %s does not speak MCP revision %s; it named %s: %s", doing, t.redactedURL(), data.Requested,
-				strings.Join(data.Supported, ", "), detail(details.Message, t))}
+			Message: fmt.Sprintf("%s: %s does not speak MCP revision %s; it named %s: %s", doing, t.redactedURL(), detail(data.Requested, t),
+				detail(strings.Join(data.Supported, ", "), t), detail(details.Message, t))}
 	}
 	return &Error{
 		Kind:    ErrProtocol,

@@ -2,8 +2,11 @@ package mcpclient
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
 )
@@ -74,5 +77,22 @@ func TestAFailedCallShowsNoKeyOfTheURL(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "s3cr3t-marker") || !strings.Contains(err.Error(), "/mcp?[redacted]") {
 		t.Errorf("the error shows the URL's key, or does not name the URL it redacted: %v", err)
+	}
+}
+
+// TestARefusedRevisionsListIsShortAndShowsNoSecret: the revisions a
+// server says it supports, and the one it says was requested, are its own
+// text: shortened and redacted as the rest of its answer is, however many
+// it names.
+func TestARefusedRevisionsListIsShortAndShowsNoSecret(t *testing.T) {
+	supported := append(slices.Repeat([]string{"2027-03-01"}, 10000), "Bearer s3cr3t-marker")
+	err := rpcError(&mcp.JSONRPCErrorDetails{Code: codeUnsupportedVersion, Message: "unsupported protocol version",
+		Data: map[string]any{"supported": supported, "requested": "Bearer s3cr3t-marker"}},
+		Target{URL: "http://h/mcp", Headers: map[string]string{"Authorization": "Bearer s3cr3t-marker"}}, "calling")
+	if err.Kind != ErrUnsupportedVersion || !strings.Contains(err.Message, "it named 2027-03-01, 2027-03-01") {
+		t.Fatalf("got %s %q, want UnsupportedProtocolVersion naming 2027-03-01", err.Kind, err.Message)
+	}
+	if len(err.Message) > 1000 || strings.Contains(err.Message, "s3cr3t-marker") {
+		t.Errorf("the message is %d bytes, or shows the token: %.300s…", len(err.Message), err.Message)
 	}
 }
