@@ -316,7 +316,12 @@ func tlsDetail(err error) string {
 // wherever it appears, ordinary words too ("json" from ?format=json):
 // better a message that says less than one that says a key.
 func detail(text string, t Target) string {
-	for _, secret := range secretsOf(t) {
+	secrets := secretsOf(t)
+	long := len(text) > detailWindow
+	if long {
+		text = withoutSecretStart(text[:detailWindow], secrets)
+	}
+	for _, secret := range secrets {
 		text = strings.ReplaceAll(text, secret, "[redacted]")
 	}
 	text = urlQuery.ReplaceAllString(text, "$1?[redacted]")
@@ -326,7 +331,33 @@ func detail(text string, t Target) string {
 		for cut > 0 && !isRuneStart(text[cut]) {
 			cut--
 		}
-		text = text[:cut] + "…"
+		text, long = text[:cut], true
+	}
+	if long {
+		text += "…"
+	}
+	return text
+}
+
+// detailWindow is how much of a text detail reads. It shows maxDetail
+// bytes at most, and a server's text (a JSON-RPC error's message) may run
+// to the response cap, megabytes that every replacement would read.
+const detailWindow = 4096
+
+// withoutSecretStart is text, cut short, less any start of a secret it
+// ends with: the rest of that secret was cut off, so no replacement can
+// find it.
+func withoutSecretStart(text string, secrets []string) string {
+	for trimmed := true; trimmed; {
+		trimmed = false
+		for _, secret := range secrets {
+			for k := min(len(secret)-1, len(text)); k > 0; k-- {
+				if strings.HasSuffix(text, secret[:k]) {
+					text, trimmed = text[:len(text)-k], true
+					break
+				}
+			}
+		}
 	}
 	return text
 }
@@ -361,6 +392,8 @@ func secretsOf(t Target) []string {
 		add(u.EscapedFragment())
 		add(u.Fragment)
 		add(u.User.Username())
+		escapedUser, _, _ := strings.Cut(u.User.String(), ":")
+		add(escapedUser)
 		if password, ok := u.User.Password(); ok {
 			add(password)
 		}

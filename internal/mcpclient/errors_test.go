@@ -44,6 +44,12 @@ func TestDetailShowsNoSecretOfTheTarget(t *testing.T) {
 			"unknown key tenant-s3cr3t-key", "unknown key [redacted]", []string{"s3cr3t"}},
 		{"another URL's query (an SSE session's endpoint)", Target{URL: "http://h/sse"},
 			`Post "http://h/message?sessionid=Z44J2K": EOF`, `Post "http://h/message?[redacted]": EOF`, []string{"Z44J2K"}},
+		{"a user name as net/http writes it, escaped", Target{URL: "http://tok%2Fen-x@h/mcp"},
+			`Post "http://tok%2Fen-x@h/mcp": EOF`, `Post "http://[redacted]@h/mcp": EOF`, []string{"tok%2Fen-x", "tok/en-x"}},
+		{"a secret cut off where detail stops reading, after blanks", Target{URL: "http://h/mcp", Headers: map[string]string{"Authorization": "Bearer s3cr3t-marker"}},
+			strings.Repeat(" ", detailWindow-10) + "Bearer s3cr3t-marker, and more", "…", []string{"Bearer", "s3c"}},
+		{"a long text, shortened", Target{URL: "http://h/mcp"},
+			strings.Repeat("word ", 2*detailWindow), strings.Repeat("word ", maxDetail/5) + "…", nil},
 		{"short values are words, not secrets", Target{URL: "http://h/mcp?v=2"},
 			"version 2 of v=2", "version 2 of v=2", nil},
 		{"a URL that does not parse", Target{URL: "http://h/%zz"},
@@ -52,7 +58,7 @@ func TestDetailShowsNoSecretOfTheTarget(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got := detail(tt.text, tt.target)
 			if got != tt.want {
-				t.Errorf("detail(%q) = %q, want %q", tt.text, got, tt.want)
+				t.Errorf("detail(%.300q) = %q, want %q", tt.text, got, tt.want)
 			}
 			for _, secret := range tt.secrets {
 				if strings.Contains(got, secret) {
