@@ -106,6 +106,17 @@ func (s *recordingServer) last(t *testing.T) []byte {
 	return s.seen[len(s.seen)-1]
 }
 
+// directTo is the direct path of client's POSTs to target, which the
+// test needs to have one.
+func directTo(t *testing.T, client *http.Client, target string) *directPost {
+	t.Helper()
+	d := newDirectPost(client, target)
+	if d == nil {
+		t.Fatalf("no direct path for %s", target)
+	}
+	return d
+}
+
 // jsonAnswer is a JSON answer to op-1.
 var jsonAnswer = func() string {
 	const answer = `{"jsonrpc":"2.0","id":"op-1","result":{}}`
@@ -147,10 +158,7 @@ func TestDirectPostWritesWhatClientDoWould(t *testing.T) {
 			target := srv.url(tt.path)
 			client := Target{URL: target}.httpClient(newStreamWatch(), false)
 			defer client.CloseIdleConnections()
-			d := newDirectPost(client, target)
-			if d == nil {
-				t.Fatalf("no direct path for %s", target)
-			}
+			d := directTo(t, client, target)
 			resp, err := d.post(tt.ctx, []byte(tt.body), header())
 			if err != nil {
 				t.Fatal(err)
@@ -227,10 +235,7 @@ func TestDirectPostFailsAsClientDoWould(t *testing.T) {
 			target := tt.target(t)
 			client := target.httpClient(newStreamWatch(), false)
 			defer client.CloseIdleConnections()
-			d := newDirectPost(client, target.URL)
-			if d == nil {
-				t.Fatalf("no direct path for %s", target.URL)
-			}
+			d := directTo(t, client, target.URL)
 			body := []byte(`{"jsonrpc":"2.0","id":"op-1","method":"ping"}`)
 			_, directErr := d.post(context.Background(), body, http.Header{"Content-Type": jsonMediaType})
 			req, err := newPost(context.Background(), target.URL, body, http.Header{"Content-Type": jsonMediaType})
@@ -267,10 +272,7 @@ func TestDirectPostRetriesARequestThatNeverLeft(t *testing.T) {
 			target := srv.url("/mcp")
 			client := Target{URL: target}.httpClient(newStreamWatch(), false)
 			defer client.CloseIdleConnections()
-			d := newDirectPost(client, target)
-			if d == nil {
-				t.Fatalf("no direct path for %s", target)
-			}
+			d := directTo(t, client, target)
 			var dials []*failingConn
 			dial := d.inline.dial
 			d.inline.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -332,10 +334,7 @@ func TestACancelledRequestIsNeverSent(t *testing.T) {
 	target := srv.url("/mcp")
 	client := Target{URL: target}.httpClient(newStreamWatch(), false)
 	defer client.CloseIdleConnections()
-	d := newDirectPost(client, target)
-	if d == nil {
-		t.Fatalf("no direct path for %s", target)
-	}
+	d := directTo(t, client, target)
 	body := []byte(`{"jsonrpc":"2.0","id":"op-1","method":"ping"}`)
 	// answered makes a request that is answered, and keeps its
 	// connection: the server has recorded every request written before
