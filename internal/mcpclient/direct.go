@@ -86,31 +86,23 @@ func (d *directPost) post(ctx context.Context, body []byte, header http.Header) 
 }
 
 // request is the request http.NewRequest makes of body and header, with
-// no context: inlineTransport.send takes it apart.
+// no context: inlineTransport.send takes it apart. An empty body is
+// NewRequest's NoBody, sent with a Content-Length of 0 (sessions send
+// none; a body net/http cannot see is empty would go chunked).
 func (d *directPost) request(body []byte, header http.Header) *http.Request {
-	if len(body) == 0 {
-		// NewRequest's empty body, sent with a Content-Length of 0
-		// (sessions send none; a body net/http cannot see is empty would
-		// go chunked).
-		return &http.Request{Method: http.MethodPost, URL: d.target, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-			Header: header, Body: http.NoBody, GetBody: func() (io.ReadCloser, error) { return http.NoBody, nil }, Host: d.host}
+	req := &http.Request{Method: http.MethodPost, URL: d.target, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: header, Host: d.host, Body: http.NoBody, GetBody: func() (io.ReadCloser, error) { return http.NoBody, nil }}
+	if len(body) > 0 {
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		req.ContentLength = int64(len(body))
 	}
-	return &http.Request{
-		Method:        http.MethodPost,
-		URL:           d.target,
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        header,
-		Body:          io.NopCloser(bytes.NewReader(body)),
-		GetBody:       func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil },
-		ContentLength: int64(len(body)),
-		Host:          d.host,
-	}
+	return req
 }
 
-// direct says a request with header may take the direct path: not the
-// subscriptions/listen stream, which inlineTransport leaves to net/http.
-func direct(header http.Header) bool {
-	return header.Get(mcp.HeaderMethod) != string(mcp.MethodSubscriptionsListen)
+// listenStream says a request with header opens the subscriptions/listen
+// stream, which lives as long as the session: net/http's, not the inline
+// transport's, and so never on the direct path.
+func listenStream(header http.Header) bool {
+	return header.Get(mcp.HeaderMethod) == string(mcp.MethodSubscriptionsListen)
 }

@@ -10,8 +10,6 @@ import (
 	"net/url"
 	"sync"
 	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // inlineTransport makes a session's POSTs to a plain-HTTP server on the
@@ -126,7 +124,7 @@ func (e errNothingWritten) Error() string { return e.err.Error() }
 func (e errNothingWritten) Unwrap() error { return e.err }
 
 func (t *inlineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method != http.MethodPost || req.URL.Scheme != "http" || req.Header.Get(mcp.HeaderMethod) == string(mcp.MethodSubscriptionsListen) {
+	if req.Method != http.MethodPost || req.URL.Scheme != "http" || listenStream(req.Header) {
 		return t.next.RoundTrip(req)
 	}
 	return t.send(req.Context(), req, canonicalAddr(req.URL))

@@ -95,7 +95,7 @@ func (s *Session) post(ctx context.Context, req transport.JSONRPCRequest) (*tran
 // send makes the HTTP request of a 2026-07-28 request: directly when the
 // session can (directPost), through its http.Client otherwise.
 func (s *Session) send(ctx context.Context, body []byte, header http.Header) (*http.Response, error) {
-	if s.direct != nil && direct(header) {
+	if s.direct != nil && !listenStream(header) {
 		return s.direct.post(ctx, body, header)
 	}
 	httpReq, err := newPost(ctx, s.target.URL, body, header)
