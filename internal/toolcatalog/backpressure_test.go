@@ -106,11 +106,19 @@ var _ = Describe("Backpressure", func() {
 		})
 		_, srv := newCatalog(Options{QueueTimeout: 200 * time.Millisecond})
 		DeferCleanup(func() { close(gate) }) // before the catalog closes: cleanups run last first
+		first := make(chan response, 1)
 		go func() {
 			defer GinkgoRecover()
-			callTo(srv.URL, "/v1/execute", `{"name":"mcp_single_hold"}`)
+			first <- callTo(srv.URL, "/v1/execute", `{"name":"mcp_single_hold"}`)
 		}()
-		Eventually(inside.Load).Should(BeEquivalentTo(1))
+		Eventually(func() int64 {
+			select {
+			case r := <-first:
+				StopTrying(fmt.Sprintf("the held call ended before the server held it: %d %s", r.code, r.body)).Now()
+			default:
+			}
+			return inside.Load()
+		}).Should(BeEquivalentTo(1))
 		r := callTo(srv.URL, "/v1/execute", `{"name":"mcp_single_hold"}`)
 		Expect(r.code).To(Equal(http.StatusTooManyRequests), string(r.body))
 		Expect(inside.Load()).To(BeEquivalentTo(1), "the waiting call never reached the server")

@@ -435,6 +435,19 @@ var _ = Describe("Execute", func() {
 		Eventually(func() bool { return catalogUnderTest.pool.Held(key) }).Should(BeFalse())
 	})
 
+	It("calls a server the menu lists before the informer delivered it to the call path", func() {
+		// The menu is read from the cache, whose store moves before the
+		// informer's handlers hear of it: a catalog just started, or a
+		// server just made Ready, lists a server its registry lacks.
+		key := ns + "/calc"
+		Eventually(func() *upstream { return catalogUnderTest.upstreams.get(key) }).ShouldNot(BeNil())
+		catalogUnderTest.upstreams.forget(key) // as if not delivered yet
+		r := execute(`{"name":"mcp_calc_add","arguments":{"a":2,"b":3}}`)
+		Expect(r.code).To(Equal(http.StatusOK), string(r.body))
+		Expect(r.json()["output"]).To(Equal("5"))
+		Expect(catalogUnderTest.upstreams.get(key)).NotTo(BeNil(), "kept for the calls after it")
+	})
+
 	It("never forwards the caller's Authorization header", func() {
 		Expect(execute(`{"name":"mcp_calc_add","arguments":{"a":1,"b":1}}`, "Authorization", "Bearer caller-secret").code).To(Equal(http.StatusOK))
 		Expect(mcpSrv.HeaderValues("Authorization")).NotTo(ContainElement(ContainSubstring("caller-secret")))

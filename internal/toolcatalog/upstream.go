@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"net/http"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/menu"
 	"github.com/toolmesh/mcp-operator/internal/reach"
@@ -31,8 +35,10 @@ func (e *upstreamError) Error() string { return e.err.Error() }
 func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments json.RawMessage, opts mcpclient.CallOptions) (Envelope, error) {
 	up := c.upstreams.get(entry.Namespace + "/" + entry.Server)
 	if up == nil {
-		return Envelope{}, &upstreamError{code: http.StatusBadGateway, kind: "NotFound",
-			err: fmt.Errorf("MCPServer %s/%s is gone", entry.Namespace, entry.Server)}
+		var err error
+		if up, err = c.unobserved(ctx, entry); err != nil {
+			return Envelope{}, err
+		}
 	}
 	release, err := up.limit.acquire(ctx, c.opts.QueueTimeout)
 	if err != nil {
@@ -67,6 +73,25 @@ func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments
 		code = http.StatusGatewayTimeout
 	}
 	return Envelope{}, &upstreamError{code: code, kind: string(mcpclient.KindOf(err)), err: err}
+}
+
+// unobserved is the upstream of a server the menu lists but the informer
+// has not delivered to observeServer yet. The menu is read from the cache,
+// whose store moves before the informer's handlers hear of it: a catalog
+// just started, or a server just made Ready, is in the menu a moment
+// before it is in the registry. Such a call reads the server from the
+// cache once; it is gone only if the cache no longer has it either.
+func (c *Catalog) unobserved(ctx context.Context, entry *menu.Entry) (*upstream, error) {
+	forgotten := c.upstreams.forgottenCount()
+	srv := &mcpv1alpha1.MCPServer{}
+	if err := c.reader.Get(ctx, types.NamespacedName{Namespace: entry.Namespace, Name: entry.Server}, srv); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &upstreamError{code: http.StatusBadGateway, kind: "NotFound",
+				err: fmt.Errorf("MCPServer %s/%s is gone", entry.Namespace, entry.Server)}
+		}
+		return nil, &upstreamError{code: http.StatusBadGateway, kind: "Internal", err: errors.New("reading the server failed")}
+	}
+	return c.upstreams.adopt(srv, forgotten), nil
 }
 
 // busy is the answer when the server's limiter gave no turn.

@@ -27,6 +27,9 @@ import (
 type upstreams struct {
 	mu    sync.RWMutex
 	byKey map[string]*upstream
+	// forgotten counts the servers forgotten, so that adopt can tell a
+	// read of the cache that may predate a deletion.
+	forgotten uint64
 }
 
 // upstream is one MCPServer as the call path sees it. Its fields are
@@ -59,8 +62,44 @@ func (u *upstreams) get(key string) *upstream {
 // target cache too, since it checks its own versions.
 func (u *upstreams) observe(srv *mcpv1alpha1.MCPServer) {
 	key := srv.Namespace + "/" + srv.Name
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.byKey[key] = upstreamOf(srv, u.byKey[key])
+}
+
+// adopt records a server read from the cache that the informer has not
+// delivered to observe yet, and returns what the call path is to use: the
+// registry's entry if it has one by now, or the server as read. The read
+// is kept only if no server was forgotten since forgotten was taken: it
+// may predate a deletion observe's caller has already handled, and kept,
+// it would outlive the server. Not kept, it serves one call, with a
+// limiter of its own.
+func (u *upstreams) adopt(srv *mcpv1alpha1.MCPServer, forgotten uint64) *upstream {
+	key := srv.Namespace + "/" + srv.Name
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if up, ok := u.byKey[key]; ok {
+		return up
+	}
+	up := upstreamOf(srv, nil)
+	if u.forgotten == forgotten {
+		u.byKey[key] = up
+	}
+	return up
+}
+
+// forgottenCount is taken before a read of the cache that adopt records.
+func (u *upstreams) forgottenCount() uint64 {
+	u.mu.RLock()
+	defer u.mu.RUnlock()
+	return u.forgotten
+}
+
+// upstreamOf is srv as the call path sees it, carrying over prev's limiter
+// and target when prev is the same object.
+func upstreamOf(srv *mcpv1alpha1.MCPServer, prev *upstream) *upstream {
 	// Spec and what the server said of itself, never its tools.
-	next := &upstream{key: key, server: &mcpv1alpha1.MCPServer{ObjectMeta: srv.ObjectMeta, Spec: srv.Spec,
+	next := &upstream{key: srv.Namespace + "/" + srv.Name, server: &mcpv1alpha1.MCPServer{ObjectMeta: srv.ObjectMeta, Spec: srv.Spec,
 		Status: mcpv1alpha1.MCPServerStatus{ServerInfo: srv.Status.ServerInfo}}}
 	if ready := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReady); ready != nil {
 		next.ready = ready.DeepCopy()
@@ -69,9 +108,7 @@ func (u *upstreams) observe(srv *mcpv1alpha1.MCPServer) {
 	if srv.Spec.MaxConcurrentCalls != nil && *srv.Spec.MaxConcurrentCalls > 0 {
 		limit = int(*srv.Spec.MaxConcurrentCalls)
 	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if prev, ok := u.byKey[key]; ok && prev.server.UID == srv.UID {
+	if prev != nil && prev.server.UID == srv.UID {
 		if prev.limit.capacity() == limit {
 			next.limit = prev.limit
 		}
@@ -80,7 +117,7 @@ func (u *upstreams) observe(srv *mcpv1alpha1.MCPServer) {
 	if next.limit == nil {
 		next.limit = newLimiter(limit)
 	}
-	u.byKey[key] = next
+	return next
 }
 
 // forget drops a deleted server.
@@ -88,6 +125,7 @@ func (u *upstreams) forget(key string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	delete(u.byKey, key)
+	u.forgotten++
 }
 
 // targetOf returns the server's target, read again only when the versions
