@@ -384,9 +384,20 @@ var _ = Describe("Execute", func() {
 	})
 
 	It("answers 504 when the server takes longer than its timeout", func() {
-		r := execute(`{"name":"mcp_calc_slow"}`)
+		id := "slow-" + ns
+		r := execute(`{"name":"mcp_calc_slow"}`, "X-Request-Id", id)
 		Expect(r.code).To(Equal(http.StatusGatewayTimeout), string(r.body))
 		Expect(r.json()["error"]).To(ContainSubstring("did not answer within 5s"))
+		By("the debug log names why, never the server's words")
+		var line string
+		for _, l := range strings.Split(suiteLogs.String(), "\n") {
+			if strings.Contains(l, "Tool call") && strings.Contains(l, id) {
+				line = l
+			}
+		}
+		Expect(line).To(ContainSubstring(`"outcome": "upstream_timeout"`))
+		Expect(line).To(ContainSubstring(`"reason": "Timeout"`))
+		Expect(line).NotTo(ContainSubstring("did not answer"))
 		// The session survives a slow call.
 		Expect(execute(`{"name":"mcp_calc_add","arguments":{"a":1,"b":1}}`).code).To(Equal(http.StatusOK))
 	})

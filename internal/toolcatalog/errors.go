@@ -33,7 +33,7 @@ func (c *Catalog) answerError(ctx context.Context, w http.ResponseWriter, key vi
 	var upErr *upstreamError
 	var authErr *authError
 	noteOf(ctx).status = statusOf(err)
-	c.record(ctx, key, tool, entry, outcomeOf(err))
+	c.recordFailure(ctx, key, tool, entry, err)
 	switch {
 	case errors.As(err, &authErr):
 		writeAuthError(w, authErr)

@@ -63,7 +63,7 @@ func (c *Catalog) execute(w http.ResponseWriter, req *http.Request, key viewKey)
 	envelope, err := c.invoke(ctx, entry, cl.arguments, opts)
 	if err != nil {
 		if events != nil {
-			c.record(ctx, key, cl.name, entry, outcomeOf(err))
+			c.recordFailure(ctx, key, cl.name, entry, err)
 			events.failure(err)
 			return
 		}

@@ -426,7 +426,7 @@ func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey)
 // is a JSON-RPC error the client's code handles, as 429 is over REST.
 func (c *Catalog) mcpFailure(ctx context.Context, key viewKey, name string, entry *menu.Entry, err error) (*mcp.CallToolResult, error) {
 	outcome := outcomeOf(err)
-	c.record(ctx, key, name, entry, outcome)
+	c.recordFailure(ctx, key, name, entry, err)
 	var reqErr *requestError
 	var upErr *upstreamError
 	switch {

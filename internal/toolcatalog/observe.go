@@ -3,6 +3,7 @@ package toolcatalog
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -27,6 +28,9 @@ type callNote struct {
 	started     time.Time
 	status      int
 	resultBytes int
+	// reason is why a call to the server failed (upstreamError's kind:
+	// Unreachable, Timeout, NotReady, NotFound, ...), for the debug log.
+	reason string
 }
 
 type callNoteKey struct{}
@@ -126,6 +130,17 @@ func (c *Catalog) refused(w http.ResponseWriter, r *http.Request, err error) {
 		Outcome: outcome, Status: status})
 }
 
+// recordFailure records a call that failed with err. A failure upstream
+// is logged with its kind, never its message: a server's error text may
+// quote the call's arguments.
+func (c *Catalog) recordFailure(ctx context.Context, key viewKey, tool string, entry *menu.Entry, err error) {
+	var upErr *upstreamError
+	if errors.As(err, &upErr) {
+		noteOf(ctx).reason = upErr.kind
+	}
+	c.record(ctx, key, tool, entry, outcomeOf(err))
+}
+
 // maxRecordedName is how much of an unknown tool name is logged and
 // audited.
 const maxRecordedName = 128
@@ -154,8 +169,12 @@ func (c *Catalog) record(ctx context.Context, key viewKey, tool string, entry *m
 	// Debug level: the audit trail is the record of every call; this line
 	// is for following calls among the manager's other logs.
 	if debug := c.log.V(1); debug.Enabled() { // its values are not built otherwise
-		debug.Info("Tool call", "collection", collection, "tool", tool, "server", server,
-			"duration", elapsed.String(), "outcome", outcome, "requestId", note.requestID)
+		values := []any{"collection", collection, "tool", tool, "server", server,
+			"duration", elapsed.String(), "outcome", outcome, "requestId", note.requestID}
+		if note.reason != "" {
+			values = append(values, "reason", note.reason)
+		}
+		debug.Info("Tool call", values...)
 	}
 
 	span := trace.SpanFromContext(ctx)
