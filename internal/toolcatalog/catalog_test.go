@@ -448,8 +448,8 @@ var _ = Describe("Execute", func() {
 
 	It("calls a server the menu lists before the informer delivered it to the call path", func() {
 		// The menu is read from the cache, whose store moves before the
-		// informer's handlers hear of it: a catalog just started, or a
-		// server just made Ready, lists a server its registry lacks.
+		// informer's handlers hear of it: a catalog just started lists the
+		// servers the informer is still handing its registry.
 		key := ns + "/calc"
 		Eventually(func() *upstream { return catalogUnderTest.upstreams.get(key) }).ShouldNot(BeNil())
 		catalogUnderTest.upstreams.forget(key) // as if not delivered yet

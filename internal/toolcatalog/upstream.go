@@ -36,7 +36,7 @@ func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments
 	up := c.upstreams.get(entry.Namespace + "/" + entry.Server)
 	if up == nil {
 		var err error
-		if up, err = c.unobserved(ctx, entry); err != nil {
+		if up, err = c.upstreamFromCache(ctx, entry); err != nil {
 			return Envelope{}, err
 		}
 	}
@@ -75,24 +75,52 @@ func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments
 	return Envelope{}, &upstreamError{code: code, kind: string(mcpclient.KindOf(err)), err: err}
 }
 
-// unobserved is the upstream of a server the menu lists but the informer
-// has not delivered to observeServer yet. The menu is read from the cache,
-// whose store moves before the informer's handlers hear of it: a catalog
-// just started, or a server just made Ready, is in the menu a moment
-// before it is in the registry. Such a call reads the server from the
-// cache once; it is gone only if the cache no longer has it either.
-func (c *Catalog) unobserved(ctx context.Context, entry *menu.Entry) (*upstream, error) {
-	forgotten := c.upstreams.forgottenCount()
-	srv := &mcpv1alpha1.MCPServer{}
-	if err := c.reader.Get(ctx, types.NamespacedName{Namespace: entry.Namespace, Name: entry.Server}, srv); err != nil {
-		if apierrors.IsNotFound(err) {
+// upstreamFromCache is the upstream of a server the menu lists but the
+// registry lacks: the catalog started a moment ago and the informer is
+// still handing observeServer the servers it already held (or its
+// handlers lag). The menu is read from the same cache, whose store moves
+// before its handlers hear of the change, so such a call reads the server
+// from the cache and adopts it; the server is gone only if the cache
+// lacks it too.
+//
+// Why an adopted server cannot outlive its deletion: c.reader reads the
+// informer's store, and forget runs only after the store dropped the
+// server, so a read that began after the last
+// forget cannot return a deleted server, and one that began before it is
+// not kept (adopt). Such a read is made again, with a fresh count; only
+// under deletions that never pause does one call go out with what it
+// read and a limiter of its own.
+func (c *Catalog) upstreamFromCache(ctx context.Context, entry *menu.Entry) (*upstream, error) {
+	var up *upstream
+	for range maxCacheReads {
+		deletions := c.upstreams.deletionCount()
+		srv := &mcpv1alpha1.MCPServer{}
+		// The cache's own object: upstreamOf keeps only its metadata and
+		// spec, as observe does with the informer's, and copying every
+		// tool's schemas for that would be most of the read.
+		err := c.reader.Get(ctx, types.NamespacedName{Namespace: entry.Namespace, Name: entry.Server}, srv, sharedFromCache)
+		switch {
+		case apierrors.IsNotFound(err):
 			return nil, &upstreamError{code: http.StatusBadGateway, kind: "NotFound",
 				err: fmt.Errorf("MCPServer %s/%s is gone", entry.Namespace, entry.Server)}
+		case err != nil && ctx.Err() != nil:
+			return nil, &upstreamError{code: http.StatusGatewayTimeout, kind: "Canceled",
+				err: fmt.Errorf("the call to MCPServer %s/%s ended while reading the server: %w", entry.Namespace, entry.Server, context.Cause(ctx))}
+		case err != nil:
+			c.log.Error(err, "Reading an MCPServer from the cache failed", "server", entry.Namespace+"/"+entry.Server)
+			return nil, &upstreamError{code: http.StatusBadGateway, kind: "Internal", err: errors.New("reading the server failed")}
 		}
-		return nil, &upstreamError{code: http.StatusBadGateway, kind: "Internal", err: errors.New("reading the server failed")}
+		var kept bool
+		if up, kept = c.upstreams.adopt(srv, deletions); kept {
+			break
+		}
 	}
-	return c.upstreams.adopt(srv, forgotten), nil
+	return up, nil
 }
+
+// maxCacheReads is how many times upstreamFromCache reads a server while
+// deletions keep it from adopting what it read.
+const maxCacheReads = 3
 
 // busy is the answer when the server's limiter gave no turn.
 func (c *Catalog) busy(up *upstream, err error) error {

@@ -27,9 +27,9 @@ import (
 type upstreams struct {
 	mu    sync.RWMutex
 	byKey map[string]*upstream
-	// forgotten counts the servers forgotten, so that adopt can tell a
+	// deletions counts the servers forgotten, so that adopt can tell a
 	// read of the cache that may predate a deletion.
-	forgotten uint64
+	deletions uint64
 }
 
 // upstream is one MCPServer as the call path sees it. Its fields are
@@ -68,31 +68,31 @@ func (u *upstreams) observe(srv *mcpv1alpha1.MCPServer) {
 }
 
 // adopt records a server read from the cache that the informer has not
-// delivered to observe yet, and returns what the call path is to use: the
-// registry's entry if it has one by now, or the server as read. The read
-// is kept only if no server was forgotten since forgotten was taken: it
-// may predate a deletion observe's caller has already handled, and kept,
-// it would outlive the server. Not kept, it serves one call, with a
-// limiter of its own.
-func (u *upstreams) adopt(srv *mcpv1alpha1.MCPServer, forgotten uint64) *upstream {
+// delivered to observe yet, unless the registry has it by now, and returns
+// what the call path is to use. kept says the registry holds it: not when
+// a server was forgotten since deletions was counted, since the read may
+// predate that deletion and, kept, would outlive the server (see
+// upstreamFromCache).
+func (u *upstreams) adopt(srv *mcpv1alpha1.MCPServer, deletions uint64) (up *upstream, kept bool) {
 	key := srv.Namespace + "/" + srv.Name
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if up, ok := u.byKey[key]; ok {
-		return up
+	if observed, ok := u.byKey[key]; ok {
+		return observed, true
 	}
-	up := upstreamOf(srv, nil)
-	if u.forgotten == forgotten {
-		u.byKey[key] = up
+	up = upstreamOf(srv, nil)
+	if u.deletions != deletions {
+		return up, false
 	}
-	return up
+	u.byKey[key] = up
+	return up, true
 }
 
-// forgottenCount is taken before a read of the cache that adopt records.
-func (u *upstreams) forgottenCount() uint64 {
+// deletionCount is counted before a read of the cache that adopt records.
+func (u *upstreams) deletionCount() uint64 {
 	u.mu.RLock()
 	defer u.mu.RUnlock()
-	return u.forgotten
+	return u.deletions
 }
 
 // upstreamOf is srv as the call path sees it, carrying over prev's limiter
@@ -125,7 +125,7 @@ func (u *upstreams) forget(key string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	delete(u.byKey, key)
-	u.forgotten++
+	u.deletions++
 }
 
 // targetOf returns the server's target, read again only when the versions
