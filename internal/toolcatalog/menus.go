@@ -258,9 +258,10 @@ func (m *menuCache) keys() []viewKey {
 
 // sharedFromCache lists the cache's own objects instead of deep copies: a
 // menu of thousands of tools is rebuilt on every change, and copying every
-// server's status (each tool's schemas) was most of that work. Views only
-// read what they point to, and the cache replaces an object on change
-// rather than editing it, so what a view holds never changes under it.
+// server's status (each tool's schemas) was most of that work. Views, and
+// the call path's upstreamFromCache, only read what they point to, and the
+// cache replaces an object on change rather than editing it, so what they
+// hold never changes under them.
 var sharedFromCache = client.UnsafeDisableDeepCopy
 
 // buildView builds a view from the cache.

@@ -85,19 +85,20 @@ func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments
 //
 // Why an adopted server cannot outlive its deletion: c.reader reads the
 // informer's store, and forget runs only after the store dropped the
-// server, so a read that began after the last
-// forget cannot return a deleted server, and one that began before it is
-// not kept (adopt). Such a read is made again, with a fresh count; only
-// under deletions that never pause does one call go out with what it
-// read and a limiter of its own.
+// server, so a read that began after the last forget cannot return a
+// deleted server, and one that began before it is not kept (adopt).
+// Such a read is made again, with a fresh count; only under deletions
+// that never pause does one call go out with what it read and a limiter
+// of its own.
 func (c *Catalog) upstreamFromCache(ctx context.Context, entry *menu.Entry) (*upstream, error) {
 	var up *upstream
 	for range maxCacheReads {
 		deletions := c.upstreams.deletionCount()
 		srv := &mcpv1alpha1.MCPServer{}
-		// The cache's own object: upstreamOf keeps only its metadata and
-		// spec, as observe does with the informer's, and copying every
-		// tool's schemas for that would be most of the read.
+		// The cache's own object, as observe has the informer's: upstreamOf
+		// keeps its metadata, spec, serverInfo and a copy of its Ready
+		// condition, never its tools, and copying every tool's schemas for
+		// that would be most of the read.
 		err := c.reader.Get(ctx, types.NamespacedName{Namespace: entry.Namespace, Name: entry.Server}, srv, sharedFromCache)
 		switch {
 		case apierrors.IsNotFound(err):

@@ -2,9 +2,13 @@ package toolcatalog
 
 import (
 	"context"
+	"errors"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -80,8 +84,9 @@ func TestAdopt(t *testing.T) {
 }
 
 // scriptedReader answers Get with each read's step in turn: during() runs
-// while the read is under way (a deletion the informer handles then), and
-// the read returns srv, or NotFound when srv is nil.
+// while the read is under way (a deletion the informer handles then, a
+// caller who leaves), and the read fails with err, or returns srv, or
+// NotFound when srv is nil.
 type scriptedReader struct {
 	client.Reader
 	steps []readStep
@@ -90,6 +95,7 @@ type scriptedReader struct {
 
 type readStep struct {
 	during func()
+	err    error
 	srv    *mcpv1alpha1.MCPServer
 }
 
@@ -98,6 +104,9 @@ func (r *scriptedReader) Get(_ context.Context, key client.ObjectKey, obj client
 	r.reads++
 	if step.during != nil {
 		step.during()
+	}
+	if step.err != nil {
+		return step.err
 	}
 	if step.srv == nil {
 		return apierrors.NewNotFound(mcpv1alpha1.GroupVersion.WithResource("mcpservers").GroupResource(), key.Name)
@@ -165,4 +174,34 @@ func TestUpstreamFromCache(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestUpstreamFromCacheFailures(t *testing.T) {
+	entry := &menu.Entry{Namespace: "team", Name: "mcp_a_add", Server: "a"}
+	notSynced := errors.New("failed waiting for *v1alpha1.MCPServer Informer to sync")
+	t.Run("a caller who left during the read is told so, not 502", func(t *testing.T) {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		left := errors.New("the caller went away")
+		reader := &scriptedReader{steps: []readStep{{during: func() { cancel(left) }, err: notSynced}}}
+		c := &Catalog{reader: reader, upstreams: newUpstreams(), log: logr.Discard()}
+		_, err := c.upstreamFromCache(ctx, entry)
+		var upErr *upstreamError
+		if !errors.As(err, &upErr) || upErr.code != http.StatusGatewayTimeout || upErr.kind != "Canceled" || !errors.Is(upErr.err, left) {
+			t.Fatalf("err %#v, want 504 Canceled with the context's cause", err)
+		}
+	})
+	t.Run("another failure is 502 without its text, which goes to the log", func(t *testing.T) {
+		var logged []string
+		log := funcr.New(func(prefix, args string) { logged = append(logged, args) }, funcr.Options{})
+		reader := &scriptedReader{steps: []readStep{{err: notSynced}}}
+		c := &Catalog{reader: reader, upstreams: newUpstreams(), log: log}
+		_, err := c.upstreamFromCache(context.Background(), entry)
+		var upErr *upstreamError
+		if !errors.As(err, &upErr) || upErr.code != http.StatusBadGateway || upErr.kind != "Internal" || err.Error() != "reading the server failed" {
+			t.Fatalf("err %#v, want 502 Internal, reading the server failed", err)
+		}
+		if len(logged) != 1 || !strings.Contains(logged[0], notSynced.Error()) || !strings.Contains(logged[0], `"server"="team/a"`) {
+			t.Fatalf("logged %q, want the read's error and the server", logged)
+		}
+	})
 }
