@@ -22,8 +22,9 @@ import (
 // a map lookup and not a copy of the server's whole tool list: the server's
 // spec and readiness as last seen, the target resolved from them (rebuilt
 // only when the spec or a Secret or ConfigMap it names changes), and its
-// concurrency limit. Entries follow the informer's events and go when the
-// server is deleted, so they are keyed only by objects that exist.
+// concurrency limit. Entries follow the informer's events (or come a
+// moment before them, from a call's read of the cache: adopt) and go when
+// the server is deleted, so they are keyed only by objects that exist.
 type upstreams struct {
 	mu    sync.RWMutex
 	byKey map[string]*upstream
