@@ -79,7 +79,14 @@ func legacyRevision(revision string) bool {
 // handshake: the transport, the event stream, then initialize.
 func connectLegacy(ctx context.Context, t Target, kind Transport, onToolsChanged func()) (*Session, error) {
 	watch := newStreamWatch()
-	httpClient := t.httpClient(watch, onToolsChanged != nil)
+	// Only Streamable HTTP's listening GET follows initialize and carries
+	// the revision it negotiated; HTTP+SSE's GET opens the session before
+	// initialize, so its client must not wait for that revision.
+	clientWatch := watch
+	if kind == TransportSSE {
+		clientWatch = nil
+	}
+	httpClient := t.httpClient(clientWatch, onToolsChanged != nil)
 	tr, err := newTransport(t, kind, httpClient)
 	if err != nil {
 		return nil, &Error{Kind: ErrProtocol, Message: fmt.Sprintf("connecting: %s is not a usable URL", t.redactedURL()), Err: err}

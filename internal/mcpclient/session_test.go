@@ -624,3 +624,25 @@ func TestHeldSessionsShareAPoolButNotConnections(t *testing.T) {
 		})
 	}
 }
+
+// TestSSEConnectDoesNotWaitForTheRevision: with HTTP+SSE the event stream
+// is opened before initialize, so nothing it could wait for (the revision
+// initialize negotiates) can arrive first. A connect that waited for it
+// took a second more than the exchange itself; one bounded below that
+// second fails if it waits.
+func TestSSEConnectDoesNotWaitForTheRevision(t *testing.T) {
+	srv := startServer(t, testmcp.Options{Transport: testmcp.SSE})
+	srv.AddTools("echo")
+	for _, ask := range []Transport{TransportSSE, TransportAuto} {
+		t.Run(string(ask), func(t *testing.T) {
+			s, err := Connect(context.Background(), Target{URL: srv.URL(), Transport: ask, Timeout: 900 * time.Millisecond}, nil)
+			if err != nil {
+				t.Fatalf("connect: %v", err)
+			}
+			defer s.Close()
+			if got := s.Info().Transport; got != TransportSSE {
+				t.Fatalf("transport: got %s, want %s", got, TransportSSE)
+			}
+		})
+	}
+}
