@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/utils/lru"
@@ -81,6 +82,10 @@ type authorizer struct {
 	tokens    *lru.Cache
 	rejected  *lru.Cache
 	decisions *lru.Cache
+	// asking shares one review among concurrent requests that ask the
+	// same question (one token, or one caller and object), so that a
+	// burst of first requests costs the API server one round trip.
+	asking singleflight.Group
 	// refused, if set, hears every request refused for its token.
 	refused func(w http.ResponseWriter, r *http.Request, err error)
 }
@@ -127,17 +132,45 @@ func (a *authorizer) authenticate(ctx context.Context, r *http.Request) (*caller
 	if value, hit := a.rejected.Get(key); hit && now.Before(value.(time.Time)) {
 		return nil, errInvalidToken
 	}
-	review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}
-	if err := a.client.Create(ctx, review); err != nil {
-		return nil, &authError{code: http.StatusServiceUnavailable, message: "the token could not be checked with the API server; retry"}
+	who, err := a.ask(ctx, "token\x00"+string(key[:]), func(ctx context.Context) (any, error) {
+		review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}
+		if err := a.client.Create(ctx, review); err != nil {
+			return nil, &authError{code: http.StatusServiceUnavailable, message: "the token could not be checked with the API server; retry"}
+		}
+		if !review.Status.Authenticated {
+			a.rejected.Add(key, now.Add(a.ttl))
+			return nil, errInvalidToken
+		}
+		who := newCaller(review.Status.User)
+		a.tokens.Add(key, cachedCaller{caller: who, expires: now.Add(a.ttl)})
+		return who, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	if !review.Status.Authenticated {
-		a.rejected.Add(key, now.Add(a.ttl))
-		return nil, errInvalidToken
+	return who.(*caller), nil
+}
+
+// reviewTimeout bounds one review shared by concurrent requests: it runs
+// apart from the cancellation of the request that started it.
+const reviewTimeout = 10 * time.Second
+
+// ask runs review once for the concurrent requests that give the same
+// key and hands each its answer. The shared review outlives the request
+// that started it, so one caller leaving fails no other; each request
+// waits no longer than its own context.
+func (a *authorizer) ask(ctx context.Context, key string, review func(context.Context) (any, error)) (any, error) {
+	answer := a.asking.DoChan(key, func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reviewTimeout)
+		defer cancel()
+		return review(ctx)
+	})
+	select {
+	case r := <-answer:
+		return r.Val, r.Err
+	case <-ctx.Done():
+		return nil, &authError{code: http.StatusServiceUnavailable, message: "the request ended while its token or permissions were being checked"}
 	}
-	who := newCaller(review.Status.User)
-	a.tokens.Add(key, cachedCaller{caller: who, expires: now.Add(a.ttl)})
-	return who, nil
 }
 
 var errInvalidToken = &authError{code: http.StatusUnauthorized, message: "the bearer token is not valid"}
@@ -168,17 +201,23 @@ func (a *authorizer) allowed(ctx context.Context, who *caller, verb, resource, n
 	if value, hit := a.decisions.Get(key); hit && now.Before(value.(cachedDecision).expires) {
 		return value.(cachedDecision).allowed, nil
 	}
-	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: who.username, UID: who.uid, Groups: who.groups, Extra: who.extra,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Group: mcpv1alpha1.GroupVersion.Group, Resource: resource, Verb: verb, Namespace: namespace, Name: name,
-		},
-	}}
-	if err := a.client.Create(ctx, review); err != nil {
-		return false, fmt.Errorf("checking permissions with the API server: %w", err)
+	allowed, err := a.ask(ctx, "access\x00"+key, func(ctx context.Context) (any, error) {
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: who.username, UID: who.uid, Groups: who.groups, Extra: who.extra,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Group: mcpv1alpha1.GroupVersion.Group, Resource: resource, Verb: verb, Namespace: namespace, Name: name,
+			},
+		}}
+		if err := a.client.Create(ctx, review); err != nil {
+			return false, fmt.Errorf("checking permissions with the API server: %w", err)
+		}
+		a.decisions.Add(key, cachedDecision{allowed: review.Status.Allowed, expires: now.Add(a.ttl)})
+		return review.Status.Allowed, nil
+	})
+	if err != nil {
+		return false, err
 	}
-	a.decisions.Add(key, cachedDecision{allowed: review.Status.Allowed, expires: now.Add(a.ttl)})
-	return review.Status.Allowed, nil
+	return allowed.(bool), nil
 }
 
 // require answers nil when the caller may do verb on the object, and an

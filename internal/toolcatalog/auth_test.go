@@ -3,15 +3,18 @@ package toolcatalog
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -202,6 +205,52 @@ var _ = Describe("Kubernetes authorization", func() {
 			Should(Equal(http.StatusForbidden))
 	})
 
+	It("sends one review for a burst of first requests with one token or one question", func() {
+		token := serviceAccountToken(ns, "burst")
+		bind(ns, "burst", "catalog-caller", "burst")
+		reviews := &heldReviews{Client: env.Client, second: make(chan struct{})}
+		authz := newAuthorizer(AuthKubernetes, reviews, time.Minute, 100)
+		request, err := http.NewRequest(http.MethodGet, "/", nil)
+		Expect(err).NotTo(HaveOccurred())
+		request.Header.Set("Authorization", "Bearer "+token)
+
+		const burst = 16
+		run := func(check func() error) []error {
+			errs := make(chan error, burst)
+			for range burst {
+				go func() { errs <- check() }()
+			}
+			var all []error
+			for range burst {
+				all = append(all, <-errs)
+			}
+			return all
+		}
+		for _, err := range run(func() error {
+			_, err := authz.authenticate(ctx, request)
+			return err
+		}) {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		Expect(reviews.tokenReviews.Load()).To(BeEquivalentTo(1), "TokenReviews sent for one token")
+		who, err := authz.authenticate(ctx, request) // from the cache
+		Expect(err).NotTo(HaveOccurred())
+		Expect(reviews.tokenReviews.Load()).To(BeEquivalentTo(1))
+		Expect(who.username).To(Equal("system:serviceaccount:" + ns + ":burst"))
+
+		reviews.second = make(chan struct{})
+		for _, err := range run(func() error {
+			ok, err := authz.allowed(ctx, who, verbExecute, toolCollectionsResource, ns, "kit")
+			if err == nil && !ok {
+				err = errors.New("refused")
+			}
+			return err
+		}) {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		Expect(reviews.accessReviews.Load()).To(BeEquivalentTo(1), "SubjectAccessReviews sent for one question")
+	})
+
 	It("lets an agent call a collection over MCP with its ServiceAccount token", func() {
 		caller := serviceAccountToken(ns, "agent")
 		bind(ns, "agent", "catalog-caller", "agent")
@@ -214,3 +263,35 @@ var _ = Describe("Kubernetes authorization", func() {
 		Expect(out).To(ContainSubstring(`"text": "42"`))
 	})
 })
+
+// heldReviews passes reviews to the API server and counts them. It holds
+// the first review of each kind until a second one arrives (the requests
+// were not shared) or two seconds pass, so that a burst's requests all
+// come while the first is still under way.
+type heldReviews struct {
+	client.Client
+	tokenReviews, accessReviews atomic.Int32
+	second                      chan struct{}
+}
+
+func (h *heldReviews) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	switch obj.(type) {
+	case *authenticationv1.TokenReview:
+		h.count(&h.tokenReviews)
+	case *authorizationv1.SubjectAccessReview:
+		h.count(&h.accessReviews)
+	}
+	return h.Client.Create(ctx, obj, opts...)
+}
+
+func (h *heldReviews) count(n *atomic.Int32) {
+	switch n.Add(1) {
+	case 1:
+		select {
+		case <-h.second:
+		case <-time.After(2 * time.Second):
+		}
+	case 2:
+		close(h.second)
+	}
+}
