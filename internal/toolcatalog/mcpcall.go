@@ -31,7 +31,9 @@ type rpcMessage struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id,omitempty"`
 	Method  string          `json:"method"`
-	Params  struct {
+	// rawParams is params as sent, for mcp-go's header validators.
+	rawParams json.RawMessage
+	Params    struct {
 		Name      string                     `json:"name"`
 		Arguments json.RawMessage            `json:"arguments"`
 		Level     string                     `json:"level"`
@@ -41,9 +43,23 @@ type rpcMessage struct {
 	} `json:"params"`
 }
 
-// codeHeaderMismatch is 2026-07-28's error for a request whose headers
-// disagree with its body.
-const codeHeaderMismatch = -32020
+// UnmarshalJSON decodes the message and keeps its params as sent.
+func (m *rpcMessage) UnmarshalJSON(b []byte) error {
+	var envelope struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id,omitempty"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal(b, &envelope); err != nil {
+		return err
+	}
+	m.JSONRPC, m.ID, m.Method, m.rawParams = envelope.JSONRPC, envelope.ID, envelope.Method, envelope.Params
+	if len(envelope.Params) == 0 || string(envelope.Params) == "null" {
+		return nil
+	}
+	return json.Unmarshal(envelope.Params, &m.Params)
+}
 
 // modern reports a request of the 2026-07-28 revision.
 func (m *rpcMessage) modern(r *http.Request) bool {
@@ -146,7 +162,7 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 	modern := msg.modern(r)
 	if modern {
 		if problem := modernHeaderProblem(r, msg); problem != "" {
-			writeRPCError(w, http.StatusBadRequest, msg.ID, codeHeaderMismatch, problem)
+			writeRPCError(w, http.StatusBadRequest, msg.ID, mcp.HEADER_MISMATCH, problem)
 			return
 		}
 	}
@@ -174,6 +190,12 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 		c.record(ctx, key, msg.Params.Name, nil, "unknown_tool")
 		writeRPCError(w, http.StatusOK, msg.ID, mcp.INVALID_PARAMS, fmt.Sprintf("tool %s not found", msg.Params.Name))
 		return
+	}
+	if modern {
+		if problem := paramHeaderProblem(r, msg, entry.Tool.InputSchema.Raw); problem != "" {
+			writeRPCError(w, http.StatusBadRequest, msg.ID, mcp.HEADER_MISMATCH, problem)
+			return
+		}
 	}
 	if err := c.authorizeCall(ctx, key, entry); err != nil {
 		m.answerFailure(ctx, w, key, msg, entry, err, modern)
@@ -248,8 +270,8 @@ func (m *mcpHandlers) answerFailure(ctx context.Context, w http.ResponseWriter, 
 }
 
 // modernHeaderProblem checks what the 2026-07-28 revision requires of a
-// request's headers: the version in the header and in _meta alike, the
-// method and the tool's name mirrored.
+// request's headers: the version in the header and in _meta alike, and
+// Mcp-Method and Mcp-Name mirroring the body (mcp-go's validator).
 func modernHeaderProblem(r *http.Request, msg *rpcMessage) string {
 	header, meta := r.Header.Get("MCP-Protocol-Version"), msg.meta(mcp.MetaKeyProtocolVersion)
 	switch {
@@ -257,15 +279,26 @@ func modernHeaderProblem(r *http.Request, msg *rpcMessage) string {
 		return "header mismatch: MCP-Protocol-Version and _meta." + mcp.MetaKeyProtocolVersion + " are both required"
 	case header != meta:
 		return fmt.Sprintf("header mismatch: MCP-Protocol-Version %q, _meta says %q", header, meta)
-	case r.Header.Get(mcp.HeaderMethod) != msg.Method:
-		return fmt.Sprintf("header mismatch: Mcp-Method: %q for method %q", r.Header.Get(mcp.HeaderMethod), msg.Method)
 	}
-	if msg.Method != string(mcp.MethodToolsCall) {
-		return "" // Mcp-Name names the tool of a call only
+	if err := mcp.ValidateStandardHeaders(r.Header.Get, header, mcp.MCPMethod(msg.Method), msg.rawParams); err != nil {
+		return err.Error()
 	}
-	name, ok := mcp.DecodeHeaderValue(r.Header.Get(mcp.HeaderName))
-	if !ok || name != msg.Params.Name {
-		return fmt.Sprintf("header mismatch: Mcp-Name does not name tool %q", msg.Params.Name)
+	return ""
+}
+
+// paramHeaderProblem checks the Mcp-Param-* headers a 2026-07-28 call
+// must send for the arguments its tool's schema binds to headers
+// (x-mcp-header), with mcp-go's validator.
+func paramHeaderProblem(r *http.Request, msg *rpcMessage, inputSchema json.RawMessage) string {
+	lookup := func(name string) (string, bool) {
+		values, ok := r.Header[http.CanonicalHeaderKey(name)]
+		if !ok || len(values) == 0 {
+			return "", false
+		}
+		return values[0], true
+	}
+	if err := mcp.ValidateParamHeadersLookup(lookup, &mcp.Tool{RawInputSchema: inputSchema}, msg.rawParams); err != nil {
+		return err.Error()
 	}
 	return ""
 }

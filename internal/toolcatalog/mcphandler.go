@@ -390,6 +390,11 @@ func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey)
 	session := r.Header.Get("Mcp-Session-Id")
 	notification := len(msg.ID) == 0
 	switch {
+	case session != "" && !msg.modern(r) && !issuedSessionForm(session):
+		// mcp-go's answer for an id it never issued: 404 makes the
+		// client initialize anew.
+		http.Error(w, "Invalid session ID", http.StatusNotFound)
+		return true, nil
 	case msg.Method == string(mcp.MethodToolsCall) && !notification:
 		if !msg.modern(r) && session == "" {
 			writeRPCError(w, http.StatusBadRequest, msg.ID, mcp.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
@@ -442,4 +447,12 @@ func (c *Catalog) mcpFailure(ctx context.Context, key viewKey, name string, entr
 		return mcp.NewToolResultError(upErr.Error()), nil
 	}
 	return nil, err
+}
+
+// issuedSessionForm says id has the form of the session ids the catalog's
+// MCP server issues (mcp-go's default manager: a prefix and a UUID, not
+// tracked, so that any replica serves any session).
+func issuedSessionForm(id string) bool {
+	_, err := (&server.StatelessGeneratingSessionIdManager{}).Validate(id)
+	return err == nil
 }

@@ -87,7 +87,7 @@ func (m *mcpHandlers) serveList(w http.ResponseWriter, r *http.Request, h *mcpHa
 	modern := msg.modern(r)
 	if modern {
 		if problem := modernHeaderProblem(r, msg); problem != "" {
-			writeRPCError(w, http.StatusBadRequest, msg.ID, codeHeaderMismatch, problem)
+			writeRPCError(w, http.StatusBadRequest, msg.ID, mcp.HEADER_MISMATCH, problem)
 			return
 		}
 		if !slices.Contains(mcp.ValidProtocolVersions, r.Header.Get("MCP-Protocol-Version")) {

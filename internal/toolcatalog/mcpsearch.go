@@ -39,7 +39,8 @@ const findToolsOutput = `{"type":"object","properties":{` +
 	`"revision":{"type":"string","description":"The revision of the menu searched."},` +
 	`"tools":{"type":"array","description":"The matching tools, best first, with their full definitions.","items":{"type":"object","properties":{` +
 	`"name":{"type":"string"},"title":{"type":"string"},"description":{"type":"string"},` +
-	`"inputSchema":{"type":"object"},"outputSchema":{"type":"object"},"annotations":{"type":"object"}},"required":["name","inputSchema"]}},` +
+	`"inputSchema":{"type":"object"},"outputSchema":{"type":"object"},"annotations":{"type":"object"},` +
+	`"icons":{"type":"array","items":{"type":"object"}},"execution":{"type":"object"},"_meta":{"type":"object"}},"required":["name","inputSchema"]}},` +
 	`"scores":{"type":"array","description":"scores[i] says how well tools[i] matches the query; higher is better.","items":{"type":"number"}}},` +
 	`"required":["revision","tools","scores"]}`
 
@@ -174,7 +175,9 @@ func (m *mcpHandlers) serveSearchCall(ctx context.Context, w http.ResponseWriter
 			return nil, true
 		}
 		direct := *msg
-		direct.Params.Name, direct.Params.Arguments = name, arguments
+		// The caller sent call_tool's params, whose schema binds no
+		// headers: there are no Mcp-Param-* headers to check.
+		direct.Params.Name, direct.Params.Arguments, direct.rawParams = name, arguments, nil
 		return &direct, false
 	}
 	return msg, false

@@ -238,6 +238,35 @@ var _ = Describe("MCP revisions through the catalog", func() {
 			"Mcp-Method", "tools/call", "Mcp-Name", "mcp_up_other")
 		Expect(r.code).To(Equal(http.StatusBadRequest), string(r.body))
 		Expect(string(r.body)).To(ContainSubstring(`"code":-32020`))
+		By("a call of an older revision with a session id the catalog never issued is a 404, as mcp-go answers")
+		r = callTo(catalog.URL, "/v1/namespaces/"+ns+"/toolcollections/relay/mcp",
+			`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"mcp_up_steps","arguments":{}}}`,
+			"Content-Type", "application/json", "Accept", "application/json, text/event-stream", "MCP-Protocol-Version", "2025-11-25",
+			"Mcp-Session-Id", "made-up")
+		Expect(r.code).To(Equal(http.StatusNotFound), string(r.body))
+		Expect(string(r.body)).To(ContainSubstring("Invalid session ID"))
+		By("a 2026-07-28 call must mirror the arguments its tool binds to headers")
+		upstream.AddRawTool("region", "Answers its region.",
+			`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}},"required":["region"]}`,
+			func(arguments json.RawMessage) string { return string(arguments) })
+		Eventually(func() string { return string(get("/v1/namespaces/" + ns + "/toolcollections/relay/tools").body) }).Should(ContainSubstring("mcp_up_region"))
+		regionCall := func(extra ...string) response {
+			return callTo(catalog.URL, "/v1/namespaces/"+ns+"/toolcollections/relay/mcp",
+				`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"mcp_up_region","arguments":{"region":"eu"},"_meta":{`+
+					`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+				append([]string{"Content-Type", "application/json", "Accept", "application/json, text/event-stream", "MCP-Protocol-Version", "2026-07-28",
+					"Mcp-Method", "tools/call", "Mcp-Name", "mcp_up_region"}, extra...)...)
+		}
+		r = regionCall()
+		Expect(r.code).To(Equal(http.StatusBadRequest), string(r.body))
+		Expect(string(r.body)).To(ContainSubstring(`"code":-32020`))
+		Expect(string(r.body)).To(ContainSubstring("Mcp-Param-Region"))
+		r = regionCall("Mcp-Param-Region", "us")
+		Expect(r.code).To(Equal(http.StatusBadRequest), string(r.body))
+		Expect(string(r.body)).To(ContainSubstring("does not match"))
+		r = regionCall("Mcp-Param-Region", "eu")
+		Expect(r.code).To(Equal(http.StatusOK), string(r.body))
+		Expect(string(r.body)).To(ContainSubstring(`\"region\":\"eu\"`))
 		By("our own client, at 2026-07-28, gets log messages asked for per request")
 		s, err := mcpclient.Connect(ctx, mcpclient.Target{URL: endpoint, Timeout: 10 * time.Second}, nil)
 		Expect(err).NotTo(HaveOccurred())
