@@ -1,13 +1,11 @@
 package mcpclient
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -19,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolmesh/mcp-operator/internal/tracing"
+	"github.com/toolmesh/mcp-operator/internal/wire"
 )
 
 // The 2026-07-28 revision ("modern"): no initialize and no session; the
@@ -39,12 +38,9 @@ var Revisions = mcp.ValidProtocolVersions
 // an older revision does: the caller goes on with initialize.
 var errNotModern = errors.New("the server does not speak 2026-07-28")
 
-// Codes a 2026-07-28 server answers protocol mismatches with.
-const (
-	codeHeaderMismatch     = -32020
-	codeMissingCapability  = -32021
-	codeUnsupportedVersion = -32022
-)
+// codeUnsupportedVersion is what a server of 2026-07-28 or later answers a
+// revision it does not speak with.
+const codeUnsupportedVersion = mcp.UNSUPPORTED_PROTOCOL_VERSION
 
 // connectModern opens a 2026-07-28 session: server/discover, and when
 // the server announces list changes, a subscriptions/listen stream.
@@ -131,7 +127,7 @@ func modernRefusal(err error) bool {
 	if !errors.As(err, &e) {
 		return false
 	}
-	return e.RPCCode == codeHeaderMismatch || e.RPCCode == codeMissingCapability
+	return e.RPCCode == mcp.HEADER_MISMATCH || e.RPCCode == mcp.MISSING_REQUIRED_CLIENT_CAPABILITY
 }
 
 // encode builds the JSON-RPC request for c: its params with _meta, and in
@@ -295,7 +291,7 @@ func (s *Session) listen(onToolsChanged func()) {
 	}
 	// A small buffer: the stream is held for the session's life, mostly
 	// waiting for an event of a hundred bytes.
-	_ = readEvents(resp.Body, 256, func(data []byte) bool {
+	_ = wire.ReadEvents(resp.Body, 256, func(data []byte) bool {
 		var msg struct {
 			Method string `json:"method"`
 			Params struct {
@@ -320,32 +316,4 @@ func (s *Session) listen(onToolsChanged func()) {
 	})
 	s.watch.settle()
 	s.end(fmt.Errorf("%w: the subscription to list changes ended", errStreamLost))
-}
-
-// readEvents hands the data of each server-sent event to f until the
-// stream ends or f says to stop, and returns what ended it (io.EOF for
-// the stream's own end, nil when f stopped). size is the read buffer:
-// lines longer than it are read on past it.
-func readEvents(r io.Reader, size int, f func(data []byte) (stop bool)) error {
-	lines := bufio.NewReaderSize(r, size)
-	var data bytes.Buffer
-	for {
-		line, err := lines.ReadString('\n')
-		line = strings.TrimRight(line, "\r\n")
-		switch {
-		case line == "" && data.Len() > 0:
-			if f(data.Bytes()) {
-				return nil
-			}
-			data.Reset()
-		case strings.HasPrefix(line, "data:"):
-			if data.Len() > 0 {
-				data.WriteByte('\n')
-			}
-			data.WriteString(strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
-		}
-		if err != nil {
-			return err
-		}
-	}
 }

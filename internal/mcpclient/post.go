@@ -13,6 +13,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/toolmesh/mcp-operator/internal/wire"
 )
 
 // In the 2026-07-28 revision a request is one POST and its answer, with no
@@ -231,7 +232,7 @@ func answerOnStream(r *endingBody) (*transport.JSONRPCResponse, error) {
 	var answer *transport.JSONRPCResponse
 	var asked string
 	var decodeErr error
-	readErr := readEvents(r, answerBufferSize, func(data []byte) bool {
+	readErr := wire.ReadEvents(r, answerBufferSize, func(data []byte) bool {
 		var msg struct {
 			transport.JSONRPCResponse
 			Method string `json:"method"`

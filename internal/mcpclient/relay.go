@@ -1,14 +1,13 @@
 package mcpclient
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/toolmesh/mcp-operator/internal/wire"
 )
 
 // Relaying what a server says during one call (progress, log messages) to
@@ -18,40 +17,11 @@ import (
 // shares one stream, so progress is routed by its token and log messages,
 // which carry nothing that names their call, are not relayed.
 
-// logLevels are MCP's log levels, least severe first.
-var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
-
-// KnownLogLevel reports whether level is one of MCP's log levels.
-func KnownLogLevel(level string) bool { return levelRank(level) >= 0 }
-
-func levelRank(level string) int {
-	for i, l := range logLevels {
-		if l == level {
-			return i
-		}
-	}
-	return -1
-}
-
-// callerMeta is what of a caller's _meta goes upstream: everything but the
-// protocol's own keys, which the session sets for its own revision, and the
-// progress token, which the session replaces with its own.
-func callerMeta(meta map[string]any) map[string]any {
-	out := map[string]any{}
-	for k, v := range meta {
-		if strings.HasPrefix(k, "io.modelcontextprotocol/") || k == "progressToken" {
-			continue
-		}
-		out[k] = v
-	}
-	return out
-}
-
 // relay prepares c to bring back what opts asks for, and returns what
 // undoes it once the call is over.
 func (s *Session) relay(ctx context.Context, c *call, opts CallOptions) (release func()) {
 	release = func() {}
-	wantLog := opts.OnLog != nil && levelRank(opts.LogLevel) >= 0
+	wantLog := opts.OnLog != nil && wire.LogLevelRank(opts.LogLevel) >= 0
 	if opts.OnProgress == nil && !wantLog {
 		return release
 	}
@@ -76,7 +46,7 @@ func (s *Session) relay(ctx context.Context, c *call, opts CallOptions) (release
 			var msg struct {
 				Level string `json:"level"`
 			}
-			if json.Unmarshal(params, &msg) == nil && levelRank(msg.Level) >= levelRank(opts.LogLevel) {
+			if json.Unmarshal(params, &msg) == nil && wire.LogLevelRank(msg.Level) >= wire.LogLevelRank(opts.LogLevel) {
 				opts.OnLog(params)
 			}
 		}
@@ -159,7 +129,7 @@ func (s *Session) raiseLogLevel(ctx context.Context, level string) {
 	case <-ctx.Done():
 		return
 	}
-	if (s.logLevel != "" && levelRank(s.logLevel) <= levelRank(level)) || time.Since(s.levelFailed) < levelRetryAfter {
+	if (s.logLevel != "" && wire.LogLevelRank(s.logLevel) <= wire.LogLevelRank(level)) || time.Since(s.levelFailed) < levelRetryAfter {
 		return
 	}
 	if _, err := s.request(ctx, call{method: string(mcp.MethodSetLogLevel), params: map[string]string{"level": level}}, "setting the log level"); err != nil {
@@ -176,47 +146,28 @@ const levelRetryAfter = 30 * time.Second
 // tappedBody passes an event stream through unchanged and hands each
 // notification in it (a message with a method and no id) to tap.
 type tappedBody struct {
-	body  io.ReadCloser
-	tap   func(method string, params json.RawMessage)
-	lines bytes.Buffer
-	data  bytes.Buffer
+	body io.ReadCloser
+	tap  func(method string, params json.RawMessage)
+	// events splits what is read into events, made on the first read.
+	events *wire.EventSplitter
 }
 
 func (t *tappedBody) Read(p []byte) (int, error) {
 	n, err := t.body.Read(p)
-	t.lines.Write(p[:n])
-	for {
-		i := bytes.IndexByte(t.lines.Bytes(), '\n')
-		if i < 0 {
-			break
-		}
-		t.line(strings.TrimRight(string(t.lines.Next(i+1)), "\r\n"))
+	if t.events == nil {
+		t.events = wire.NewEventSplitter(t.event)
 	}
+	_, _ = t.events.Write(p[:n])
 	return n, err
 }
 
-// line takes one line of the stream: data lines make up an event, a
-// blank line ends it.
-func (t *tappedBody) line(l string) {
-	switch {
-	case l == "":
-		t.event()
-	case strings.HasPrefix(l, "data:"):
-		if t.data.Len() > 0 {
-			t.data.WriteByte('\n')
-		}
-		t.data.WriteString(strings.TrimPrefix(strings.TrimPrefix(l, "data:"), " "))
-	}
-}
-
-func (t *tappedBody) event() {
-	defer t.data.Reset()
+func (t *tappedBody) event(data []byte) {
 	var msg struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
 		Params json.RawMessage `json:"params"`
 	}
-	if json.Unmarshal(t.data.Bytes(), &msg) != nil || msg.Method == "" || len(msg.ID) > 0 {
+	if json.Unmarshal(data, &msg) != nil || msg.Method == "" || len(msg.ID) > 0 {
 		return
 	}
 	t.tap(msg.Method, msg.Params)

@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolmesh/mcp-operator/internal/tracing"
+	"github.com/toolmesh/mcp-operator/internal/wire"
 )
 
 // ProtocolVersion is the revision the operator offers in initialize, to
@@ -471,7 +472,7 @@ func (s *Session) CallTool(ctx context.Context, name string, arguments json.RawM
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}{name, arguments}
-	c := call{method: string(mcp.MethodToolsCall), params: params, tool: name, schema: opts.InputSchema, meta: callerMeta(opts.Meta)}
+	c := call{method: string(mcp.MethodToolsCall), params: params, tool: name, schema: opts.InputSchema, meta: wire.RelayedMeta(opts.Meta)}
 	release := s.relay(ctx, &c, opts)
 	defer release()
 	raw, err := s.request(ctx, c, "calling tool "+name)

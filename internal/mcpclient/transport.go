@@ -10,13 +10,13 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/toolmesh/mcp-operator/internal/wire"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
@@ -326,10 +326,6 @@ const (
 	messageAnswerTooLarge = "mcp-operator: the answer passed the size cap and was dropped"
 )
 
-// opID finds the id the operator gave a request ("op-N", see request) in
-// a piece of a JSON-RPC answer.
-var opID = regexp.MustCompile(`"id"\s*:\s*"(op-[0-9]+)"`)
-
 // eventCappedBody keeps each server-sent event (the bytes up to a blank
 // line) of a long-lived stream within max. An event is handed on only
 // once it ends (the library buffers it whole anyway); one that grows past
@@ -481,27 +477,26 @@ func (c *eventCappedBody) finish() {
 		c.event = c.event[:0]
 		return
 	}
-	if id := answeredID(c.head, c.tail); id != "" {
-		c.ready = append(c.ready, fmt.Sprintf("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%q,\"error\":{\"code\":%d,\"message\":%q}}\n\n",
+	if id := answeredID(c.head, c.tail); id != nil {
+		c.ready = append(c.ready, fmt.Sprintf("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":%d,\"message\":%q}}\n\n",
 			id, codeAnswerTooLarge, messageAnswerTooLarge)...)
 	}
 	c.over, c.head, c.tail, c.skipped = false, nil, c.tail[:0], 0
 }
 
-// answeredID is the operator's request id a skipped event answered: the
-// first in its head when it comes before the result, else the last in its
-// tail; "" when neither end names one (a notification).
-func answeredID(head, tail []byte) string {
-	if m := opID.FindSubmatchIndex(head); m != nil {
-		result := bytes.Index(head, []byte(`"result"`))
-		if result < 0 || m[0] < result {
-			return string(head[m[2]:m[3]])
-		}
+// answeredID is the operator's request id ("op-N", see request) a
+// skipped event answered, nil when its ends name none (a notification, or
+// another's id). The head holds the event's fields before the message.
+func answeredID(head, tail []byte) json.RawMessage {
+	if i := bytes.Index(head, []byte("data:")); i >= 0 {
+		head = bytes.TrimLeft(head[i+len("data:"):], " ")
 	}
-	if all := opID.FindAllSubmatch(tail, -1); len(all) > 0 {
-		return string(all[len(all)-1][1])
+	id := wire.AnsweredID(head, tail)
+	var s string
+	if json.Unmarshal(id, &s) != nil || !strings.HasPrefix(s, "op-") {
+		return nil
 	}
-	return ""
+	return id
 }
 
 func (c *eventCappedBody) Close() error { return c.body.Close() }

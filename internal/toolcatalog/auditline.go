@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/toolmesh/mcp-operator/internal/wire"
 )
 
 // appendJSON appends the record as json.Marshal encodes it, byte for
@@ -15,7 +16,7 @@ import (
 // refuses (the line was lost), is written as 0.
 func (r *AuditRecord) appendJSON(b []byte) []byte {
 	b = append(b, `{"time":`...)
-	b = appendJSONString(b, r.Time)
+	b = wire.AppendString(b, r.Time)
 	b = appendStringField(b, `,"requestId":`, r.RequestID)
 	b = appendOptionalField(b, `,"traceId":`, r.TraceID)
 	b = appendStringField(b, `,"user":`, r.User)
@@ -25,7 +26,7 @@ func (r *AuditRecord) appendJSON(b []byte) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, g)
+			b = wire.AppendString(b, g)
 		}
 		b = append(b, ']')
 	}
@@ -48,7 +49,7 @@ func (r *AuditRecord) appendJSON(b []byte) []byte {
 
 // appendStringField appends a key (with its comma and colon) and s.
 func appendStringField(b []byte, key, s string) []byte {
-	return appendJSONString(append(b, key...), s)
+	return wire.AppendString(append(b, key...), s)
 }
 
 // appendOptionalField is appendStringField for an omitempty field: an
@@ -58,22 +59,6 @@ func appendOptionalField(b []byte, key, s string) []byte {
 		return b
 	}
 	return appendStringField(b, key, s)
-}
-
-// appendJSONString appends s as a JSON string. The names, ids and
-// outcomes of a record are plain ASCII and go as they are; a string with
-// anything json.Marshal escapes or replaces (control characters, quotes,
-// <, > and &, invalid UTF-8, U+2028 and U+2029) is json.Marshal's.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			quoted, _ := json.Marshal(s) // a string always encodes
-			return append(b, quoted...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // appendJSONFloat appends f as json.Marshal writes a float64: the

@@ -3,11 +3,12 @@ package toolcatalog
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"mime"
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/toolmesh/mcp-operator/internal/wire"
 )
 
 // eventStream is an execute answer as server-sent events, for callers
@@ -48,7 +49,7 @@ func (s *eventStream) send(event string, data any) {
 	if s.done {
 		return
 	}
-	_, _ = fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", event, raw)
+	_ = wire.WriteEvent(s.w, event, raw)
 	if f, ok := s.w.(http.Flusher); ok {
 		f.Flush()
 	}

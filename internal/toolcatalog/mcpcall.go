@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/menu"
+	"github.com/toolmesh/mcp-operator/internal/wire"
 )
 
 // The catalog answers tools/call itself rather than through mcp-go's
@@ -152,6 +153,13 @@ func sessionOf(r *http.Request, key viewKey) string {
 	return strings.Join([]string{identity, menuLabel(key), id}, "\x00")
 }
 
+// notRelayed are the keys of a caller's _meta that do not go upstream
+// besides those wire.RelayedMeta keeps back: baggage is not the catalog's
+// to forward (docs/observability.md). A caller's traceparent and
+// tracestate go on as they are unless the catalog traces, when mcpclient
+// puts its own call span's there instead.
+var notRelayed = []string{"baggage"}
+
 var errCancelledByCaller = errors.New("the caller cancelled the call")
 
 // serveCall answers one tools/call over MCP.
@@ -214,10 +222,12 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 
 	stream := newCallStream(w, msg.ID, modern)
 	defer stream.close()
-	opts := mcpclient.CallOptions{InputSchema: entry.Tool.InputSchema.Raw, Meta: passedMeta(msg.Params.Meta)}
+	opts := mcpclient.CallOptions{InputSchema: entry.Tool.InputSchema.Raw, Meta: wire.RelayedMeta(msg.Params.Meta, notRelayed...)}
 	if token := msg.Params.Meta["progressToken"]; len(token) > 0 {
 		opts.OnProgress = func(params json.RawMessage) {
-			stream.notify("notifications/progress", withProgressToken(params, token))
+			if params, err := wire.WithProgressToken(params, token); err == nil {
+				stream.notify("notifications/progress", params)
+			}
 		}
 	}
 	level := msg.meta(mcp.MetaKeyLogLevel)
@@ -301,35 +311,6 @@ func paramHeaderProblem(r *http.Request, msg *rpcMessage, inputSchema json.RawMe
 		return err.Error()
 	}
 	return ""
-}
-
-// passedMeta is what of a caller's _meta goes upstream: all but the
-// protocol's own keys (mcpclient sets those) and baggage, which is not the
-// catalog's to forward (docs/observability.md). A caller's traceparent and
-// tracestate go on as they are unless the catalog traces, when mcpclient
-// puts its own call span's there instead.
-func passedMeta(meta map[string]json.RawMessage) map[string]any {
-	out := map[string]any{}
-	for k, v := range meta {
-		if strings.HasPrefix(k, "io.modelcontextprotocol/") || notPassed[k] {
-			continue
-		}
-		out[k] = v
-	}
-	return out
-}
-
-var notPassed = map[string]bool{"progressToken": true, "baggage": true}
-
-// withProgressToken puts the caller's token back into relayed progress.
-func withProgressToken(params, token json.RawMessage) json.RawMessage {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(params, &fields) != nil {
-		fields = map[string]json.RawMessage{}
-	}
-	fields["progressToken"] = token
-	out, _ := json.Marshal(fields)
-	return out
 }
 
 // resultOf is a tools/call result as a caller of the revision expects it.
@@ -440,18 +421,9 @@ func (s *callStream) close() {
 }
 
 func (s *callStream) event(data []byte) {
-	if bytes.ContainsAny(data, "\r\n") {
-		// An event's data is one line. The answer relays the server's
-		// content as it came, and a line break in JSON is whitespace.
-		var compact bytes.Buffer
-		if json.Compact(&compact, data) == nil {
-			data = compact.Bytes()
-		} else {
-			// Not JSON, which nothing here writes: one line all the same.
-			data = bytes.ReplaceAll(bytes.ReplaceAll(data, []byte("\r"), []byte(" ")), []byte("\n"), []byte(" "))
-		}
-	}
-	_, _ = fmt.Fprintf(s.ResponseWriter, "event: message\ndata: %s\n\n", data)
+	// The answer relays the server's content as it came, line breaks
+	// included, which WriteEvent makes one line.
+	_ = wire.WriteEvent(s.ResponseWriter, "message", data)
 	if f, ok := s.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}

@@ -16,9 +16,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/menu"
 	"github.com/toolmesh/mcp-operator/internal/tracing"
+	"github.com/toolmesh/mcp-operator/internal/wire"
 )
 
 // mcpPageSize is how many tools one tools/list page holds.
@@ -286,7 +286,7 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 		switch {
 		case listable(msg):
 			m.serveList(w, r, h, msg)
-		case msg != nil && msg.Method == string(mcp.MethodSetLogLevel) && mcpclient.KnownLogLevel(msg.Params.Level):
+		case msg != nil && msg.Method == string(mcp.MethodSetLogLevel) && wire.KnownLogLevel(msg.Params.Level):
 			m.serveSetLevel(w, r, h, key, msg.Params.Level)
 		default:
 			h.http.ServeHTTP(w, r)
