@@ -74,6 +74,55 @@ func TestAServerKilledMidCallIsRestarted(t *testing.T) {
 	received.waitFor(t, mcp.MethodNotificationToolsListChanged)
 }
 
+// A call sent right after the server died, before the bridge has let go of
+// the dead process, was never written to it: it goes to the restarted server
+// and succeeds. The call the server was working on fails naming the exit (it
+// may have had effects, so it is never sent twice). A process the server
+// started keeps its stdout open, which holds the bridge reading it for a
+// while after the exit: time to send the call in between.
+func TestACallSentRightAfterACrashGoesToTheRestartedServer(t *testing.T) {
+	command := append([]string{script("lingering.sh")}, everythingCommand(t)...)
+	b := startBridge(t, nil, []string{"--debug", "--restart-backoff", "100ms"}, command...)
+	c, received := connect(t, b, streamable, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+	ctx := timeout(t)
+
+	inFlight := make(chan error, 1)
+	go func() {
+		var req mcp.CallToolRequest
+		req.Params.Name = "trigger-long-running-operation"
+		req.Params.Arguments = map[string]any{"duration": 600, "steps": 600}
+		req.Params.Meta = &mcp.Meta{ProgressToken: "long"}
+		_, err := c.CallTool(ctx, req)
+		inFlight <- err
+	}()
+	received.waitFor(t, string(mcp.MethodNotificationProgress)) // the server has the call
+	pid := b.childPID()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// Only the bridge reaps its child: once the pid is gone, the process is
+	// gone and the bridge's wait for it has returned.
+	eventually(t, time.Minute, "the killed server to be reaped", func() bool {
+		return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+	})
+	if status, body := b.probe("/readyz"); status != http.StatusOK {
+		// Too slow to reach the window: the call below still has to
+		// succeed, by waiting for the restart as any later call does.
+		t.Logf("the bridge let go of the dead server before the call was sent: %d %s", status, body)
+	}
+
+	got, err := callText(ctx, c, "echo", map[string]any{"message": "right after the crash"})
+	if err != nil || got != "Echo: right after the crash" {
+		t.Fatalf("the call sent right after the crash answered %q (%v), want the restarted server's echo", got, err)
+	}
+	if b.childPID() == pid {
+		t.Errorf("the call was answered, but the server was not restarted (pid %d)", pid)
+	}
+	if err := <-inFlight; err == nil || !strings.Contains(err.Error(), "exited (signal: killed) before answering") {
+		t.Errorf("the call in flight ended with %v, want an error naming the exit", err)
+	}
+}
+
 // A server that never answers initialize: /readyz stays false, the log
 // says why, and requests fail after --ready-wait with a message that says
 // so too.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -24,10 +25,14 @@ const (
 type call struct {
 	id       int64
 	session  *session        // nil for the bridge's own requests
-	clientID json.RawMessage // the id the client gave the request
+	request  message         // as the client sent it, under the client's id
 	token    json.RawMessage // the client's progressToken; nil when it asked for none
 	reply    chan reply      // receives exactly one reply, from whoever removes the call
 	progress chan []byte     // progress notifications, already addressed to the client
+	// written is set once the request went into the child's stdin. A
+	// request not written when the child exits goes to the next child; one
+	// written may have been read and acted on, so it is never sent twice.
+	written atomic.Bool
 }
 
 // forward sends a client's request to the child, waiting (bounded) for the
@@ -45,7 +50,9 @@ func (u *upstream) forward(ctx context.Context, s *session, m message) (*call, *
 		if c == nil {
 			continue // the child went down after waitReady: wait for the next
 		}
-		if err := proc.send(ctx, msg); err != nil {
+		// A child that exited first never got the request: setDown, which
+		// follows every exit, hands it to the next child.
+		if err := proc.send(ctx, msg, &c.written); err != nil && !errors.Is(err, errExited) {
 			u.finish(c.id, errorReply(codeServerExited, "could not send the request to the MCP server: %v", err))
 		}
 		return c, nil
@@ -70,7 +77,7 @@ func (u *upstream) register(s *session, m message) (*call, *child, []byte, *repl
 		return nil, nil, nil, &r
 	}
 	u.lastID++
-	c := &call{id: u.lastID, session: s, clientID: m.ID, reply: make(chan reply, 1)}
+	c := &call{id: u.lastID, session: s, request: m, reply: make(chan reply, 1)}
 	if c.token = progressToken(params); c.token != nil {
 		c.progress = make(chan []byte, progressQueue)
 		if params, err = withProgressToken(params, json.RawMessage(strconv.FormatInt(c.id, 10))); err != nil {
@@ -126,18 +133,52 @@ func (u *upstream) finish(id int64, r reply) bool {
 	return ok
 }
 
-// await waits for a call's reply. When ctx ends first the call is cancelled
-// towards the child; the reply is then a timeout error, or none (false) when
-// the client went away.
+// await waits for a call's reply, following the request to the next child
+// if the one it was queued for exited before it was written. When ctx ends first
+// the call is cancelled towards the child; the reply is then a timeout
+// error, or none (false) when the client went away.
 func (u *upstream) await(ctx context.Context, c *call) (reply, bool) {
-	select {
-	case r := <-c.reply:
-		return r, true
-	case <-ctx.Done():
+	for {
+		var r reply
+		select {
+		case r = <-c.reply:
+		case <-ctx.Done():
+			if u.abandon(c, "the client stopped waiting") {
+				return u.stoppedWaiting(ctx)
+			}
+			r = <-c.reply // answered meanwhile
+		}
+		if !r.resend {
+			return r, true
+		}
+		var ok bool
+		if c, r, ok = u.resend(ctx, c); c == nil {
+			return r, ok
+		}
 	}
-	if !u.abandon(c, "the client stopped waiting") {
-		return <-c.reply, true // answered meanwhile
+}
+
+// resend sends a request that was never written to a child that exited on
+// to the next child, waiting for it as a new request does (up to ReadyWait, and within
+// the request's own deadline). It returns the call to wait on instead, or,
+// with no call, the reply to give (none, false, when the client went away).
+func (u *upstream) resend(ctx context.Context, c *call) (*call, reply, bool) {
+	if ctx.Err() != nil {
+		r, ok := u.stoppedWaiting(ctx)
+		return nil, r, ok
 	}
+	u.log.Debug("Sending a request the exited MCP server never got to the next one",
+		"method", c.request.Method, "session", c.session.logID())
+	next, r := u.forward(ctx, c.session, c.request)
+	if r != nil {
+		return nil, *r, true
+	}
+	return next, reply{}, true
+}
+
+// stoppedWaiting is the reply to a request whose ctx ended: a timeout error,
+// or none (false) when the client went away.
+func (u *upstream) stoppedWaiting(ctx context.Context) (reply, bool) {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return errorReply(codeTimeout, "the MCP server did not answer within %s; the request was cancelled", u.opts.RequestTimeout), true
 	}
@@ -167,7 +208,7 @@ func (u *upstream) cancel(s *session, params json.RawMessage) {
 	u.mu.Lock()
 	var found *call
 	for id, c := range u.calls {
-		if c.session == s && sameID(c.clientID, requestID) {
+		if c.session == s && sameID(c.request.ID, requestID) {
 			found = c
 			delete(u.calls, id)
 			break

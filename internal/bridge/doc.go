@@ -68,11 +68,14 @@
 //
 // A child that exits is started again after a backoff (RestartBackoff,
 // doubling up to 30 s; back to the start after a minute of running).
-// Requests in flight fail at once with codeServerExited and the exit status;
-// new requests wait up to ReadyWait for the new child, then fail with
-// codeNotReady; /readyz is 503 meanwhile, and every session is sent
-// list_changed once the new child is ready. A child that does not answer
-// initialize within InitTimeout is stopped and restarted the same way.
+// Requests written to it fail with codeServerExited and the exit status: it
+// may have acted on them, so they are never sent twice. Requests not written
+// to it (still queued, or sent after it died but before the bridge noticed)
+// go to the new child, waiting for it as new requests do: up to ReadyWait,
+// then they fail with codeNotReady. /readyz is 503 meanwhile, and every
+// session is sent list_changed once the new child is ready. A child that
+// does not answer initialize within InitTimeout is stopped and restarted the
+// same way.
 // When Run's context ends, the child gets SIGTERM and Grace to exit before
 // SIGKILL. The JSON-RPC error codes of the bridge's own answers are listed
 // in errors.go.

@@ -6,8 +6,9 @@ package bridge
 // protocol version, -32042 URL elicitation required). Every message starts
 // with "mcp-bridge:" and says what happened.
 const (
-	// codeServerExited: the server process exited (or could not be written
-	// to) before answering; the message names its exit status.
+	// codeServerExited: the server process exited before answering a
+	// request written to it (the message names its exit status), or the
+	// request could not be queued for it in time.
 	codeServerExited = -32010
 	// codeNotReady: the server was not ready (starting, restarting, or
 	// never answering initialize) within --ready-wait, or the bridge is

@@ -56,6 +56,9 @@ func bridgeID(raw json.RawMessage) (int64, bool) {
 type reply struct {
 	result json.RawMessage
 	err    json.RawMessage
+	// resend is no answer but a request handed back: the child exited
+	// before it was written, and it goes to the next one (upstream.resend).
+	resend bool
 }
 
 // errorReply is an answer from the bridge itself.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -32,11 +33,24 @@ type child struct {
 	cmd   *exec.Cmd
 	pid   int
 	log   *slog.Logger
-	queue chan []byte
+	queue chan outgoing
 
-	exited  chan struct{}
-	exitErr error // why it exited; set before exited is closed
-	stopOne sync.Once
+	// reaped is closed once the process has exited, when nothing more is
+	// written to its stdin; exited once its output is read too and the
+	// writer has stopped, so what was written is known for good.
+	reaped    chan struct{}
+	stdinDone chan struct{}
+	exited    chan struct{}
+	exitErr   error // why it exited; set before exited is closed
+	stopOne   sync.Once
+}
+
+// outgoing is one message for the child's stdin. written, if not nil, is set
+// once any of it went into the pipe: from then on the child may have read it
+// and acted on it. A message never written can go to the next child.
+type outgoing struct {
+	msg     []byte
+	written *atomic.Bool
 }
 
 // lineHandlers receive what a child writes to stdout.
@@ -75,13 +89,13 @@ func startChild(argv []string, maxLine int, log *slog.Logger, out lineHandlers) 
 		return nil, fmt.Errorf("starting %s: %w", argv[0], err)
 	}
 	c := &child{cmd: cmd, pid: cmd.Process.Pid, log: log.With("pid", cmd.Process.Pid),
-		queue: make(chan []byte, stdinQueue), exited: make(chan struct{})}
+		queue: make(chan outgoing, stdinQueue), reaped: make(chan struct{}), stdinDone: make(chan struct{}), exited: make(chan struct{})}
 	stdoutDone := make(chan struct{})
 	stderrDone := make(chan struct{})
 	go c.writeStdin(inW)
 	go func() { defer close(stdoutDone); c.readStdout(outR, maxLine, out) }()
 	go func() { defer close(stderrDone); c.readStderr(errR) }()
-	go c.wait(outR, errR, stdoutDone, stderrDone)
+	go c.wait(inW, outR, errR, stdoutDone, stderrDone)
 	return c, nil
 }
 
@@ -91,12 +105,13 @@ func closeAll(files ...*os.File) {
 	}
 }
 
-// send queues one message for the child's stdin.
-func (c *child) send(ctx context.Context, msg []byte) error {
+// send queues one message for the child's stdin; written (if not nil) tells
+// whether it was written. errExited means it will never be.
+func (c *child) send(ctx context.Context, msg []byte, written *atomic.Bool) error {
 	select {
-	case c.queue <- msg:
+	case c.queue <- outgoing{msg: msg, written: written}:
 		return nil
-	case <-c.exited:
+	case <-c.reaped:
 		return errExited
 	case <-ctx.Done():
 		return fmt.Errorf("waiting to write to the MCP server: %w", ctx.Err())
@@ -106,7 +121,7 @@ func (c *child) send(ctx context.Context, msg []byte) error {
 // trySend queues one message if there is room, without waiting.
 func (c *child) trySend(msg []byte) bool {
 	select {
-	case c.queue <- msg:
+	case c.queue <- outgoing{msg: msg}:
 		return true
 	default:
 		return false
@@ -115,18 +130,29 @@ func (c *child) trySend(msg []byte) bool {
 
 // writeStdin is the only writer of the child's stdin, so messages never
 // interleave. A child that stops reading its stdin cannot be served, so a
-// failed write stops it and the supervisor restarts it.
+// failed write stops it and the supervisor restarts it. Nothing is written
+// once the process has exited, even if a process it started holds the pipe.
 func (c *child) writeStdin(w *os.File) {
+	defer close(c.stdinDone)
 	defer w.Close()
 	for {
 		select {
-		case msg := <-c.queue:
-			if _, err := w.Write(append(msg, '\n')); err != nil {
+		case out := <-c.queue:
+			select {
+			case <-c.reaped:
+				return
+			default:
+			}
+			n, err := w.Write(append(out.msg, '\n'))
+			if n > 0 && out.written != nil {
+				out.written.Store(true)
+			}
+			if err != nil {
 				c.log.Error("Writing to the MCP server failed; stopping it", "error", err)
 				c.signal(syscall.SIGKILL)
 				return
 			}
-		case <-c.exited:
+		case <-c.reaped:
 			return
 		}
 	}
@@ -165,9 +191,10 @@ func (c *child) readStderr(r io.Reader) {
 
 // wait reaps the child, reads what it wrote before exiting, then kills any
 // process it left behind in its group and closes the pipes, which ends the
-// readers even if such a process held them open.
-func (c *child) wait(outR, errR *os.File, stdoutDone, stderrDone <-chan struct{}) {
+// readers and the writer even if such a process held them open.
+func (c *child) wait(inW, outR, errR *os.File, stdoutDone, stderrDone <-chan struct{}) {
 	err := c.cmd.Wait()
+	close(c.reaped)
 	drained := time.NewTimer(drainAfterExit)
 	defer drained.Stop()
 	for _, done := range []<-chan struct{}{stdoutDone, stderrDone} {
@@ -177,9 +204,10 @@ func (c *child) wait(outR, errR *os.File, stdoutDone, stderrDone <-chan struct{}
 		}
 	}
 	_ = syscall.Kill(-c.pid, syscall.SIGKILL)
-	closeAll(outR, errR)
+	closeAll(inW, outR, errR)
 	<-stdoutDone
 	<-stderrDone
+	<-c.stdinDone
 	if err == nil {
 		err = errors.New("exit status 0")
 	}

@@ -170,6 +170,13 @@ func (b *Bridge) relay(ctx context.Context, c *call, deliver func([]byte) bool, 
 				return reply{}, false
 			}
 		case rep := <-c.reply:
+			if rep.resend {
+				var ok bool
+				if c, rep, ok = b.up.resend(ctx, c); c == nil {
+					return rep, ok
+				}
+				continue
+			}
 			// Progress sent before the answer is queued already: it
 			// goes first.
 			for {

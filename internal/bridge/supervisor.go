@@ -84,7 +84,7 @@ func (u *upstream) runOnce(ctx context.Context) string {
 // clients, and makes it ready.
 func (u *upstream) initialize(ctx context.Context, proc *child, gen uint64) error {
 	c := u.registerOwn()
-	if err := proc.send(ctx, encodeRequest(c.id, string(mcp.MethodInitialize), initializeParams)); err != nil {
+	if err := proc.send(ctx, encodeRequest(c.id, string(mcp.MethodInitialize), initializeParams), nil); err != nil {
 		return err
 	}
 	timer := time.NewTimer(u.opts.InitTimeout)
@@ -111,7 +111,7 @@ func (u *upstream) initialize(ctx context.Context, proc *child, gen uint64) erro
 		u.log.Error("The MCP server's initialize result is unusable; stopping it to start it again", "pid", proc.pid, "error", err)
 		return err
 	}
-	if err := proc.send(ctx, encodeNotification(string(mcp.MethodNotificationInitialized), nil)); err != nil {
+	if err := proc.send(ctx, encodeNotification(string(mcp.MethodNotificationInitialized), nil), nil); err != nil {
 		return err
 	}
 	if !u.setReady(gen, init) {

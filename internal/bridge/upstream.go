@@ -108,8 +108,9 @@ func (u *upstream) setReady(gen uint64, init *serverInit) bool {
 	return true
 }
 
-// setDown records why no child serves and fails every call in flight: their
-// answers can no longer come.
+// setDown records why no child serves and ends every call in flight: their
+// answers can no longer come. A client's request not written to the child
+// is handed back to be sent to the next child (see resend); the others fail.
 func (u *upstream) setDown(why string, failure reply) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -122,7 +123,11 @@ func (u *upstream) setDown(why string, failure reply) {
 	u.logLevel = ""
 	for id, c := range u.calls {
 		delete(u.calls, id)
-		c.reply <- failure
+		if c.session != nil && !c.written.Load() {
+			c.reply <- reply{resend: true}
+		} else {
+			c.reply <- failure
+		}
 	}
 }
 
