@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/toolmesh/mcp-operator/internal/wire"
 )
 
 const (
@@ -78,9 +79,9 @@ func (u *upstream) register(s *session, m message) (*call, *child, []byte, *repl
 	}
 	u.lastID++
 	c := &call{id: u.lastID, session: s, request: m, reply: make(chan reply, 1)}
-	if c.token = progressToken(params); c.token != nil {
+	if c.token = wire.ProgressTokenOf(params); c.token != nil {
 		c.progress = make(chan []byte, progressQueue)
-		if params, err = withProgressToken(params, json.RawMessage(strconv.FormatInt(c.id, 10))); err != nil {
+		if params, err = wire.WithRequestProgressToken(params, json.RawMessage(strconv.FormatInt(c.id, 10))); err != nil {
 			r := errorReply(codeInvalidParams, "%v", err)
 			return nil, nil, nil, &r
 		}
@@ -99,15 +100,15 @@ func (u *upstream) paramsFor(s *session, m message) (json.RawMessage, error) {
 	var p struct {
 		Level string `json:"level"`
 	}
-	if err := json.Unmarshal(m.Params, &p); err != nil || levelRank(p.Level) < 0 {
+	if err := json.Unmarshal(m.Params, &p); err != nil || wire.LogLevelRank(p.Level) < 0 {
 		return nil, errors.New("logging/setLevel needs a level such as \"info\"")
 	}
 	s.setLogLevel(p.Level)
-	if u.logLevel == "" || levelRank(p.Level) < levelRank(u.logLevel) {
+	if u.logLevel == "" || wire.LogLevelRank(p.Level) < wire.LogLevelRank(u.logLevel) {
 		u.logLevel = p.Level
 	}
-	level, _ := marshal(u.logLevel)
-	return setMember(m.Params, "level", level)
+	level, _ := wire.Marshal(u.logLevel)
+	return wire.SetMember(m.Params, "level", level)
 }
 
 // registerOwn registers a request of the bridge's own, sent whether or not
@@ -202,9 +203,9 @@ func (u *upstream) abandon(c *call, reason string) bool {
 // cancel handles a client's notifications/cancelled: the child is told with
 // the bridge's id for the request, and the waiting request ends.
 func (u *upstream) cancel(s *session, params json.RawMessage) {
-	requestID := member(params, "requestId")
+	requestID := wire.Member(params, "requestId")
 	var reason string
-	_ = json.Unmarshal(member(params, "reason"), &reason)
+	_ = json.Unmarshal(wire.Member(params, "reason"), &reason)
 	u.mu.Lock()
 	var found *call
 	for id, c := range u.calls {
@@ -254,7 +255,7 @@ func (u *upstream) endSession(s *session) {
 }
 
 func cancelled(id int64, reason string) []byte {
-	params, _ := marshal(struct {
+	params, _ := wire.Marshal(struct {
 		RequestID int64  `json:"requestId"`
 		Reason    string `json:"reason,omitempty"`
 	}{id, reason})

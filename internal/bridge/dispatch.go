@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/toolmesh/mcp-operator/internal/wire"
 )
 
 // dispatch handles one line the child wrote to stdout: answers go to the
@@ -64,7 +65,7 @@ func (u *upstream) notification(m message, line []byte) {
 			Level string `json:"level"`
 		}
 		_ = json.Unmarshal(m.Params, &p)
-		u.sessions.broadcast(line, levelRank(p.Level))
+		u.sessions.broadcast(line, wire.LogLevelRank(p.Level))
 	default:
 		// list_changed, resources/updated, tasks/status and anything
 		// newer: every session, as the child's one session stands for
@@ -76,7 +77,7 @@ func (u *upstream) notification(m message, line []byte) {
 // progress delivers a progress notification to the one call whose token it
 // carries, with the client's own token put back.
 func (u *upstream) progress(m message) {
-	id, ok := bridgeID(member(m.Params, "progressToken"))
+	id, ok := bridgeID(wire.Member(m.Params, "progressToken"))
 	if !ok {
 		return
 	}
@@ -86,7 +87,7 @@ func (u *upstream) progress(m message) {
 	if c == nil || c.token == nil {
 		return
 	}
-	params, err := setMember(m.Params, "progressToken", c.token)
+	params, err := wire.WithProgressToken(m.Params, c.token)
 	if err != nil {
 		return
 	}

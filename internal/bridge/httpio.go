@@ -1,16 +1,16 @@
 package bridge
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/toolmesh/mcp-operator/internal/wire"
 )
 
 const (
@@ -92,16 +92,6 @@ func originAllowed(r *http.Request) bool {
 	return err == nil && u.Host == r.Host
 }
 
-func acceptsEventStream(r *http.Request) bool {
-	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
-		mediaType, _, _ := mime.ParseMediaType(strings.TrimSpace(part))
-		if mediaType == "text/event-stream" || mediaType == "*/*" || mediaType == "text/*" {
-			return true
-		}
-	}
-	return false
-}
-
 // eventStream writes Server-Sent Events, each write bounded by
 // writeTimeout.
 type eventStream struct {
@@ -121,19 +111,10 @@ func startEventStream(w http.ResponseWriter, header http.Header) (*eventStream, 
 	return s, s.flush()
 }
 
-// send writes one event. A JSON-RPC message here is one line (the child's
-// by the stdio framing, the bridge's by encoding), so one data field holds
-// it; a carriage return, which SSE would read as a line end, can only be
-// whitespace between JSON tokens and is compacted away.
+// send writes one event.
 func (s *eventStream) send(event string, data []byte) error {
-	if bytes.ContainsAny(data, "\r\n") {
-		var compact bytes.Buffer
-		if err := json.Compact(&compact, data); err == nil {
-			data = compact.Bytes()
-		}
-	}
 	_ = s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", event, data); err != nil {
+	if err := wire.WriteEvent(s.w, event, data); err != nil {
 		return err
 	}
 	return s.flush()

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/toolmesh/mcp-operator/internal/wire"
 )
 
 // message is one JSON-RPC 2.0 message with its parts kept as raw JSON: the
@@ -63,7 +65,7 @@ type reply struct {
 
 // errorReply is an answer from the bridge itself.
 func errorReply(code int, format string, args ...any) reply {
-	b, _ := marshal(struct {
+	b, _ := wire.Marshal(struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
 	}{code, "mcp-bridge: " + fmt.Sprintf(format, args...)})
@@ -116,7 +118,7 @@ func encodeCall(id, method string, params json.RawMessage) []byte {
 		b.WriteString(`,"id":`)
 		b.WriteString(id)
 	}
-	name, _ := marshal(method)
+	name, _ := wire.Marshal(method)
 	b.WriteString(`,"method":`)
 	b.Write(name)
 	if len(params) > 0 {
@@ -125,63 +127,6 @@ func encodeCall(id, method string, params json.RawMessage) []byte {
 	}
 	b.WriteByte('}')
 	return b.Bytes()
-}
-
-// marshal encodes v without HTML escaping, so text passes unchanged.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
-
-// member reads one member of a JSON object; nil when obj is not an object or
-// lacks it.
-func member(obj json.RawMessage, key string) json.RawMessage {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(obj, &fields) != nil {
-		return nil
-	}
-	return fields[key]
-}
-
-// setMember returns obj with key set to value and its other members kept.
-// Member order is not kept: this is used on requests and notifications, never
-// on the results whose bytes clients compare.
-func setMember(obj json.RawMessage, key string, value json.RawMessage) (json.RawMessage, error) {
-	fields := map[string]json.RawMessage{}
-	if len(obj) > 0 {
-		if err := json.Unmarshal(obj, &fields); err != nil {
-			return nil, fmt.Errorf("reading params: %w", err)
-		}
-		if fields == nil { // obj was null
-			fields = map[string]json.RawMessage{}
-		}
-	}
-	fields[key] = value
-	return marshal(fields)
-}
-
-// progressToken is the progressToken a request's params carry in _meta, nil
-// when it asks for no progress.
-func progressToken(params json.RawMessage) json.RawMessage {
-	token := member(member(params, "_meta"), "progressToken")
-	if len(token) == 0 || string(token) == "null" {
-		return nil
-	}
-	return token
-}
-
-// withProgressToken returns params with _meta.progressToken replaced.
-func withProgressToken(params, token json.RawMessage) (json.RawMessage, error) {
-	meta, err := setMember(member(params, "_meta"), "progressToken", token)
-	if err != nil {
-		return nil, err
-	}
-	return setMember(params, "_meta", meta)
 }
 
 // sameID compares two JSON-RPC ids as values: 7 is 7.0, "7" is neither.

@@ -3,6 +3,8 @@ package bridge
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/toolmesh/mcp-operator/internal/wire"
 )
 
 func TestParseMessage(t *testing.T) {
@@ -79,14 +81,14 @@ func TestProgressTokenRewriting(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			token := progressToken(json.RawMessage(tt.params))
+			token := wire.ProgressTokenOf(json.RawMessage(tt.params))
 			if string(token) != tt.wantToken {
 				t.Fatalf("token %s, want %s", token, tt.wantToken)
 			}
 			if token == nil {
 				return
 			}
-			rewritten, err := withProgressToken(json.RawMessage(tt.params), json.RawMessage(`99`))
+			rewritten, err := wire.WithRequestProgressToken(json.RawMessage(tt.params), json.RawMessage(`99`))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,10 +3,10 @@ package bridge
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
-	"regexp"
+
+	"github.com/toolmesh/mcp-operator/internal/wire"
 )
 
 // How much of a refused line is kept to find out which request it answered.
@@ -86,45 +86,8 @@ func lastBytes(b []byte, n int) []byte {
 	return append([]byte(nil), b[max(0, len(b)-n):]...)
 }
 
-// trailingID matches a top-level id at the very end of a message, where the
-// TypeScript SDK writes it ({"result":…,"jsonrpc":"2.0","id":7}). A nested
-// object ending in an id is followed by at least two closing braces and does
-// not match.
-var trailingID = regexp.MustCompile(`"id"\s*:\s*(\d+)\s*}\s*$`)
-
 // answeredID finds which of the bridge's requests a refused line answered,
-// so that request fails at once instead of waiting for its timeout. It looks
-// for a leading id (Go and Python SDKs write jsonrpc, id, then result) and a
-// trailing one (the TypeScript SDK).
+// so that request fails at once instead of waiting for its timeout.
 func answeredID(o *oversized) (int64, bool) {
-	if id, ok := leadingID(o.head); ok {
-		return id, true
-	}
-	if m := trailingID.FindSubmatch(o.tail); m != nil {
-		return bridgeID(m[1])
-	}
-	return 0, false
-}
-
-// leadingID reads the members at the start of a JSON object up to the first
-// one it cannot hold whole, looking for "id".
-func leadingID(head []byte) (int64, bool) {
-	dec := json.NewDecoder(bytes.NewReader(head))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return 0, false
-	}
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return 0, false
-		}
-		var value json.RawMessage
-		if err := dec.Decode(&value); err != nil {
-			return 0, false
-		}
-		if key == "id" {
-			return bridgeID(value)
-		}
-	}
-	return 0, false
+	return bridgeID(wire.AnsweredID(o.head, o.tail))
 }

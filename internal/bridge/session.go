@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/toolmesh/mcp-operator/internal/wire"
 )
 
 const (
@@ -68,7 +70,7 @@ func (s *session) initialized() bool {
 func (s *session) setLogLevel(level string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.logLevel = levelRank(level)
+	s.logLevel = wire.LogLevelRank(level)
 }
 
 // wants reports whether a log message of rank level passes the session's

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/toolmesh/mcp-operator/internal/wire"
 )
 
 func TestSessionLogLevel(t *testing.T) {
@@ -27,7 +29,7 @@ func TestSessionLogLevel(t *testing.T) {
 			if tt.set != "" {
 				s.setLogLevel(tt.set)
 			}
-			if got := s.wants(levelRank(tt.message)); got != tt.want {
+			if got := s.wants(wire.LogLevelRank(tt.message)); got != tt.want {
 				t.Errorf("wants(%q) = %v, want %v", tt.message, got, tt.want)
 			}
 		})
@@ -60,7 +62,7 @@ func TestSetLevelAsksTheChildForTheMostVerbose(t *testing.T) {
 			t.Errorf("after %s asked for %s the child was asked for %s, want %s", step.session.id, step.level, p.Level, step.sent)
 		}
 	}
-	if a.wants(levelRank("error")) || !a.wants(levelRank("alert")) {
+	if a.wants(wire.LogLevelRank("error")) || !a.wants(wire.LogLevelRank("alert")) {
 		t.Error("session a does not filter at critical")
 	}
 	if _, err := u.paramsFor(a, message{Method: "logging/setLevel", Params: json.RawMessage(`{"level":"loud"}`)}); err == nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/toolmesh/mcp-operator/internal/wire"
 )
 
 // The Streamable HTTP transport (2025-03-26 onwards, as 2025-11-25 states
@@ -126,7 +127,7 @@ func (b *Bridge) streamableRequest(w http.ResponseWriter, r *http.Request, s *se
 	switch {
 	case c == nil:
 		writeJSON(w, http.StatusOK, encodeReply(m.ID, *rep))
-	case c.token != nil && acceptsEventStream(r):
+	case c.token != nil && wire.AcceptsEventStream(r.Header.Get("Accept")):
 		b.streamCall(ctx, w, c, m.ID)
 	default:
 		if rep, ok := b.up.await(ctx, c); ok {
@@ -197,7 +198,7 @@ func (b *Bridge) relay(ctx context.Context, c *call, deliver func([]byte) bool, 
 // streamableListen serves a session's listening stream: list_changed, log
 // messages and other notifications not tied to a request.
 func (b *Bridge) streamableListen(w http.ResponseWriter, r *http.Request) {
-	if !acceptsEventStream(r) {
+	if !wire.AcceptsEventStream(r.Header.Get("Accept")) {
 		writeError(w, http.StatusNotAcceptable, nil, codeInvalidRequest, "the listening stream needs Accept: text/event-stream")
 		return
 	}

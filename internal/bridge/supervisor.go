@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/toolmesh/mcp-operator/internal/wire"
 )
 
 const (
@@ -130,7 +131,7 @@ func (u *upstream) initialize(ctx context.Context, proc *child, gen uint64) erro
 // initializeParams introduce the bridge to the child. It declares no client
 // capabilities: roots, sampling and elicitation belong to a client, and the
 // child's one session stands for many.
-var initializeParams, _ = marshal(map[string]any{
+var initializeParams, _ = wire.Marshal(map[string]any{
 	"protocolVersion": childRevision,
 	"capabilities":    map[string]any{},
 	"clientInfo":      map[string]any{"name": "mcp-bridge", "version": Version},

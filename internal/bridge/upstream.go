@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+
+	"github.com/toolmesh/mcp-operator/internal/wire"
 )
 
 // upstream is the bridge's one MCP session with the child process, shared by
@@ -54,8 +56,8 @@ func (i *serverInit) resultFor(revision string) json.RawMessage {
 	for k, v := range i.result {
 		fields[k] = v
 	}
-	fields["protocolVersion"], _ = marshal(revision)
-	b, _ := marshal(fields)
+	fields["protocolVersion"], _ = wire.Marshal(revision)
+	b, _ := wire.Marshal(fields)
 	return b
 }
 
