@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -41,7 +42,9 @@ const (
 
 // Error is a failure talking to a server. Message is stable (no addresses of
 // ephemeral sockets, no timestamps) and never contains a header value, so it
-// can go into a condition or an Event; Err keeps the cause for logs.
+// can go into a condition or an Event; it names the server by its URL, for
+// those who run it (Named tells the failure to those who only call it).
+// Err keeps the cause for logs.
 type Error struct {
 	Kind    ErrorKind
 	Message string
@@ -49,10 +52,36 @@ type Error struct {
 	// request with an error object; zero otherwise.
 	RPCCode int
 	Err     error
+	// url is the server as Message names it (redactedURL), "" when Message
+	// was not made here from a target; public is Message less what the
+	// network library said, "" when that is all of Message.
+	url, public string
 }
 
 func (e *Error) Error() string { return e.Message }
 func (e *Error) Unwrap() error { return e.Err }
+
+// Named is e as told to someone who may call the server's tools but not
+// learn where it runs: the server is called name instead of by its URL
+// (for a server in the cluster, the address of a Service), and what the
+// network library said, which names the addresses it dialled, is left
+// out. Kind and RPCCode stay; it wraps e, whose Message says it all.
+func (e *Error) Named(name string) *Error {
+	return &Error{Kind: e.Kind, Message: e.naming(name), RPCCode: e.RPCCode, Err: e}
+}
+
+func (e *Error) naming(name string) string {
+	if e.url == "" {
+		// Not knowing where Message names the server, say only what
+		// kind of failure it was.
+		return fmt.Sprintf("%s failed (%s)", name, e.Kind)
+	}
+	return strings.ReplaceAll(cmp.Or(e.public, e.Message), e.url, name)
+}
+
+// URL is the server's URL as Message names it, with no user info and no
+// query, or "" when Message names none.
+func (e *Error) URL() string { return e.url }
 
 // KindOf returns the kind of err, or "" when it is not from this package.
 func KindOf(err error) ErrorKind {
@@ -94,11 +123,12 @@ func classify(err error, t Target, doing string, ex *exchange) *Error {
 	}
 	for _, explain := range explanations {
 		if f, ok := explain(err, t, ex); ok {
-			return &Error{Kind: f.kind, Message: doing + ": " + f.why, Err: err}
+			return &Error{Kind: f.kind, Message: doing + ": " + f.why, Err: err, url: t.redactedURL()}
 		}
 	}
-	return &Error{Kind: ErrProtocol, Err: err,
-		Message: fmt.Sprintf("%s: %s failed: %s", doing, t.redactedURL(), detail(err.Error(), t))}
+	failed := fmt.Sprintf("%s: %s failed", doing, t.redactedURL())
+	return &Error{Kind: ErrProtocol, Err: err, url: t.redactedURL(), public: failed,
+		Message: failed + ": " + detail(err.Error(), t)}
 }
 
 func brokenStream(err error, t Target, _ *exchange) (failure, bool) {
@@ -273,7 +303,7 @@ func rpcError(details *mcp.JSONRPCErrorDetails, t Target, doing string) *Error {
 		}
 		raw, _ := json.Marshal(details.Data)
 		_ = json.Unmarshal(raw, &data)
-		return &Error{Kind: ErrUnsupportedVersion, RPCCode: details.Code, Err: details.AsError(),
+		return &Error{Kind: ErrUnsupportedVersion, RPCCode: details.Code, Err: details.AsError(), url: t.redactedURL(),
 			Message: fmt.Sprintf("%s: %s does not speak MCP revision %s; it named %s: %s", doing, t.redactedURL(), detail(data.Requested, t),
 				detail(strings.Join(data.Supported, ", "), t), detail(details.Message, t))}
 	}
@@ -282,6 +312,7 @@ func rpcError(details *mcp.JSONRPCErrorDetails, t Target, doing string) *Error {
 		Message: fmt.Sprintf("%s: %s answered with JSON-RPC error %d: %s", doing, t.redactedURL(), details.Code, detail(details.Message, t)),
 		RPCCode: details.Code,
 		Err:     details.AsError(),
+		url:     t.redactedURL(),
 	}
 }
 
@@ -415,11 +446,13 @@ func secretsOf(t Target) []string {
 }
 
 // RPCErrorOf returns the JSON-RPC error code and message of an error the
-// server answered with, secret-free, or ok=false for any other failure.
+// server answered with, or ok=false for any other failure. The message is
+// one the server's caller may read: secret-free, and calling the server
+// "the server", not naming its URL.
 func RPCErrorOf(err error) (code int, message string, ok bool) {
 	var e *Error
 	if errors.As(err, &e) && e.RPCCode != 0 && e.Kind == ErrProtocol {
-		return e.RPCCode, e.Message, true
+		return e.RPCCode, e.naming("the server"), true
 	}
 	return 0, "", false
 }

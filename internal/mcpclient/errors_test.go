@@ -2,9 +2,16 @@ package mcpclient
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -100,5 +107,80 @@ func TestARefusedRevisionsListIsShortAndShowsNoSecret(t *testing.T) {
 	}
 	if len(err.Message) > 1000 || strings.Contains(err.Message, "s3cr3t-marker") {
 		t.Errorf("the message is %d bytes, or shows the token: %.300s…", len(err.Message), err.Message)
+	}
+}
+
+// TestNamedTellsNoAddress: a failure told to a caller of the server's
+// tools names the server as the caller knows it, never where it runs (its
+// host, the addresses the library dialled), and is the same failure: same
+// kind and code, wrapping the message that names the URL, which is kept
+// for the server's operators.
+func TestNamedTellsNoAddress(t *testing.T) {
+	const name = "MCPServer team/tools"
+	target := Target{URL: "http://tools.team.svc:8080/mcp"}
+	for _, tt := range []struct {
+		name string
+		// fail returns the failure and the address its Message shows.
+		fail func(t *testing.T) (*Error, string)
+		kind ErrorKind
+		says string
+	}{
+		{"a refused connection", func(t *testing.T) (*Error, string) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := ln.Addr().String()
+			_ = ln.Close()
+			_, err = Connect(context.Background(), Target{URL: "http://" + addr + "/mcp", Timeout: 5 * time.Second}, nil)
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("got %v, want an *Error", err)
+			}
+			return e, addr
+		}, ErrUnreachable, name + " refused the connection"},
+		{"an HTTP error whose body names the URL", func(t *testing.T) (*Error, string) {
+			var front string
+			front = answeringCalls(t, startGoSDK(t, testmcp.GoSDKOnly2026).URL(), func(w http.ResponseWriter, _ string) {
+				http.Error(w, "no backend behind "+front, http.StatusBadGateway)
+			}, nil)
+			s := connectT(t, Target{URL: front}, nil)
+			_, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{}`), CallOptions{})
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("got %v, want an *Error", err)
+			}
+			u, _ := url.Parse(front)
+			return e, u.Host
+		}, ErrHTTPStatus, name + " answered HTTP 502 Bad Gateway: no backend behind " + name},
+		{"what the library said, naming the address it dialled", func(*testing.T) (*Error, string) {
+			return classify(fmt.Errorf("dial tcp 10.96.7.8:8080: %w", errors.New("no route")), target, "calling tool echo", nil), "10.96.7.8"
+		}, ErrProtocol, "calling tool echo: " + name + " failed"},
+		{"a JSON-RPC error", func(*testing.T) (*Error, string) {
+			return rpcError(&mcp.JSONRPCErrorDetails{Code: mcp.INTERNAL_ERROR, Message: "the backend is down"}, target, "calling tool echo"), "tools.team.svc"
+		}, ErrProtocol, "calling tool echo: " + name + " answered with JSON-RPC error -32603: the backend is down"},
+		{"an error made where the URL is not known", func(*testing.T) (*Error, string) {
+			return &Error{Kind: ErrTimeout, Message: "http://tools.team.svc:8080/mcp: the call ended"}, "tools.team.svc"
+		}, ErrTimeout, name + " failed (Timeout)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e, address := tt.fail(t)
+			if !strings.Contains(e.Message, address) {
+				t.Fatalf("the failure's own message %q does not show %s: the case proves nothing", e.Message, address)
+			}
+			told := e.Named(name)
+			if strings.Contains(told.Message, address) || !strings.Contains(told.Message, tt.says) {
+				t.Errorf("told %q, want it to say %q and not show %s", told.Message, tt.says, address)
+			}
+			if told.Kind != tt.kind || e.Kind != tt.kind || told.RPCCode != e.RPCCode {
+				t.Errorf("told as %s (code %d), failed as %s (code %d), want %s both", told.Kind, told.RPCCode, e.Kind, e.RPCCode, tt.kind)
+			}
+			if !errors.Is(told, e) || !strings.Contains(e.Message, address) {
+				t.Errorf("what was told does not wrap the whole failure, or changed it: %q", e.Message)
+			}
+			if code, message, ok := RPCErrorOf(e); ok && (strings.Contains(message, address) || code != e.RPCCode) {
+				t.Errorf("RPCErrorOf says %d %q, showing %s", code, message, address)
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/menu"
 )
 
@@ -49,6 +50,25 @@ func (c *Catalog) answerError(ctx context.Context, w http.ResponseWriter, key vi
 	default:
 		writeError(w, http.StatusInternalServerError, "internal error")
 	}
+}
+
+// toldCaller is a failed call's error as its caller reads it: a failure
+// talking to the server names the MCPServer, not the server's URL, which
+// for a workload or a Service is an address inside the cluster. The URL
+// goes to the debug log with the kind; the rest of the message does not,
+// since the server's words in it may quote the call's arguments.
+func (c *Catalog) toldCaller(ctx context.Context, entry *menu.Entry, err error) error {
+	var upErr *upstreamError
+	var failed *mcpclient.Error
+	if !errors.As(err, &upErr) || !errors.As(upErr.err, &failed) {
+		return err
+	}
+	server := entry.Namespace + "/" + entry.Server
+	c.log.V(1).Info("A call to an MCPServer failed", "server", server, "reason", failed.Kind, "url", failed.URL(),
+		"requestId", noteOf(ctx).requestID)
+	told := *upErr
+	told.err = failed.Named("MCPServer " + server)
+	return &told
 }
 
 func retryAfter(w http.ResponseWriter, seconds int) {

@@ -113,7 +113,7 @@ func (c *Catalog) invoke(ctx context.Context, entry *menu.Entry, arguments json.
 	}
 	envelope, err := c.callUpstream(ctx, entry, arguments, opts)
 	if err != nil {
-		return Envelope{}, err
+		return Envelope{}, c.toldCaller(ctx, entry, err)
 	}
 	c.truncate(&envelope)
 	return envelope, nil

@@ -141,7 +141,9 @@ const retryAfterBusy = 1
 func (c *Catalog) notReady(entry *menu.Entry) error {
 	why := "its state is not known yet"
 	if up := c.upstreams.get(entry.Namespace + "/" + entry.Server); up != nil && up.ready != nil {
-		why = up.ready.Reason + ": " + up.ready.Message
+		// The reason only: the message, written for those who run the
+		// server, may name where it runs.
+		why = up.ready.Reason
 	}
 	return &upstreamError{code: http.StatusBadGateway, kind: "NotReady",
 		err: fmt.Errorf("MCPServer %s/%s is not Ready (%s); %s returns to the menu when it recovers", entry.Namespace, entry.Server, why, entry.Name)}
