@@ -28,28 +28,52 @@ func writeJSON(w http.ResponseWriter, code int, body any) {
 	_ = json.NewEncoder(w).Encode(body)
 }
 
-// answerError answers a failed request with its status code and records it.
-func (c *Catalog) answerError(ctx context.Context, w http.ResponseWriter, key viewKey, tool string, entry *menu.Entry, err error) {
+// answerError answers a REST request that failed before it became a
+// call (it could not be read) and records it.
+func (c *Catalog) answerError(ctx context.Context, w http.ResponseWriter, key viewKey, err error) {
+	noteOf(ctx).status = statusOf(err)
+	c.recordFailure(ctx, key, "", nil, err)
+	writeFailure(w, err)
+}
+
+// writeFailure answers a failed REST call with its status code and a
+// message that says what failed.
+func writeFailure(w http.ResponseWriter, err error) {
+	var authErr *authError
+	if errors.As(err, &authErr) {
+		writeAuthError(w, authErr)
+		return
+	}
+	f := failureOf(err)
+	retryAfter(w, f.retryAfter)
+	writeError(w, f.status, f.message, f.details...)
+}
+
+// failure is what a REST caller is told of a failed call.
+type failure struct {
+	status     int
+	message    string
+	details    []string
+	retryAfter int
+}
+
+func failureOf(err error) failure {
 	var reqErr *requestError
 	var upErr *upstreamError
 	var authErr *authError
-	noteOf(ctx).status = statusOf(err)
-	c.recordFailure(ctx, key, tool, entry, err)
+	var unknown *unknownToolError
+	var protoErr *protocolError
 	switch {
 	case errors.As(err, &authErr):
-		writeAuthError(w, authErr)
+		return failure{status: authErr.code, message: authErr.message}
 	case errors.As(err, &reqErr):
-		retryAfter(w, reqErr.retryAfter)
-		writeError(w, reqErr.code, reqErr.message, reqErr.details...)
+		return failure{status: reqErr.code, message: reqErr.message, details: reqErr.details, retryAfter: reqErr.retryAfter}
 	case errors.As(err, &upErr):
-		if entry != nil {
-			upstreamErrors.WithLabelValues(entry.Namespace+"/"+entry.Server, upErr.kind).Inc()
-		}
-		retryAfter(w, upErr.retryAfter)
-		writeError(w, upErr.code, upErr.Error())
-	default:
-		writeError(w, http.StatusInternalServerError, "internal error")
+		return failure{status: upErr.code, message: upErr.Error(), retryAfter: upErr.retryAfter}
+	case errors.As(err, &unknown), errors.As(err, &protoErr):
+		return failure{status: statusOf(err), message: err.Error()}
 	}
+	return failure{status: http.StatusInternalServerError, message: "internal error"}
 }
 
 // toldCaller is a failed call's error as its caller reads it: a failure
@@ -90,6 +114,14 @@ func statusOf(err error) int {
 	case errors.As(err, &upErr):
 		return upErr.code
 	}
+	var unknown *unknownToolError
+	var protoErr *protocolError
+	switch {
+	case errors.As(err, &unknown):
+		return http.StatusNotFound
+	case errors.As(err, &protoErr):
+		return http.StatusBadRequest
+	}
 	return http.StatusInternalServerError
 }
 
@@ -99,7 +131,13 @@ func outcomeOf(err error) string {
 	var reqErr *requestError
 	var upErr *upstreamError
 	var authErr *authError
+	var unknown *unknownToolError
+	var protoErr *protocolError
 	switch {
+	case errors.As(err, &unknown):
+		return "unknown_tool"
+	case errors.As(err, &protoErr):
+		return "invalid_request"
 	case errors.As(err, &authErr):
 		return "forbidden"
 	case errors.As(err, &reqErr):

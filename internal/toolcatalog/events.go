@@ -2,10 +2,7 @@ package toolcatalog
 
 import (
 	"encoding/json"
-	"errors"
-	"mime"
 	"net/http"
-	"strings"
 	"sync"
 
 	"github.com/toolmesh/mcp-operator/internal/wire"
@@ -20,15 +17,6 @@ type eventStream struct {
 	w    http.ResponseWriter
 	mu   sync.Mutex
 	done bool
-}
-
-func acceptsEventStream(accept string) bool {
-	for _, part := range strings.Split(accept, ",") {
-		if media, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && media == "text/event-stream" {
-			return true
-		}
-	}
-	return false
 }
 
 func startEventStream(w http.ResponseWriter) *eventStream {
@@ -67,20 +55,9 @@ func (s *eventStream) close() {
 
 // failure sends the error the plain answer would have carried.
 func (s *eventStream) failure(err error) {
-	status, message := http.StatusInternalServerError, "internal error"
-	var reqErr *requestError
-	var upErr *upstreamError
-	var authErr *authError
-	switch {
-	case errors.As(err, &reqErr):
-		status, message = reqErr.code, reqErr.message
-	case errors.As(err, &upErr):
-		status, message = upErr.code, upErr.Error()
-	case errors.As(err, &authErr):
-		status, message = authErr.code, authErr.message
-	}
+	f := failureOf(err)
 	s.send("error", struct {
 		Error  string `json:"error"`
 		Status int    `json:"status"`
-	}{message, status})
+	}{f.message, f.status})
 }

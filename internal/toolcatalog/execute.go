@@ -1,73 +1,42 @@
 package toolcatalog
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 
-	"github.com/toolmesh/mcp-operator/internal/mcpclient"
-	"github.com/toolmesh/mcp-operator/internal/menu"
+	"github.com/toolmesh/mcp-operator/internal/wire"
 )
 
-// execute runs one tool call: decode, find the tool in the addressed menu,
-// validate the arguments, call the server, answer with the envelope.
+// execute is the REST entry to a tool call (pipeline.go): it decodes the
+// request and answers with the envelope, or with the events of the call
+// when the caller asks for them (Accept: text/event-stream).
 func (c *Catalog) execute(w http.ResponseWriter, req *http.Request, key viewKey) {
 	ctx, end := c.beginCall(w, req, "rest", "execute", nil)
 	defer end()
 	body, err := readBody(w, req, c.opts.MaxRequestBytes)
 	if err != nil {
-		c.answerError(ctx, w, key, "", nil, err)
+		c.answerError(ctx, w, key, err)
 		return
 	}
 	cl, err := decodeCall(body)
 	if err != nil {
-		c.answerError(ctx, w, key, "", nil, err)
+		c.answerError(ctx, w, key, err)
 		return
 	}
-	vw, err := c.menus.view(ctx, key)
-	if err != nil {
-		c.answerError(ctx, w, key, cl.name, nil, &requestError{code: http.StatusServiceUnavailable, message: "the catalog cannot read its cache yet; retry"})
-		return
-	}
-	if vw.missing != "" {
-		c.answerError(ctx, w, key, cl.name, nil, &requestError{code: http.StatusNotFound, message: vw.missing})
-		return
-	}
-	entry, ok := vw.byName[cl.name]
-	if !ok {
-		down, withheld := vw.withheld[cl.name]
-		if !withheld {
-			c.answerError(ctx, w, key, cl.name, nil, &requestError{code: http.StatusNotFound, message: fmt.Sprintf("Tool %s is invalid", cl.name)})
-			return
-		}
-		// Only a caller who may call the tool learns about its server.
-		err := c.authorizeCall(ctx, key, down)
-		if err == nil {
-			err = c.notReady(down)
-		}
-		c.answerError(ctx, w, key, cl.name, down, err)
-		return
-	}
-	if err := c.authorizeCall(ctx, key, entry); err != nil {
-		c.answerError(ctx, w, key, cl.name, entry, err)
-		return
-	}
-	var opts mcpclient.CallOptions
+	call := &callRequest{name: cl.name, arguments: cl.arguments}
 	var events *eventStream
-	if acceptsEventStream(req.Header.Get("Accept")) {
+	if wire.AsksForEventStream(req.Header.Get("Accept")) {
 		events = startEventStream(w)
 		defer events.close()
-		opts.OnProgress = func(params json.RawMessage) { events.send("progress", params) }
+		call.opts.OnProgress = func(params json.RawMessage) { events.send("progress", params) }
 	}
-	envelope, err := c.invoke(ctx, entry, cl.arguments, opts)
-	if err != nil {
-		if events != nil {
-			c.recordFailure(ctx, key, cl.name, entry, err)
-			events.failure(err)
-			return
-		}
-		c.answerError(ctx, w, key, cl.name, entry, err)
+	_, envelope, err := c.runCall(ctx, key, call)
+	switch {
+	case err != nil && events != nil:
+		events.failure(err)
+		return
+	case err != nil:
+		writeFailure(w, err)
 		return
 	}
 	if cl.openAI {
@@ -77,44 +46,9 @@ func (c *Catalog) execute(w http.ResponseWriter, req *http.Request, key viewKey)
 		}
 		envelope.Message = &ToolMessage{Role: "tool", ToolCallID: cl.toolCallID, Content: content}
 	}
-	outcome := "success"
-	if envelope.IsError {
-		outcome = "tool_error"
-	}
-	note := noteOf(ctx)
-	note.status, note.resultBytes = http.StatusOK, resultSize(envelope)
-	c.record(ctx, key, cl.name, entry, outcome)
 	if events != nil {
 		events.send("result", envelope)
 		return
 	}
 	writeJSON(w, http.StatusOK, envelope)
-}
-
-// authorizeCall requires execute on the collection a call goes through, or
-// on the tool's MCPServer for calls through the global menu.
-func (c *Catalog) authorizeCall(ctx context.Context, key viewKey, entry *menu.Entry) error {
-	if key.kind == collectionView {
-		return c.authz.require(ctx, verbExecute, toolCollectionsResource, key.namespace, key.name)
-	}
-	return c.authz.require(ctx, verbExecute, mcpServersResource, entry.Namespace, entry.Server)
-}
-
-// invoke is the one execution path, for REST and MCP alike: the
-// caller's rate, the arguments against the schema, the call, long output
-// cut; opts carry what a caller asked for besides (progress, log
-// messages, trace context).
-func (c *Catalog) invoke(ctx context.Context, entry *menu.Entry, arguments json.RawMessage, opts mcpclient.CallOptions) (Envelope, error) {
-	if err := c.callers.allow(ctx); err != nil {
-		return Envelope{}, err
-	}
-	if err := c.validate(entry.Tool, arguments); err != nil {
-		return Envelope{}, err
-	}
-	envelope, err := c.callUpstream(ctx, entry, arguments, opts)
-	if err != nil {
-		return Envelope{}, c.toldCaller(ctx, entry, err)
-	}
-	c.truncate(&envelope)
-	return envelope, nil
 }

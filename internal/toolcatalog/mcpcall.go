@@ -162,7 +162,10 @@ var notRelayed = []string{"baggage"}
 
 var errCancelledByCaller = errors.New("the caller cancelled the call")
 
-// serveCall answers one tools/call over MCP.
+// serveCall is the MCP entry to a tool call (pipeline.go): it checks the
+// request's wire, answers find_tools and unwraps call_tool when the menu
+// is searched, and answers the call's result on its own answer stream,
+// with the progress and log messages the caller asked for before it.
 func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key viewKey, msg *rpcMessage) {
 	c := m.catalog
 	ctx, end := c.beginCall(w, r, "mcp", "tools/call", msg.Params.Meta)
@@ -185,30 +188,6 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 			return
 		}
 	}
-	entry, ok := vw.byName[msg.Params.Name]
-	if !ok {
-		if down, withheld := vw.withheld[msg.Params.Name]; withheld {
-			err := c.authorizeCall(ctx, key, down)
-			if err == nil {
-				err = c.notReady(down)
-			}
-			m.answerFailure(ctx, w, key, msg, down, err, modern)
-			return
-		}
-		c.record(ctx, key, msg.Params.Name, nil, "unknown_tool")
-		writeRPCError(w, http.StatusOK, msg.ID, mcp.INVALID_PARAMS, fmt.Sprintf("tool %s not found", msg.Params.Name))
-		return
-	}
-	if modern {
-		if problem := paramHeaderProblem(r, msg, entry.Tool.InputSchema.Raw); problem != "" {
-			writeRPCError(w, http.StatusBadRequest, msg.ID, mcp.HEADER_MISMATCH, problem)
-			return
-		}
-	}
-	if err := c.authorizeCall(ctx, key, entry); err != nil {
-		m.answerFailure(ctx, w, key, msg, entry, err, modern)
-		return
-	}
 	session := sessionOf(r, key)
 	if session != "" {
 		// A legacy session's caller cancels with a notification, which
@@ -222,9 +201,18 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 
 	stream := newCallStream(w, msg.ID, modern)
 	defer stream.close()
-	opts := mcpclient.CallOptions{InputSchema: entry.Tool.InputSchema.Raw, Meta: wire.RelayedMeta(msg.Params.Meta, notRelayed...)}
+	call := &callRequest{name: msg.Params.Name, arguments: msg.Params.Arguments, view: vw,
+		opts: mcpclient.CallOptions{Meta: wire.RelayedMeta(msg.Params.Meta, notRelayed...)}}
+	if modern {
+		call.check = func(entry *menu.Entry) error {
+			if problem := paramHeaderProblem(r, msg, entry.Tool.InputSchema.Raw); problem != "" {
+				return &protocolError{code: mcp.HEADER_MISMATCH, message: problem}
+			}
+			return nil
+		}
+	}
 	if token := msg.Params.Meta["progressToken"]; len(token) > 0 {
-		opts.OnProgress = func(params json.RawMessage) {
+		call.opts.OnProgress = func(params json.RawMessage) {
 			if params, err := wire.WithProgressToken(params, token); err == nil {
 				stream.notify("notifications/progress", params)
 			}
@@ -235,48 +223,44 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 		level = m.sessions.level(session)
 	}
 	if level != "" {
-		opts.LogLevel = level
-		opts.OnLog = func(params json.RawMessage) { stream.notify("notifications/message", params) }
+		call.opts.LogLevel = level
+		call.opts.OnLog = func(params json.RawMessage) { stream.notify("notifications/message", params) }
 	}
-	arguments := msg.Params.Arguments
-	if len(bytes.TrimSpace(arguments)) == 0 || string(arguments) == "null" {
-		arguments = json.RawMessage(`{}`)
+	_, envelope, err := c.runCall(ctx, key, call)
+	var unknown *unknownToolError
+	var protoErr *protocolError
+	switch {
+	case err == nil:
+		stream.result(callAnswerOf(envelope, modern))
+	case errors.Is(context.Cause(ctx), errCancelledByCaller):
+		// A cancelled request gets no answer.
+	case errors.As(err, &unknown):
+		writeRPCError(w, http.StatusOK, msg.ID, mcp.INVALID_PARAMS, fmt.Sprintf("tool %s not found", unknown.name))
+	case errors.As(err, &protoErr):
+		writeRPCError(w, http.StatusBadRequest, msg.ID, protoErr.code, protoErr.message)
+	default:
+		answerFailure(stream, err, modern)
 	}
-	envelope, err := c.invoke(ctx, entry, arguments, opts)
-	if err != nil {
-		if errors.Is(context.Cause(ctx), errCancelledByCaller) {
-			c.record(ctx, key, msg.Params.Name, entry, "cancelled")
-			return // a cancelled request gets no answer
-		}
-		m.answerFailure(ctx, stream, key, msg, entry, err, modern)
-		return
-	}
-	outcome := "success"
-	if envelope.IsError {
-		outcome = "tool_error"
-	}
-	noteOf(ctx).resultBytes = resultSize(envelope)
-	c.record(ctx, key, msg.Params.Name, entry, outcome)
-	stream.result(callAnswerOf(envelope, modern))
 }
 
-// answerFailure answers a failed call as mcpFailure decides: a tool
-// result the model reads, or a JSON-RPC error for the client.
-func (m *mcpHandlers) answerFailure(ctx context.Context, w http.ResponseWriter, key viewKey, msg *rpcMessage, entry *menu.Entry, err error, modern bool) {
-	result, rpcErr := m.catalog.mcpFailure(ctx, key, msg.Params.Name, entry, err)
-	if rpcErr != nil {
-		if cs, ok := w.(*callStream); ok {
-			cs.error(mcp.INTERNAL_ERROR, rpcErr.Error())
-			return
-		}
-		writeRPCError(w, http.StatusOK, msg.ID, mcp.INTERNAL_ERROR, rpcErr.Error())
+// answerFailure answers a failed tools/call, recorded already. What the
+// model can act on (bad arguments: SEP-1303 in MCP 2025-11-25; a server
+// down) is a tool result with isError; being told to slow down (the
+// caller's rate, a busy server) or refused is a JSON-RPC error the
+// client's code handles, as 429 and 403 are over REST.
+func answerFailure(stream *callStream, err error, modern bool) {
+	var reqErr *requestError
+	var upErr *upstreamError
+	switch outcome := outcomeOf(err); {
+	case outcome == "rate_limited" || outcome == "busy":
+	case errors.As(err, &reqErr):
+		stream.result(resultOf(mcp.NewToolResultError(reqErr.message), modern))
+		return
+	case errors.As(err, &upErr):
+		stream.result(resultOf(mcp.NewToolResultError(upErr.Error()), modern))
 		return
 	}
-	if cs, ok := w.(*callStream); ok {
-		cs.result(resultOf(result, modern))
-		return
-	}
-	newCallStream(w, msg.ID, modern).result(resultOf(result, modern))
+	stream.error(mcp.INTERNAL_ERROR, err.Error())
 }
 
 // modernHeaderProblem checks what the 2026-07-28 revision requires of a

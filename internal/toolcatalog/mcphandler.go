@@ -425,30 +425,6 @@ func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey)
 	return false, &msg
 }
 
-// mcpFailure answers a failed tools/call. What the model can act on (bad
-// arguments: SEP-1303 in MCP 2025-11-25; a server down) is a tool result
-// with isError; being told to slow down (the caller's rate, a busy server)
-// is a JSON-RPC error the client's code handles, as 429 is over REST.
-func (c *Catalog) mcpFailure(ctx context.Context, key viewKey, name string, entry *menu.Entry, err error) (*mcp.CallToolResult, error) {
-	outcome := outcomeOf(err)
-	c.recordFailure(ctx, key, name, entry, err)
-	var reqErr *requestError
-	var upErr *upstreamError
-	switch {
-	case outcome == "rate_limited" || outcome == "busy":
-		if errors.As(err, &upErr) {
-			upstreamErrors.WithLabelValues(entry.Namespace+"/"+entry.Server, upErr.kind).Inc()
-		}
-		return nil, err
-	case errors.As(err, &reqErr):
-		return mcp.NewToolResultError(reqErr.message), nil
-	case errors.As(err, &upErr):
-		upstreamErrors.WithLabelValues(entry.Namespace+"/"+entry.Server, upErr.kind).Inc()
-		return mcp.NewToolResultError(upErr.Error()), nil
-	}
-	return nil, err
-}
-
 // issuedSessionForm says id has the form of the session ids the catalog's
 // MCP server issues (mcp-go's default manager: a prefix and a UUID, not
 // tracked, so that any replica serves any session).

@@ -162,7 +162,8 @@ func (m *mcpHandlers) serveSearchCall(ctx context.Context, w http.ResponseWriter
 	case findToolsName:
 		result, err := c.findTools(vw, msg.Params.Arguments)
 		if err != nil {
-			m.answerFailure(ctx, w, key, msg, nil, err, modern)
+			c.recordCall(ctx, key, msg.Params.Name, nil, Envelope{}, err)
+			answerFailure(newCallStream(w, msg.ID, modern), err, modern)
 			return nil, true
 		}
 		c.record(ctx, key, findToolsName, nil, "success")
@@ -171,7 +172,8 @@ func (m *mcpHandlers) serveSearchCall(ctx context.Context, w http.ResponseWriter
 	case callToolName:
 		name, arguments, err := c.callToolTarget(msg.Params.Arguments)
 		if err != nil {
-			m.answerFailure(ctx, w, key, msg, nil, err, modern)
+			c.recordCall(ctx, key, msg.Params.Name, nil, Envelope{}, err)
+			answerFailure(newCallStream(w, msg.ID, modern), err, modern)
 			return nil, true
 		}
 		direct := *msg

@@ -1,0 +1,171 @@
+package toolcatalog
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/toolmesh/mcp-operator/internal/mcpclient"
+	"github.com/toolmesh/mcp-operator/internal/menu"
+)
+
+// One tool call, whichever way it came: REST execute (execute.go), /mcp
+// tools/call (mcpcall.go) or call_tool (mcpsearch.go). Each entry point
+// decodes its request into a callRequest, hands it to runCall and encodes
+// what comes back; every step between is here, once, in this order:
+//
+//  1. resolve: the addressed menu, and the tool in it. A tool withheld
+//     because its server is not Ready is authorized, then refused with
+//     why, so that only a caller who may call it learns about its server.
+//  2. check: what the entry point's protocol requires of a call of this
+//     tool (2026-07-28's Mcp-Param-* headers).
+//  3. authorize: execute on the collection, or through the global menu
+//     on the tool's MCPServer. The caller was authenticated before, with
+//     the request (auth.go); a per-tool policy decides right after this.
+//  4. limit: the caller's rate.
+//  5. validate: the arguments against the tool's input schema.
+//  6. invoke: the call on the server's session, long output cut, a
+//     failure told as the caller may read it.
+//  7. record: metrics, debug log, audit line and span attributes, once,
+//     whatever the outcome (observe.go).
+
+// callRequest is one tool call as an entry point decoded it.
+type callRequest struct {
+	name      string
+	arguments json.RawMessage
+	// opts carry what the caller asked for besides (progress, log
+	// messages, relayed _meta); runCall adds the tool's input schema.
+	opts mcpclient.CallOptions
+	// view is the addressed menu when the entry point has read it
+	// already; nil to read it here.
+	view *view
+	// check, if set, is step 2.
+	check func(*menu.Entry) error
+}
+
+// runCall runs a call through the steps above. It returns the tool the
+// call resolved to (nil when none), the envelope of a call that reached
+// the server, and the failure of any step.
+func (c *Catalog) runCall(ctx context.Context, key viewKey, req *callRequest) (*menu.Entry, Envelope, error) {
+	entry, envelope, err := c.callSteps(ctx, key, req)
+	c.recordCall(ctx, key, req.name, entry, envelope, err)
+	return entry, envelope, err
+}
+
+func (c *Catalog) callSteps(ctx context.Context, key viewKey, req *callRequest) (*menu.Entry, Envelope, error) {
+	entry, withheld, err := c.resolveCall(ctx, key, req)
+	switch {
+	case err != nil:
+		return entry, Envelope{}, err
+	case withheld:
+		if err := c.authorizeCall(ctx, key, entry); err != nil {
+			return entry, Envelope{}, err
+		}
+		return entry, Envelope{}, c.notReady(entry)
+	}
+	if req.check != nil {
+		if err := req.check(entry); err != nil {
+			return entry, Envelope{}, err
+		}
+	}
+	if err := c.authorizeCall(ctx, key, entry); err != nil {
+		return entry, Envelope{}, err
+	}
+	if err := c.callers.allow(ctx); err != nil {
+		return entry, Envelope{}, err
+	}
+	arguments := req.arguments
+	if len(bytes.TrimSpace(arguments)) == 0 || string(arguments) == "null" {
+		arguments = json.RawMessage(`{}`)
+	}
+	if err := c.validate(entry.Tool, arguments); err != nil {
+		return entry, Envelope{}, err
+	}
+	opts := req.opts
+	opts.InputSchema = entry.Tool.InputSchema.Raw
+	envelope, err := c.callUpstream(ctx, entry, arguments, opts)
+	if err != nil {
+		return entry, Envelope{}, c.toldCaller(ctx, entry, err)
+	}
+	c.truncate(&envelope)
+	return entry, envelope, nil
+}
+
+// resolveCall finds the called tool in the addressed menu; withheld says
+// it is there only as a tool whose server is not Ready.
+func (c *Catalog) resolveCall(ctx context.Context, key viewKey, req *callRequest) (entry *menu.Entry, withheld bool, err error) {
+	vw := req.view
+	if vw == nil {
+		if vw, err = c.menus.view(ctx, key); err != nil {
+			return nil, false, &requestError{code: http.StatusServiceUnavailable, message: "the catalog cannot read its cache yet; retry"}
+		}
+	}
+	if vw.missing != "" {
+		return nil, false, &requestError{code: http.StatusNotFound, message: vw.missing}
+	}
+	if entry, ok := vw.byName[req.name]; ok {
+		return entry, false, nil
+	}
+	if down, ok := vw.withheld[req.name]; ok {
+		return down, true, nil
+	}
+	return nil, false, &unknownToolError{name: req.name}
+}
+
+// unknownToolError: the addressed menu has no tool of that name.
+type unknownToolError struct{ name string }
+
+func (e *unknownToolError) Error() string { return fmt.Sprintf("Tool %s is invalid", e.name) }
+
+// protocolError: the request breaks a rule of its protocol's wire (a
+// 2026-07-28 header that disagrees with the body), answered with a
+// JSON-RPC error code and HTTP 400.
+type protocolError struct {
+	code    int
+	message string
+}
+
+func (e *protocolError) Error() string { return e.message }
+
+// authorizeCall requires execute on the collection a call goes through, or
+// on the tool's MCPServer for calls through the global menu.
+func (c *Catalog) authorizeCall(ctx context.Context, key viewKey, entry *menu.Entry) error {
+	if key.kind == collectionView {
+		return c.authz.require(ctx, verbExecute, toolCollectionsResource, key.namespace, key.name)
+	}
+	return c.authz.require(ctx, verbExecute, mcpServersResource, entry.Namespace, entry.Server)
+}
+
+// recordCall is step 7: the call's outcome, counted, logged, audited and
+// named on its span, and, for a REST call, the HTTP status it is answered
+// with.
+func (c *Catalog) recordCall(ctx context.Context, key viewKey, name string, entry *menu.Entry, envelope Envelope, err error) {
+	note := noteOf(ctx)
+	if err == nil {
+		outcome := "success"
+		if envelope.IsError {
+			outcome = "tool_error"
+		}
+		note.resultBytes = resultSize(envelope)
+		if note.via == "rest" {
+			note.status = http.StatusOK
+		}
+		c.record(ctx, key, name, entry, outcome)
+		return
+	}
+	if errors.Is(context.Cause(ctx), errCancelledByCaller) {
+		c.record(ctx, key, name, entry, "cancelled")
+		return
+	}
+	if note.via == "rest" {
+		note.status = statusOf(err)
+	}
+	var upErr *upstreamError
+	if errors.As(err, &upErr) && entry != nil {
+		upstreamErrors.WithLabelValues(entry.Namespace+"/"+entry.Server, upErr.kind).Inc()
+	}
+	c.recordFailure(ctx, key, name, entry, err)
+}
