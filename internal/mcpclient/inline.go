@@ -10,13 +10,15 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // inlineTransport makes a session's POSTs to a plain-HTTP server on the
 // caller's goroutine: it writes the request and reads the answer itself,
-// over connections it keeps, writing the request as net/http's
-// Request.Write does (writeRequest) and reading the answer with its
-// response reader (ReadResponse): every request of a
+// over connections it keeps, writing the request with net/http's
+// Request.Write and reading the answer with its response reader
+// (ReadResponse): every request of a
 // 2026-07-28 session, and every message an older session posts
 // (initialize, calls, notifications, answers to the server).
 //
@@ -130,8 +132,7 @@ func (t *inlineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.send(req.Context(), req, canonicalAddr(req.URL))
 }
 
-// send makes req, a POST, to addr, under ctx (directPost's requests carry
-// no context of their own).
+// send makes req, a POST, to addr, under ctx.
 func (t *inlineTransport) send(ctx context.Context, req *http.Request, addr string) (*http.Response, error) {
 	// A request already cancelled is not sent, as net/http's Transport
 	// does not send it: on a kept connection the write would otherwise
@@ -187,7 +188,7 @@ func (t *inlineTransport) exchange(ctx context.Context, pc *inlineConn, req *htt
 		return nil, err
 	}
 	before := pc.written.n
-	err := writeRequest(pc.bw, req)
+	err := req.Write(pc.bw)
 	if err == nil {
 		err = pc.bw.Flush()
 	}
@@ -421,4 +422,11 @@ func canonicalAddr(u *url.URL) string {
 		port = "80"
 	}
 	return net.JoinHostPort(u.Hostname(), port)
+}
+
+// listenStream says a request with header opens the subscriptions/listen
+// stream, which lives as long as the session: net/http's to hold, not the
+// inline transport's.
+func listenStream(header http.Header) bool {
+	return header.Get(mcp.HeaderMethod) == string(mcp.MethodSubscriptionsListen)
 }

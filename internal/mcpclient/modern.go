@@ -53,7 +53,6 @@ func connectModern(ctx context.Context, t Target, onToolsChanged func()) (*Sessi
 	// No mcp-go transport: requests go out through post.go.
 	s := newSession(t, TransportStreamableHTTP, nil, nil)
 	s.modern, s.watch, s.http = true, watch, httpClient
-	s.direct = newDirectPost(httpClient, t.URL)
 	startCtx, cancel := context.WithTimeout(ctx, t.timeout())
 	defer cancel()
 	if err := s.start(startCtx); err != nil {

@@ -93,12 +93,9 @@ func (s *Session) post(ctx context.Context, req transport.JSONRPCRequest) (*tran
 	return nil, fmt.Errorf("unexpected content type: %q", resp.Header.Get("Content-Type"))
 }
 
-// send makes the HTTP request of a 2026-07-28 request: directly when the
-// session can (directPost), through its http.Client otherwise.
+// send makes the HTTP request of a 2026-07-28 request on the session's
+// http.Client.
 func (s *Session) send(ctx context.Context, body []byte, header http.Header) (*http.Response, error) {
-	if s.direct != nil && !listenStream(header) {
-		return s.direct.post(ctx, body, header)
-	}
 	httpReq, err := newPost(ctx, s.target.URL, body, header)
 	if err != nil {
 		return nil, err
@@ -106,8 +103,7 @@ func (s *Session) send(ctx context.Context, body []byte, header http.Header) (*h
 	return s.http.Do(httpReq)
 }
 
-// newPost is the HTTP request of a 2026-07-28 request: its body in a
-// bytes.Reader, which writeRequest writes itself (plainRequest).
+// newPost is the HTTP request of a 2026-07-28 request.
 func newPost(ctx context.Context, url string, body []byte, header http.Header) (*http.Request, error) {
 	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {

@@ -69,9 +69,6 @@ type Session struct {
 	// session and owns its streams.
 	http      *http.Client
 	streamCtx context.Context
-	// direct, when set, makes the 2026-07-28 revision's POSTs past http
-	// (post.go's send).
-	direct *directPost
 	// modern is true in the 2026-07-28 revision.
 	modern bool
 	// logging is true when the server offers log messages; logLevel is

@@ -273,7 +273,7 @@ func injectTrace(ctx context.Context, header http.Header) {
 }
 
 // answered fills the exchange ctx carries with resp, req's answer, and
-// caps resp's body; directPost's answers come through it too.
+// caps resp's body.
 func (t *recordingTransport) answered(ctx context.Context, req *http.Request, resp *http.Response) *http.Response {
 	ex := exchangeOf(ctx)
 	if resp.StatusCode >= 300 && req.Method != http.MethodDelete && ex != nil {
