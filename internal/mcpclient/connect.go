@@ -45,39 +45,39 @@ func Connect(ctx context.Context, t Target, onToolsChanged func()) (s *Session, 
 
 func connectAny(ctx context.Context, t Target, onToolsChanged func()) (*Session, error) {
 	if t.Transport == TransportSSE {
-		return connectLegacy(ctx, t, TransportSSE, onToolsChanged)
+		return connectInitialize(ctx, t, TransportSSE, onToolsChanged)
 	}
-	if !legacyRevision(t.Revision) {
-		s, err := connectModern(ctx, t, onToolsChanged)
-		if !errors.Is(err, errNotModern) {
+	if !initializeRevision(t.Revision) {
+		s, err := connectStateless(ctx, t, onToolsChanged)
+		if !errors.Is(err, errNotStateless) {
 			return s, err
 		}
 	}
-	s, err := connectLegacy(ctx, t, TransportStreamableHTTP, onToolsChanged)
+	s, err := connectInitialize(ctx, t, TransportStreamableHTTP, onToolsChanged)
 	switch {
 	case err == nil:
 		return s, nil
 	case t.Transport != TransportStreamableHTTP && errors.Is(err, transport.ErrLegacySSEServer):
 		// The MCP specification's backwards-compatibility rule: a 4xx to
 		// the initialize POST means a legacy HTTP+SSE server.
-		return connectLegacy(ctx, t, TransportSSE, onToolsChanged)
-	case legacyRevision(t.Revision) && answered(err):
+		return connectInitialize(ctx, t, TransportSSE, onToolsChanged)
+	case initializeRevision(t.Revision) && serverAnswered(err):
 		// The server spoke an older revision last time; it may have moved on.
-		if modern, merr := connectModern(ctx, t, onToolsChanged); merr == nil {
-			return modern, nil
+		if stateless, merr := connectStateless(ctx, t, onToolsChanged); merr == nil {
+			return stateless, nil
 		}
 	}
 	return nil, err
 }
 
-// legacyRevision reports a revision before 2026-07-28; "" is none known.
-func legacyRevision(revision string) bool {
+// initializeRevision reports a revision before 2026-07-28; "" is none known.
+func initializeRevision(revision string) bool {
 	return revision != "" && !mcp.IsModernProtocol(revision)
 }
 
-// connectLegacy opens a session over one transport with the initialize
+// connectInitialize opens a session over one transport with the initialize
 // handshake: the transport, the event stream, then initialize.
-func connectLegacy(ctx context.Context, t Target, kind Transport, onToolsChanged func()) (*Session, error) {
+func connectInitialize(ctx context.Context, t Target, kind Transport, onToolsChanged func()) (*Session, error) {
 	watch := newStreamWatch()
 	// Only Streamable HTTP's listening GET follows initialize and carries
 	// the revision it negotiated; HTTP+SSE's GET opens the session before

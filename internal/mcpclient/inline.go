@@ -150,7 +150,7 @@ func (t *inlineTransport) send(ctx context.Context, req *http.Request, addr stri
 		}
 		return nil, err
 	}
-	resp, err := t.exchange(ctx, pc, req)
+	resp, err := t.sendOn(ctx, pc, req)
 	var notSent errNothingWritten
 	if err != nil && reused && errors.As(err, &notSent) && req.GetBody != nil && ctx.Err() == nil {
 		// The kept connection failed before a byte of the request went
@@ -165,7 +165,7 @@ func (t *inlineTransport) send(ctx context.Context, req *http.Request, addr stri
 			_ = retry.Body.Close()
 			return nil, err
 		}
-		resp, err = t.exchange(ctx, pc, &retry)
+		resp, err = t.sendOn(ctx, pc, &retry)
 	}
 	if err != nil {
 		return nil, err
@@ -173,10 +173,10 @@ func (t *inlineTransport) send(ctx context.Context, req *http.Request, addr stri
 	return resp, nil
 }
 
-// exchange writes req on pc and reads the answer's head; the body is
+// sendOn writes req on pc and reads the answer's head; the body is
 // read by the caller, and pc goes back to be kept when the body is read
 // to its end and closed.
-func (t *inlineTransport) exchange(ctx context.Context, pc *inlineConn, req *http.Request) (*http.Response, error) {
+func (t *inlineTransport) sendOn(ctx context.Context, pc *inlineConn, req *http.Request) (*http.Response, error) {
 	stop := context.AfterFunc(ctx, pc.abort)
 	fail := func(err error) (*http.Response, error) {
 		stop()
@@ -356,7 +356,7 @@ func (t *inlineTransport) CloseIdleConnections() {
 }
 
 // inlineBody is an answer's body on a kept connection. Reads and Close
-// may come from different goroutines (post's finish closes from a timer).
+// may come from different goroutines (drainAndClose closes from a timer).
 type inlineBody struct {
 	body io.ReadCloser
 	t    *inlineTransport

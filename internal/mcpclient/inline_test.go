@@ -55,7 +55,7 @@ func echoSession(t *testing.T, revision string, timeout time.Duration) (*Session
 	s := connectT(t, Target{URL: url, Timeout: timeout, Revision: revision}, nil)
 	want := revision
 	if want == "" {
-		want = RevisionModern
+		want = RevisionStateless
 	}
 	if got := s.Info().ProtocolVersion; got != want {
 		t.Fatalf("the session speaks %s, want %s", got, want)
@@ -156,7 +156,7 @@ func TestConcurrentCallsOnOneSessionGetTheirOwnAnswers(t *testing.T) {
 	}
 	// One per caller, and the connect's own, when every connection is
 	// kept between calls; twice that leaves room for a busy machine
-	// (finish drops a connection whose end is late), and none per call.
+	// (drainAndClose drops a connection whose end is late), and none per call.
 	if n := counts.opened.Load(); n > 2*callers {
 		t.Errorf("%d calls by %d callers opened %d connections", callers*calls, callers, n)
 	}

@@ -70,7 +70,7 @@ func TestStandardHeaders(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := standardHeaders(call{method: "tools/call", tool: name}, params)
-		want := mcp.StandardHeaders(RevisionModern, mcp.MethodToolsCall, params)
+		want := mcp.StandardHeaders(RevisionStateless, mcp.MethodToolsCall, params)
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%q: headers %v, mcp-go says %v", name, got, want)
 		}
@@ -97,7 +97,7 @@ func TestRequestBodyIsWhatMarshalWrites(t *testing.T) {
 			params, err := paramsWithMeta(struct {
 				Name      string          `json:"name"`
 				Arguments json.RawMessage `json:"arguments"`
-			}{"echo", json.RawMessage(tc.arguments)}, modernMeta)
+			}{"echo", json.RawMessage(tc.arguments)}, statelessMeta)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,7 +157,7 @@ func TestDecodeAnswer(t *testing.T) {
 
 // TestAJSONAnswerIsReadToItsEnd: net/http reports the end of a body with
 // a Content-Length along with its last bytes, so decoding a JSON answer
-// reaches the end, which is what lets finish close it without its timer.
+// reaches the end, which is what lets drainAndClose close it without its timer.
 func TestAJSONAnswerIsReadToItsEnd(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -169,7 +169,7 @@ func TestAJSONAnswerIsReadToItsEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := &endingBody{ReadCloser: resp.Body}
-	defer finish(body)
+	defer drainAndClose(body)
 	if _, err := decodeAnswer(body); err != nil {
 		t.Fatal(err)
 	}
@@ -179,11 +179,11 @@ func TestAJSONAnswerIsReadToItsEnd(t *testing.T) {
 }
 
 // TestFinishLeavesAnEndedBodyUnread: a body whose end was read is closed
-// as it is, and one whose end was not is read on (up to finish's bound).
+// as it is, and one whose end was not is read on (up to drainAndClose's bound).
 func TestFinishLeavesAnEndedBodyUnread(t *testing.T) {
 	for _, ended := range []bool{true, false} {
 		counted := &countingBody{}
-		finish(&endingBody{ReadCloser: counted, ended: ended})
+		drainAndClose(&endingBody{ReadCloser: counted, ended: ended})
 		wantReads := int64(0)
 		if !ended {
 			wantReads = 1
@@ -194,7 +194,7 @@ func TestFinishLeavesAnEndedBodyUnread(t *testing.T) {
 	}
 }
 
-// countingBody is an empty body that counts its reads. finish's timer
+// countingBody is an empty body that counts its reads. drainAndClose's timer
 // may close it from a goroutine of its own.
 type countingBody struct {
 	reads  atomic.Int64

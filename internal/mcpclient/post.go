@@ -51,7 +51,7 @@ func (s *Session) post(ctx context.Context, req transport.JSONRPCRequest) (*tran
 	}
 	header["Content-Type"] = jsonMediaType
 	header["Accept"] = acceptAnswers
-	header["Mcp-Protocol-Version"] = modernVersion
+	header["Mcp-Protocol-Version"] = statelessVersion
 	for k, v := range s.target.Headers {
 		header.Set(k, v)
 	}
@@ -62,7 +62,7 @@ func (s *Session) post(ctx context.Context, req transport.JSONRPCRequest) (*tran
 	// The rest of the body is read (briefly) before it is closed, so that
 	// the connection goes back to be reused rather than being dropped.
 	answerBody := &endingBody{ReadCloser: resp.Body}
-	defer finish(answerBody)
+	defer drainAndClose(answerBody)
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		// The credentials, whatever the body says (an OAuth error reads
@@ -116,15 +116,15 @@ func newPost(ctx context.Context, url string, body []byte, header http.Header) (
 // The values of the headers every request carries, shared: a request's
 // header map holds them and nothing appends to them.
 var (
-	jsonMediaType = []string{"application/json"}
-	acceptAnswers = []string{"application/json, text/event-stream"}
-	modernVersion = []string{RevisionModern}
+	jsonMediaType    = []string{"application/json"}
+	acceptAnswers    = []string{"application/json, text/event-stream"}
+	statelessVersion = []string{RevisionStateless}
 )
 
 // decodeAnswer reads a JSON answer: the first JSON-RPC response in the
 // body, which must have an id. It is decoded as it arrives, not read
 // whole first: a server may send a Content-Length it does not keep to,
-// or hold the body open after the answer (finish then waits briefly for
+// or hold the body open after the answer (drainAndClose then waits briefly for
 // the rest), and the answer is the answer all the same.
 func decodeAnswer(body *endingBody) (*transport.JSONRPCResponse, error) {
 	var answer transport.JSONRPCResponse
@@ -180,14 +180,14 @@ func rpcErrorAnswer(body []byte) *transport.JSONRPCResponse {
 	return &answer
 }
 
-// finishWait bounds how long the rest of an answer's body is waited for:
+// drainWait bounds how long the rest of an answer's body is waited for:
 // a 2026-07-28 server ends the stream with the answer, so it is there at
 // once; one that holds it open loses the connection instead.
-const finishWait = 50 * time.Millisecond
+const drainWait = 50 * time.Millisecond
 
 // endingBody is an answer's body that tells whether a read reached its
 // end. The answer's readers take it rather than an io.Reader, so that none
-// reads past it and leaves finish unaware of the end.
+// reads past it and leaves drainAndClose unaware of the end.
 type endingBody struct {
 	io.ReadCloser
 	ended bool
@@ -201,19 +201,19 @@ func (b *endingBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// finish reads what is left of an answer's body, a little and briefly,
+// drainAndClose reads what is left of an answer's body, a little and briefly,
 // and closes it: a body closed before its end takes its connection with
 // it. A body already read to its end is closed at once, without a timer
 // for the call: over HTTP/1.1 net/http reports the end of a body with a
 // Content-Length along with its last bytes, so decoding a JSON answer
 // reaches it (an HTTP/2 answer's end comes in a read of its own, and the
 // bounded read finds it).
-func finish(body *endingBody) {
+func drainAndClose(body *endingBody) {
 	if body.ended {
 		_ = body.Close()
 		return
 	}
-	stop := time.AfterFunc(finishWait, func() { _ = body.Close() })
+	stop := time.AfterFunc(drainWait, func() { _ = body.Close() })
 	_, _ = io.Copy(io.Discard, io.LimitReader(body, 4<<10))
 	stop.Stop()
 	_ = body.Close()

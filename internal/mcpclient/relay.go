@@ -30,7 +30,7 @@ func (s *Session) relay(ctx context.Context, c *call, opts CallOptions) (release
 		c.meta["progressToken"] = token
 	}
 	if wantLog {
-		if s.modern {
+		if s.stateless {
 			c.meta[mcp.MetaKeyLogLevel] = opts.LogLevel
 		} else {
 			s.raiseLogLevel(ctx, opts.LogLevel)

@@ -89,16 +89,16 @@ func TestTheLastRevisionSkipsTheProbe(t *testing.T) {
 	}
 }
 
-// TestModernRequestsCarryWhatTheRevisionRequires: every 2026-07-28 POST
+// TestStatelessRequestsCarryWhatTheRevisionRequires: every 2026-07-28 POST
 // has the version header, Mcp-Method, and Mcp-Name for a call; every GET
 // of an older revision has the version header too.
-func TestModernRequestsCarryWhatTheRevisionRequires(t *testing.T) {
-	modern := startGoSDK(t, testmcp.GoSDKOnly2026)
-	s := connectT(t, Target{URL: modern.URL()}, nil)
+func TestStatelessRequestsCarryWhatTheRevisionRequires(t *testing.T) {
+	stateless := startGoSDK(t, testmcp.GoSDKOnly2026)
+	s := connectT(t, Target{URL: stateless.URL()}, nil)
 	if _, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{}`), CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range modern.Requests() {
+	for _, r := range stateless.Requests() {
 		if r.HTTPMethod != http.MethodPost {
 			continue
 		}
@@ -415,8 +415,8 @@ func TestA2026AnswerReadsAsWhatHappened(t *testing.T) {
 			ErrMalformedResponse, "more than 2048 bytes", 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			modern := startGoSDK(t, testmcp.GoSDKOnly2026)
-			url := answeringCalls(t, modern.URL(), tt.answer, nil)
+			stateless := startGoSDK(t, testmcp.GoSDKOnly2026)
+			url := answeringCalls(t, stateless.URL(), tt.answer, nil)
 			var release context.CancelFunc
 			held, release = context.WithCancel(context.Background())
 			t.Cleanup(release) // before the front closes
@@ -439,9 +439,9 @@ func TestA2026AnswerReadsAsWhatHappened(t *testing.T) {
 // 2026-07-28 session at once, saying so, rather than leaving them to run
 // to the target's timeout.
 func TestClosingA2026SessionEndsItsCalls(t *testing.T) {
-	modern := startGoSDK(t, testmcp.GoSDKOnly2026)
+	stateless := startGoSDK(t, testmcp.GoSDKOnly2026)
 	held, release := make(chan struct{}), make(chan struct{})
-	url := front(t, modern.URL(), func(w http.ResponseWriter, r *http.Request, pass http.Handler) {
+	url := front(t, stateless.URL(), func(w http.ResponseWriter, r *http.Request, pass http.Handler) {
 		if r.Header.Get("Mcp-Method") != "tools/call" {
 			pass.ServeHTTP(w, r)
 			return
@@ -482,16 +482,16 @@ func TestClosingA2026SessionEndsItsCalls(t *testing.T) {
 // (closing a stream before its end drops the connection, one per call),
 // also when the stream's end comes a moment after the answer.
 func TestA2026SessionReusesItsConnection(t *testing.T) {
-	modern := startGoSDK(t, testmcp.GoSDKOnly2026)
+	stateless := startGoSDK(t, testmcp.GoSDKOnly2026)
 	var opened atomic.Int64
-	url := answeringCalls(t, modern.URL(), func(w http.ResponseWriter, id string) {
+	url := answeringCalls(t, stateless.URL(), func(w http.ResponseWriter, id string) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[]}}\n\n", id)
 		w.(http.Flusher).Flush()
 		// The server's own end of the stream (its handler returning), a
 		// moment after the answer went out: without the moment the end
 		// comes in the answer's read and the test could not fail. The
-		// client waits up to finishWait (50 ms) for it.
+		// client waits up to drainWait (50 ms) for it.
 		time.Sleep(time.Millisecond)
 	}, func(_ net.Conn, state http.ConnState) {
 		if state == http.StateNew {

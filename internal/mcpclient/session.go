@@ -69,8 +69,8 @@ type Session struct {
 	// session and owns its streams.
 	http      *http.Client
 	streamCtx context.Context
-	// modern is true in the 2026-07-28 revision.
-	modern bool
+	// stateless is true in the 2026-07-28 revision, which has no session on the wire.
+	stateless bool
 	// logging is true when the server offers log messages; logLevel is
 	// the session-wide level a legacy server accepted so far, and
 	// levelFailed when it last refused a raise, both held by levelLock.
@@ -183,9 +183,9 @@ func (s *Session) retire() {
 	}
 }
 
-func (s *Session) begin() { s.inflight.Add(1) }
+func (s *Session) requestStarted() { s.inflight.Add(1) }
 
-func (s *Session) finish() {
+func (s *Session) requestDone() {
 	if s.inflight.Add(-1) == 0 && s.retiring.Load() {
 		go s.Close() // see retire
 	}
@@ -212,8 +212,8 @@ type call struct {
 // the raw result: the client's typed methods re-encode tool schemas through
 // a narrower struct and would lose keys.
 func (s *Session) request(ctx context.Context, c call, doing string) (json.RawMessage, error) {
-	s.begin()
-	defer s.finish()
+	s.requestStarted()
+	defer s.requestDone()
 	select {
 	case <-s.closed:
 		return nil, classify(fmt.Errorf("%w: %w", errNotSent, context.Cause(s.lost)), s.target, doing, nil)
@@ -229,7 +229,7 @@ func (s *Session) request(ctx context.Context, c call, doing string) (json.RawMe
 	switch {
 	case s.answersOnStream:
 		defer context.AfterFunc(s.lost, func() { cancel(errStreamLost) })()
-	case s.modern && s.streamCtx != nil:
+	case s.stateless && s.streamCtx != nil:
 		// Close ends the requests in flight (mcp-go's transport did so
 		// for the revisions before); a lost subscription does not.
 		defer context.AfterFunc(s.streamCtx, func() { cancel(errSessionClosed) })()
@@ -243,7 +243,7 @@ func (s *Session) request(ctx context.Context, c call, doing string) (json.RawMe
 	}
 	ex := &exchange{tap: c.tap}
 	var resp *transport.JSONRPCResponse
-	if s.modern {
+	if s.stateless {
 		resp, err = s.post(withExchange(ctx, ex), req)
 	} else {
 		resp, err = s.client.GetTransport().SendRequest(withExchange(ctx, ex), req)
@@ -315,7 +315,7 @@ func failSpan(span trace.Span, err *Error) *Error {
 // request with id is off: closing its HTTP request is not a cancel there.
 // In 2026-07-28 it is, and nothing more is sent.
 func (s *Session) cancelUpstream(id, reason string) {
-	if s.modern {
+	if s.stateless {
 		return
 	}
 	go func() {

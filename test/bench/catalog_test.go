@@ -160,7 +160,7 @@ func (s *callScenario) buildPaths(b *testing.B, m *manager, proxyBase string, pr
 		b.Cleanup(first.Close)
 		want := revision
 		if want == "" {
-			want = mcpclient.RevisionModern
+			want = mcpclient.RevisionStateless
 		}
 		if got := first.Info().ProtocolVersion; got != want {
 			b.Fatalf("%s of %s speaks %s, not %s", name, s.name, got, want)

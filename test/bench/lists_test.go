@@ -38,7 +38,7 @@ type listedPage struct {
 // listRequest is a 2026-07-28 tools/list request for the page at cursor.
 func listRequest(cursor string) []byte {
 	params := map[string]any{"_meta": map[string]any{
-		mcp.MetaKeyProtocolVersion:    mcpclient.RevisionModern,
+		mcp.MetaKeyProtocolVersion:    mcpclient.RevisionStateless,
 		mcp.MetaKeyClientInfo:         map[string]string{"name": "bench", "version": "1"},
 		mcp.MetaKeyClientCapabilities: map[string]any{},
 	}}
@@ -58,7 +58,7 @@ func fetchPage(url string, p *listedPage) (*http.Response, error) {
 	if p.method == http.MethodPost {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", mcpclient.RevisionModern)
+		req.Header.Set("MCP-Protocol-Version", mcpclient.RevisionStateless)
 		req.Header.Set(mcp.HeaderMethod, "tools/list")
 	}
 	req.Header.Set("Accept-Encoding", "identity")

@@ -20,7 +20,7 @@ import (
 	"github.com/toolmesh/mcp-operator/internal/wire"
 )
 
-// The 2026-07-28 revision ("modern"): no initialize and no session; the
+// The 2026-07-28 revision ("stateless"): no initialize and no session; the
 // client discovers the server (server/discover), and every request carries
 // the protocol version and the client's identity and capabilities in its
 // _meta and the method (and tool name) in headers; list changes arrive on
@@ -28,23 +28,23 @@ import (
 // typed methods, which would re-encode tool schemas, so the few requests
 // the operator makes are decorated here on mcp-go's transport.
 
-// RevisionModern is the stateless revision.
-const RevisionModern = mcp.ProtocolVersion20260728
+// RevisionStateless is the stateless revision.
+const RevisionStateless = mcp.ProtocolVersion20260728
 
 // Revisions are the MCP revisions the operator speaks, newest first.
 var Revisions = mcp.ValidProtocolVersions
 
-// errNotModern says a server answered the 2026-07-28 probe as a server of
+// errNotStateless says a server answered the 2026-07-28 probe as a server of
 // an older revision does: the caller goes on with initialize.
-var errNotModern = errors.New("the server does not speak 2026-07-28")
+var errNotStateless = errors.New("the server does not speak 2026-07-28")
 
 // codeUnsupportedVersion is what a server of 2026-07-28 or later answers a
 // revision it does not speak with.
 const codeUnsupportedVersion = mcp.UNSUPPORTED_PROTOCOL_VERSION
 
-// connectModern opens a 2026-07-28 session: server/discover, and when
+// connectStateless opens a 2026-07-28 session: server/discover, and when
 // the server announces list changes, a subscriptions/listen stream.
-func connectModern(ctx context.Context, t Target, onToolsChanged func()) (*Session, error) {
+func connectStateless(ctx context.Context, t Target, onToolsChanged func()) (*Session, error) {
 	watch := newStreamWatch()
 	httpClient := t.httpClient(watch, onToolsChanged != nil)
 	if _, err := url.Parse(t.URL); err != nil {
@@ -52,7 +52,7 @@ func connectModern(ctx context.Context, t Target, onToolsChanged func()) (*Sessi
 	}
 	// No mcp-go transport: requests go out through post.go.
 	s := newSession(t, TransportStreamableHTTP, nil, nil)
-	s.modern, s.watch, s.http = true, watch, httpClient
+	s.stateless, s.watch, s.http = true, watch, httpClient
 	startCtx, cancel := context.WithTimeout(ctx, t.timeout())
 	defer cancel()
 	if err := s.start(startCtx); err != nil {
@@ -71,15 +71,15 @@ func connectModern(ctx context.Context, t Target, onToolsChanged func()) (*Sessi
 }
 
 // discover asks the server what it speaks. An answer that is not the
-// 2026-07-28 revision's is errNotModern.
+// 2026-07-28 revision's is errNotStateless.
 func (s *Session) discover(ctx context.Context) error {
 	raw, err := s.request(ctx, call{method: string(mcp.MethodServerDiscover)}, "connecting")
 	if err != nil {
-		if modernRefusal(err) {
+		if statelessRefusal(err) {
 			return err
 		}
-		if answered(err) {
-			return fmt.Errorf("%w: %w", errNotModern, err)
+		if serverAnswered(err) {
+			return fmt.Errorf("%w: %w", errNotStateless, err)
 		}
 		return err
 	}
@@ -94,24 +94,24 @@ func (s *Session) discover(ctx context.Context) error {
 		Meta map[string]json.RawMessage `json:"_meta"`
 	}
 	if err := json.Unmarshal(raw, &result); err != nil {
-		return fmt.Errorf("%w: %w", errNotModern, err)
+		return fmt.Errorf("%w: %w", errNotStateless, err)
 	}
-	if !slices.Contains(result.SupportedVersions, RevisionModern) {
+	if !slices.Contains(result.SupportedVersions, RevisionStateless) {
 		// A server of an older revision that knows the method (go-sdk's
 		// default server) lists what it does speak.
-		return fmt.Errorf("%w: it offers %s", errNotModern, strings.Join(result.SupportedVersions, ", "))
+		return fmt.Errorf("%w: it offers %s", errNotStateless, strings.Join(result.SupportedVersions, ", "))
 	}
 	var server mcp.Implementation
 	_ = json.Unmarshal(result.Meta[mcp.MetaKeyServerInfo], &server)
-	s.info.Name, s.info.Version, s.info.ProtocolVersion = server.Name, server.Version, RevisionModern
+	s.info.Name, s.info.Version, s.info.ProtocolVersion = server.Name, server.Version, RevisionStateless
 	s.info.ListChanged = result.Capabilities.Tools != nil && result.Capabilities.Tools.ListChanged
 	s.logging = len(result.Capabilities.Logging) > 0
 	return nil
 }
 
-// answered reports a failure that is the server's answer (an HTTP status
+// serverAnswered reports a failure that is the server's answer (an HTTP status
 // or a JSON-RPC error), as opposed to not reaching it at all.
-func answered(err error) bool {
+func serverAnswered(err error) bool {
 	switch KindOf(err) {
 	case ErrHTTPStatus, ErrProtocol, ErrMalformedResponse, ErrUnsupportedVersion:
 		return true
@@ -119,9 +119,9 @@ func answered(err error) bool {
 	return false
 }
 
-// modernRefusal reports a 2026-07-28 server refusing the request for a
+// statelessRefusal reports a 2026-07-28 server refusing the request for a
 // reason of the protocol: there is no point in falling back.
-func modernRefusal(err error) bool {
+func statelessRefusal(err error) bool {
 	var e *Error
 	if !errors.As(err, &e) {
 		return false
@@ -153,11 +153,11 @@ func (s *Session) encode(ctx context.Context, id string, c call) (transport.JSON
 	var rawMeta json.RawMessage
 	var err error
 	switch {
-	case s.modern && len(meta) == 0:
+	case s.stateless && len(meta) == 0:
 		// Most calls: only the keys every 2026-07-28 request carries,
 		// encoded once.
-		rawMeta = modernMeta
-	case s.modern:
+		rawMeta = statelessMeta
+	case s.stateless:
 		rawMeta, err = json.Marshal(protocolMeta(meta))
 	case len(meta) == 0:
 		req.Params = c.params
@@ -173,7 +173,7 @@ func (s *Session) encode(ctx context.Context, id string, c call) (transport.JSON
 		return req, err
 	}
 	req.Params = params
-	if s.modern {
+	if s.stateless {
 		// Sized for what post adds: its three headers and the target's.
 		req.Header = make(http.Header, 5+len(s.target.Headers))
 		for k, v := range standardHeaders(c, params) {
@@ -193,7 +193,7 @@ func (s *Session) encode(ctx context.Context, id string, c call) (transport.JSON
 // would decode the params (arguments and all) again to find it.
 func standardHeaders(c call, params json.RawMessage) map[string]string {
 	if c.method != string(mcp.MethodToolsCall) || c.tool == "" {
-		return mcp.StandardHeaders(RevisionModern, mcp.MCPMethod(c.method), params)
+		return mcp.StandardHeaders(RevisionStateless, mcp.MCPMethod(c.method), params)
 	}
 	headers := map[string]string{mcp.HeaderMethod: c.method}
 	if encoded, ok := mcp.EncodeHeaderValue(c.tool); ok {
@@ -233,10 +233,10 @@ func paramsWithMeta(params any, rawMeta json.RawMessage) (json.RawMessage, error
 	return append(out, '}'), nil
 }
 
-// modernMeta is the _meta of a 2026-07-28 request that carries nothing
+// statelessMeta is the _meta of a 2026-07-28 request that carries nothing
 // else. Shared by every request: only ever read (clipped, so that an
 // append copies).
-var modernMeta = func() json.RawMessage {
+var statelessMeta = func() json.RawMessage {
 	raw, _ := json.Marshal(protocolMeta(nil))
 	return slices.Clip(raw)
 }()
@@ -247,7 +247,7 @@ func protocolMeta(meta map[string]any) map[string]any {
 	for k, v := range meta {
 		out[k] = v
 	}
-	out[mcp.MetaKeyProtocolVersion] = RevisionModern
+	out[mcp.MetaKeyProtocolVersion] = RevisionStateless
 	out[mcp.MetaKeyClientInfo] = clientInfo
 	out[mcp.MetaKeyClientCapabilities] = map[string]any{}
 	return out
@@ -259,7 +259,7 @@ func protocolMeta(meta map[string]any) map[string]any {
 // too, so that its owner reconnects and lists what it missed.
 func (s *Session) listen(onToolsChanged func()) {
 	params, _ := json.Marshal(map[string]any{
-		"_meta":         modernMeta,
+		"_meta":         statelessMeta,
 		"notifications": map[string]bool{"toolsListChanged": true},
 	})
 	body, _ := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": "listen", "method": "subscriptions/listen", "params": json.RawMessage(params)})
@@ -274,7 +274,7 @@ func (s *Session) listen(onToolsChanged func()) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", RevisionModern)
+	req.Header.Set("MCP-Protocol-Version", RevisionStateless)
 	req.Header.Set("Mcp-Method", "subscriptions/listen")
 	resp, err := s.http.Do(req)
 	if err != nil {
