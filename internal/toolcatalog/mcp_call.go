@@ -7,11 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"k8s.io/utils/lru"
 
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/menu"
@@ -27,132 +25,6 @@ import (
 // session but the calls in flight and a caller's log level, both bounded,
 // so any replica serves any caller.
 
-// rpcMessage is what the catalog reads of an incoming JSON-RPC message.
-type rpcMessage struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id,omitempty"`
-	Method  string          `json:"method"`
-	// rawParams is params as sent, for mcp-go's header validators.
-	rawParams json.RawMessage
-	Params    struct {
-		Name      string                     `json:"name"`
-		Arguments json.RawMessage            `json:"arguments"`
-		Level     string                     `json:"level"`
-		RequestID json.RawMessage            `json:"requestId"`
-		Cursor    json.RawMessage            `json:"cursor"`
-		Meta      map[string]json.RawMessage `json:"_meta"`
-	} `json:"params"`
-}
-
-// UnmarshalJSON decodes the message and keeps its params as sent.
-func (m *rpcMessage) UnmarshalJSON(b []byte) error {
-	var envelope struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id,omitempty"`
-		Method  string          `json:"method"`
-		Params  json.RawMessage `json:"params"`
-	}
-	if err := json.Unmarshal(b, &envelope); err != nil {
-		return err
-	}
-	m.JSONRPC, m.ID, m.Method, m.rawParams = envelope.JSONRPC, envelope.ID, envelope.Method, envelope.Params
-	if len(envelope.Params) == 0 || string(envelope.Params) == "null" {
-		return nil
-	}
-	return json.Unmarshal(envelope.Params, &m.Params)
-}
-
-// modern reports a request of the 2026-07-28 revision.
-func (m *rpcMessage) modern(r *http.Request) bool {
-	// As mcp-go tells: a 2026-07-28 (or later) version in the header or in
-	// _meta; an older one in _meta is a legacy request.
-	return mcp.IsModernProtocol(r.Header.Get("MCP-Protocol-Version")) || mcp.IsModernProtocol(m.meta(mcp.MetaKeyProtocolVersion))
-}
-
-func (m *rpcMessage) meta(key string) string {
-	raw, ok := m.Params.Meta[key]
-	if !ok {
-		return "" // not decoded: json.Unmarshal of nothing builds an error
-	}
-	var s string
-	_ = json.Unmarshal(raw, &s)
-	return s
-}
-
-// maxCallerSessions bounds the legacy sessions whose log level is kept.
-const maxCallerSessions = 10000
-
-// callerSessions is what the catalog keeps of callers' legacy sessions:
-// the calls in flight (to cancel them on notifications/cancelled) and the
-// log level each asked for.
-type callerSessions struct {
-	mu       sync.Mutex
-	inflight map[string]context.CancelCauseFunc
-	levels   *lru.Cache
-}
-
-func newCallerSessions() *callerSessions {
-	return &callerSessions{inflight: map[string]context.CancelCauseFunc{}, levels: lru.New(maxCallerSessions)}
-}
-
-// track registers a call in flight so that a cancel can reach it; the
-// returned func forgets it.
-func (cs *callerSessions) track(session string, id json.RawMessage, cancel context.CancelCauseFunc) func() {
-	if session == "" || len(id) == 0 {
-		return func() {}
-	}
-	key := session + "\x00" + string(id)
-	cs.mu.Lock()
-	cs.inflight[key] = cancel
-	cs.mu.Unlock()
-	return func() {
-		cs.mu.Lock()
-		delete(cs.inflight, key)
-		cs.mu.Unlock()
-	}
-}
-
-// cancel ends the session's call with id, and reports whether this
-// replica had it.
-func (cs *callerSessions) cancel(session string, id json.RawMessage) bool {
-	cs.mu.Lock()
-	cancel, ok := cs.inflight[session+"\x00"+string(id)]
-	cs.mu.Unlock()
-	if ok {
-		cancel(errCancelledByCaller)
-	}
-	return ok
-}
-
-func (cs *callerSessions) level(session string) string {
-	if v, ok := cs.levels.Get(session); ok {
-		return v.(string)
-	}
-	return ""
-}
-
-func (cs *callerSessions) setLevel(session, level string) {
-	if session != "" {
-		cs.levels.Add(session, level)
-	}
-}
-
-// sessionOf names a caller's legacy session for what the catalog keeps of
-// it: the session id, scoped to the endpoint and to the caller, so that
-// one caller cannot cancel another's calls or set another's log level by
-// presenting its session id. "" when the request names no session.
-func sessionOf(r *http.Request, key viewKey) string {
-	id := r.Header.Get("Mcp-Session-Id")
-	if id == "" {
-		return ""
-	}
-	identity := ""
-	if who := callerFrom(r.Context()); who != nil {
-		identity = who.identity
-	}
-	return strings.Join([]string{identity, menuLabel(key), id}, "\x00")
-}
-
 // notRelayed are the keys of a caller's _meta that do not go upstream
 // besides those wire.RelayedMeta keeps back: baggage is not the catalog's
 // to forward (docs/observability.md). A caller's traceparent and
@@ -162,7 +34,7 @@ var notRelayed = []string{"baggage"}
 
 var errCancelledByCaller = errors.New("the caller cancelled the call")
 
-// serveCall is the MCP entry to a tool call (pipeline.go): it checks the
+// serveCall is the MCP entry to a tool call (call_pipeline.go): it checks the
 // request's wire, answers find_tools and unwraps call_tool when the menu
 // is searched, and answers the call's result on its own answer stream,
 // with the progress and log messages the caller asked for before it.
@@ -261,40 +133,6 @@ func answerFailure(stream *callStream, err error, modern bool) {
 		return
 	}
 	stream.error(mcp.INTERNAL_ERROR, err.Error())
-}
-
-// modernHeaderProblem checks what the 2026-07-28 revision requires of a
-// request's headers: the version in the header and in _meta alike, and
-// Mcp-Method and Mcp-Name mirroring the body (mcp-go's validator).
-func modernHeaderProblem(r *http.Request, msg *rpcMessage) string {
-	header, meta := r.Header.Get("MCP-Protocol-Version"), msg.meta(mcp.MetaKeyProtocolVersion)
-	switch {
-	case header == "" || meta == "":
-		return "header mismatch: MCP-Protocol-Version and _meta." + mcp.MetaKeyProtocolVersion + " are both required"
-	case header != meta:
-		return fmt.Sprintf("header mismatch: MCP-Protocol-Version %q, _meta says %q", header, meta)
-	}
-	if err := mcp.ValidateStandardHeaders(r.Header.Get, header, mcp.MCPMethod(msg.Method), msg.rawParams); err != nil {
-		return err.Error()
-	}
-	return ""
-}
-
-// paramHeaderProblem checks the Mcp-Param-* headers a 2026-07-28 call
-// must send for the arguments its tool's schema binds to headers
-// (x-mcp-header), with mcp-go's validator.
-func paramHeaderProblem(r *http.Request, msg *rpcMessage, inputSchema json.RawMessage) string {
-	lookup := func(name string) (string, bool) {
-		values, ok := r.Header[http.CanonicalHeaderKey(name)]
-		if !ok || len(values) == 0 {
-			return "", false
-		}
-		return values[0], true
-	}
-	if err := mcp.ValidateParamHeadersLookup(lookup, &mcp.Tool{RawInputSchema: inputSchema}, msg.rawParams); err != nil {
-		return err.Error()
-	}
-	return ""
 }
 
 // resultOf is a tools/call result as a caller of the revision expects it.
@@ -457,28 +295,4 @@ func (s *callStream) finish(raw []byte) {
 	s.Header().Set("Content-Type", "application/json")
 	s.WriteHeader(http.StatusOK)
 	_, _ = s.Write(raw)
-}
-
-type rpcErrorObject struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Error   struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-func rpcErrorBody(id json.RawMessage, code int, message string) rpcErrorObject {
-	if len(id) == 0 {
-		id = jsonNull
-	}
-	body := rpcErrorObject{JSONRPC: "2.0", ID: id}
-	body.Error.Code, body.Error.Message = code, message
-	return body
-}
-
-func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int, message string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(rpcErrorBody(id, code, message))
 }

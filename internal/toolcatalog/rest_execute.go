@@ -7,7 +7,7 @@ import (
 	"github.com/toolmesh/mcp-operator/internal/wire"
 )
 
-// execute is the REST entry to a tool call (pipeline.go): it decodes the
+// execute is the REST entry to a tool call (call_pipeline.go): it decodes the
 // request and answers with the envelope, or with the events of the call
 // when the caller asks for them (Accept: text/event-stream).
 func (c *Catalog) execute(w http.ResponseWriter, req *http.Request, key viewKey) {

@@ -12,8 +12,8 @@ import (
 	"github.com/toolmesh/mcp-operator/internal/menu"
 )
 
-// One tool call, whichever way it came: REST execute (execute.go), /mcp
-// tools/call (mcpcall.go) or call_tool (mcpsearch.go). Each entry point
+// One tool call, whichever way it came: REST execute (rest_execute.go), /mcp
+// tools/call (mcp_call.go) or call_tool (mcp_search.go). Each entry point
 // decodes its request into a callRequest, hands it to runCall and encodes
 // what comes back; every step between is here, once, in this order:
 //
@@ -30,7 +30,7 @@ import (
 //  6. invoke: the call on the server's session, long output cut, a
 //     failure told as the caller may read it.
 //  7. record: metrics, debug log, audit line and span attributes, once,
-//     whatever the outcome (observe.go).
+//     whatever the outcome (call_record.go).
 
 // callRequest is one tool call as an entry point decoded it.
 type callRequest struct {

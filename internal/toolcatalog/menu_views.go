@@ -54,7 +54,7 @@ type view struct {
 	// searchable tools (see search.go).
 	index *searchIndex
 	// used says a caller asked for the view, so that the next version's
-	// is built before anyone asks again (see warm.go).
+	// is built before anyone asks again (see menu_warm.go).
 	used atomic.Bool
 }
 
@@ -101,7 +101,7 @@ func (m *menuCache) current() uint64 {
 	servers := m.catalog.serverVersion.Load()
 	carry := servers == m.servers
 	views, renders := map[viewKey]*view{}, map[renderKey]*rendered{}
-	// What callers used of the menus dropped is wanted again (warm.go);
+	// What callers used of the menus dropped is wanted again (menu_warm.go);
 	// those carried over keep their marks until they are dropped.
 	for key, vw := range m.views {
 		if carry && key.kind != collectionView {
