@@ -11,12 +11,19 @@ const (
 	// ConditionReconciling is True while the controller works on a generation
 	// it has not finished. It is absent otherwise, never False. An
 	// MCPServer's is written once the generation's work has taken a second,
-	// or at once with a failure that is retried, a rollout or a withdrawn
-	// tool; a quicker generation's one write is its finished status
-	// (observedGeneration says it is in progress meanwhile).
+	// or at once with a workload that is not up yet, a rollout or a
+	// withdrawn tool; a quicker generation's one write is its finished
+	// status (observedGeneration says it is in progress meanwhile). An
+	// attempt that failed is finished: Stalled says so.
 	ConditionReconciling = "Reconciling"
-	// ConditionStalled is True when the spec cannot work as written and the
-	// controller will not retry until it changes. It is absent otherwise.
+	// ConditionStalled is True when the controller cannot finish the
+	// generation as things stand: the spec cannot work as written
+	// (InvalidSpec; not retried until it changes), the last attempt failed
+	// (an unreachable server, a missing Secret; retried with backoff and
+	// when the objects it reads change), or a rollout missed its progress
+	// deadline. It is not terminal: the next attempt that succeeds removes
+	// it. kstatus, Flux and the cli-utils appliers read it as Failed. It is
+	// absent otherwise.
 	ConditionStalled = "Stalled"
 	// ConditionToolsTruncated is True when not every tool the server offers
 	// is in status: a page or tool cap, or the status size budget, was hit.

@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,12 +24,16 @@ import (
 )
 
 // kstatusOf computes what Flux and the cli-utils appliers read.
-func kstatusOf(obj client.Object) status.Status {
+func kstatusOf(obj client.Object) status.Status { return kstatusResult(obj).Status }
+
+// kstatusResult is kstatus's whole reading: the status and the message
+// Flux and the appliers report with it.
+func kstatusResult(obj client.Object) *status.Result {
 	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	Expect(err).NotTo(HaveOccurred())
 	result, err := status.Compute(&unstructured.Unstructured{Object: raw})
 	Expect(err).NotTo(HaveOccurred())
-	return result.Status
+	return result
 }
 
 // kubectl runs the real kubectl against the test API server.
@@ -59,6 +64,34 @@ var _ = Describe("GitOps health", func() {
 		stalled.Spec.ToolFilter = &mcpv1alpha1.ToolFilter{Include: []string{"["}}
 		Expect(k8sClient.Update(ctx, stalled)).To(Succeed())
 		Eventually(func() status.Status { return kstatusOf(fetch(srv)) }).Should(Equal(status.FailedStatus))
+	})
+
+	It("reads Failed, not InProgress, while discovery fails and is retried, and Current once it works", func() {
+		ns := newNamespace()
+		mcp := startMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
+		mcp.AddTools("t")
+		mcp.Stop()
+		srv := createServer(ns, "down", mcp.URL(), every(10*time.Second))
+		Eventually(readyOf(srv)).Should(Equal("False/Unreachable"))
+		failing := fetch(srv)
+		result := kstatusResult(failing)
+		Expect(result.Status).To(Equal(status.FailedStatus), "kstatus says %s: %s", result.Status, result.Message)
+		Expect(result.Message).To(ContainSubstring("refused the connection"))
+		Expect(failing.Status.ObservedGeneration).To(Equal(failing.Generation), "the generation was handled: its attempt failed")
+		Expect(meta.FindStatusCondition(failing.Status.Conditions, mcpv1alpha1.ConditionReconciling)).To(BeNil(),
+			"no attempt is under way between two retries")
+
+		By("handling a new generation while the server stays down")
+		updateServer(srv, func(changed *mcpv1alpha1.MCPServer) { changed.Spec.ToolPrefix = "renamed" })
+		Eventually(func() int64 { return fetch(srv).Status.ObservedGeneration }).Should(BeEquivalentTo(2))
+		Expect(kstatusOf(fetch(srv))).To(Equal(status.FailedStatus))
+		Expect(readyOf(srv)()).To(Equal("False/Unreachable"))
+
+		By("reading Current once the server answers")
+		Expect(mcp.Restart()).To(Succeed())
+		Eventually(func() status.Status { return kstatusOf(fetch(srv)) }, 40*time.Second).Should(Equal(status.CurrentStatus))
+		Expect(readyOf(srv)()).To(Equal("True/ToolsDiscovered"))
+		Expect(toolNames(srv)).To(Equal([]string{"mcp_renamed_t"}))
 	})
 
 	It("makes kubectl wait for the new generation's Ready, never a stale one", func() {

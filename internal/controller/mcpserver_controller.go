@@ -264,7 +264,10 @@ func (r *MCPServerReconciler) publish(srv, before *mcpv1alpha1.MCPServer, list m
 // Secret (it is watched); a server that failed, or a workload that is not
 // available (its Deployment and pods are watched too), backs off up to
 // its refresh interval; anything else (the API server) backs off as an
-// error.
+// error. A failure of the server, or of what the spec names, ends the
+// attempt and stalls the generation until an attempt succeeds
+// (markFailed); a workload that does not serve leaves the generation
+// under way until its Deployment's progress deadline (markWaiting).
 func (r *MCPServerReconciler) failed(srv *mcpv1alpha1.MCPServer, err error) (ctrl.Result, error) {
 	var (
 		spec     *reach.SpecError
@@ -280,7 +283,7 @@ func (r *MCPServerReconciler) failed(srv *mcpv1alpha1.MCPServer, err error) (ctr
 		markRollingOut(srv, workload.message)
 		return ctrl.Result{RequeueAfter: wait.Jitter(reach.DurationOr(srv.Spec.RefreshInterval, time.Minute), 0.1)}, nil
 	case errors.As(err, &workload):
-		markFailed(srv, workload.reason, workload.message)
+		markWaiting(srv, workload.reason, workload.message)
 		return ctrl.Result{RequeueAfter: retryDelay(srv)}, nil
 	case errors.As(err, &spec) && spec.Terminal:
 		markStalled(srv, spec.Reason, spec.Message)

@@ -246,8 +246,10 @@ var _ = Describe("MCPServer discovery", func() {
 		srv := createServer(newNamespace(), "never", "http://127.0.0.1:1/mcp")
 		Eventually(readyOf(srv)).Should(Equal("False/Unreachable"))
 		failing := fetch(srv)
-		Expect(meta.IsStatusConditionTrue(failing.Status.Conditions, mcpv1alpha1.ConditionReconciling)).To(BeTrue(),
-			"the generation is still being worked on")
+		Expect(failing.Status.ObservedGeneration).To(Equal(failing.Generation), "the attempt is over")
+		Expect(meta.FindStatusCondition(failing.Status.Conditions, mcpv1alpha1.ConditionReconciling)).To(BeNil())
+		Expect(meta.IsStatusConditionTrue(failing.Status.Conditions, mcpv1alpha1.ConditionStalled)).To(BeTrue(),
+			"stalled until an attempt succeeds")
 		// Retries back off from 1s; over 5s several happen, none writes.
 		Consistently(func() string { return fetch(srv).ResourceVersion }, 5*time.Second, 250*time.Millisecond).
 			Should(Equal(failing.ResourceVersion))

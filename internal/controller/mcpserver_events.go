@@ -21,7 +21,7 @@ func serverEvents(before, after *mcpv1alpha1.MCPServer) []statusEvent {
 		list = append(list, statusEvent{eventType: corev1.EventTypeWarning, reason: "InsecureSkipVerify", action: "Configure",
 			message: "spec.tls.insecureSkipVerify is set: the server's certificate is not verified, so anyone on the path can read and change the traffic"})
 	}
-	stalled := conditionChanged(before.Status.Conditions, after.Status.Conditions, mcpv1alpha1.ConditionStalled)
+	stalled := stallChanged(before.Status.Conditions, after.Status.Conditions)
 	if stalled != nil {
 		warn(stalled.Reason, stalled.Message)
 	}
@@ -52,6 +52,21 @@ func serverEvents(before, after *mcpv1alpha1.MCPServer) []statusEvent {
 		warn(truncated.Reason, truncated.Message)
 	}
 	return list
+}
+
+// stallChanged returns Stalled in after when it is news: it turned True,
+// changed its reason, or says something else about another generation. A
+// retry of the same generation that failed again for the same reason is
+// not, even when its message differs (it can hold the server's own text,
+// an HTTP body say): as with Ready, one Warning per failure, not one per
+// retry.
+func stallChanged(before, after []metav1.Condition) *metav1.Condition {
+	now := conditionChanged(before, after, mcpv1alpha1.ConditionStalled)
+	if was := meta.FindStatusCondition(before, mcpv1alpha1.ConditionStalled); now != nil && was != nil &&
+		was.Status == now.Status && was.Reason == now.Reason && was.ObservedGeneration == now.ObservedGeneration {
+		return nil
+	}
+	return now
 }
 
 // failingWorkload are the WorkloadAvailable reasons that need a person: a

@@ -300,17 +300,41 @@ func markReady(srv *mcpv1alpha1.MCPServer, message string) {
 	srv.Status.ObservedGeneration = srv.Generation
 }
 
-// markFailed records a failure that retrying may fix; the last good tools
-// stay in status.
+// markFailed records an attempt that failed for a reason retrying may
+// fix (the server did not answer as it should, a Secret it names is
+// missing). The attempt is over, so it is recorded as markStalled does:
+// kstatus, and with it Flux and the cli-utils appliers, read Failed with
+// the reason instead of in progress for as long as the failure lasts.
+// The controller keeps retrying, and the attempt that succeeds takes it
+// all back (markReady). The last good tools stay in status.
 func markFailed(srv *mcpv1alpha1.MCPServer, reason, message string) {
-	if len(srv.Status.Tools) > 0 {
-		message += fmt.Sprintf(". Status keeps the %d tools of the last successful discovery", len(srv.Status.Tools))
-	}
-	setCondition(srv, mcpv1alpha1.ConditionReady, metav1.ConditionFalse, reason, message)
+	markStalled(srv, reason, keepingTools(srv, message))
+}
+
+// markWaiting records a workload that does not serve (yet). Its
+// Deployment and pods are watched, and a rollout that does not come up
+// stalls at the Deployment's progress deadline (markRolloutStalled);
+// until then the generation is still under way, so what Reconciling and
+// observedGeneration say stays as it is.
+func markWaiting(srv *mcpv1alpha1.MCPServer, reason, message string) {
+	setCondition(srv, mcpv1alpha1.ConditionReady, metav1.ConditionFalse, reason, keepingTools(srv, message))
 	meta.RemoveStatusCondition(&srv.Status.Conditions, mcpv1alpha1.ConditionStalled)
 }
 
-// markStalled records a spec that cannot work until it changes.
+// keepingTools adds to a failure's message that status still holds the
+// tools of the last successful discovery.
+func keepingTools(srv *mcpv1alpha1.MCPServer, message string) string {
+	if len(srv.Status.Tools) == 0 {
+		return message
+	}
+	return message + fmt.Sprintf(". Status keeps the %d tools of the last successful discovery", len(srv.Status.Tools))
+}
+
+// markStalled records a generation that cannot finish as things stand:
+// Stalled and Ready say why, and the generation counts as handled
+// (observedGeneration, no Reconciling), so kstatus reads Failed. Stalled
+// is not terminal; whether the controller tries again, and when, is
+// failed's choice.
 func markStalled(srv *mcpv1alpha1.MCPServer, reason, message string) {
 	setCondition(srv, mcpv1alpha1.ConditionStalled, metav1.ConditionTrue, reason, message)
 	setCondition(srv, mcpv1alpha1.ConditionReady, metav1.ConditionFalse, reason, message)
