@@ -82,7 +82,8 @@ const (
 	// controller reads; the first ones are kept.
 	ReasonTooManyTools = "TooManyTools"
 	// ReasonUntrustedText: descriptions were cut or hold invisible
-	// characters.
+	// characters, or a tool's icons, execution or _meta were left out
+	// (status.tools[].warnings says which).
 	ReasonUntrustedText = "UntrustedText"
 	// ReasonStatusBudgetExceeded: the tool definitions do not fit in the
 	// status size budget; the first ones in name order are kept.

@@ -450,13 +450,45 @@ type Tool struct {
 	// annotations are the server's hints about the tool's behaviour.
 	// +optional
 	Annotations *ToolAnnotations `json:"annotations,omitempty"`
+	// icons are the images the server offers for showing the tool to a
+	// person (MCP 2025-11-25 and later), each an object with src (an
+	// https: or data: URI) and optionally mimeType, sizes and theme, as the
+	// server sent them and re-encoded as inputSchema is. At most 8192
+	// bytes of JSON: larger, or not a list of objects, they are left out
+	// and warnings says so.
+	// +optional
+	// +listType=atomic
+	Icons []runtime.RawExtension `json:"icons,omitempty"`
+	// execution says how the tool takes calls (MCP 2025-11-25):
+	// taskSupport forbidden (the default), optional or required for
+	// task-augmented calls. As the server sent it, re-encoded as
+	// inputSchema is; at most 8192 bytes of JSON: larger, or not an
+	// object, it is left out and warnings says so.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	Execution *runtime.RawExtension `json:"execution,omitempty"`
+	// _meta is the server's metadata about the tool for clients (an MCP
+	// App's ui.resourceUri, say), as it sent it, re-encoded as inputSchema
+	// is. At most 8192 bytes of JSON: larger, or not an object, it is left
+	// out and warnings says so.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	Meta *runtime.RawExtension `json:"_meta,omitempty"`
 	// hash is the SHA-256 of the tool's canonical definition (original
-	// name, title, description, schemas, annotations) as the server sent it.
+	// name, title, description, schemas, annotations, icons, execution,
+	// _meta) as the server sent it, including what status leaves out. A
+	// definition without icons, execution or _meta hashes as it did
+	// before they were kept.
 	// +required
 	Hash string `json:"hash"`
 	// warnings say what about this definition deserves a person's look:
 	// a description cut to the manager's limit, invisible characters in
-	// the name or description (text a person reviewing it would not see).
+	// the name or description (text a person reviewing it would not see),
+	// icons, execution or _meta left out of status.
 	// +optional
 	// +listType=atomic
 	Warnings []string `json:"warnings,omitempty"`

@@ -364,6 +364,23 @@ func (in *Tool) DeepCopyInto(out *Tool) {
 		*out = new(ToolAnnotations)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.Icons != nil {
+		in, out := &in.Icons, &out.Icons
+		*out = make([]runtime.RawExtension, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
+	if in.Execution != nil {
+		in, out := &in.Execution, &out.Execution
+		*out = new(runtime.RawExtension)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.Meta != nil {
+		in, out := &in.Meta, &out.Meta
+		*out = new(runtime.RawExtension)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.Warnings != nil {
 		in, out := &in.Warnings, &out.Warnings
 		*out = make([]string, len(*in))

@@ -64,25 +64,26 @@ func publishedTools(prefix string, discovered []mcpclient.Tool, filter *mcpv1alp
 	exposed := toolname.Expose(prefix, originals)
 	tools := make([]mcpv1alpha1.Tool, len(kept))
 	for i, t := range kept {
-		// The schemas go into status in canonical form, which is how the
+		// The JSON fields go into status in canonical form, which is how the
 		// API server stores them, so that a refresh finds an unchanged
 		// schema byte for byte equal to the one status holds and jsonEqual
 		// need not decode both (with the server's own key order it did,
 		// for every tool, twice a refresh).
-		input, output, hash := t.Canonical()
+		canonical, hash := t.Canonical()
 		tools[i] = mcpv1alpha1.Tool{
 			Name:         exposed[i],
 			OriginalName: t.Name,
 			Title:        t.Title,
 			Description:  t.Description,
-			InputSchema:  runtime.RawExtension{Raw: input},
+			InputSchema:  runtime.RawExtension{Raw: canonical.InputSchema},
 			Annotations:  annotations(t.Annotations),
 			Hash:         hash,
 		}
 		tools[i].Description, tools[i].Warnings = reviewText(t.Name, t.Description, maxDescription)
-		if len(output) > 0 {
-			tools[i].OutputSchema = &runtime.RawExtension{Raw: output}
+		if len(canonical.OutputSchema) > 0 {
+			tools[i].OutputSchema = &runtime.RawExtension{Raw: canonical.OutputSchema}
 		}
+		tools[i].Warnings = append(tools[i].Warnings, keepClientFields(&tools[i], canonical)...)
 		if refusal := menu.Refusal(&tools[i]); refusal != "" {
 			tools[i].Warnings = append(tools[i].Warnings, refusal)
 		}

@@ -11,8 +11,10 @@ import (
 // every tool can be handed to a model as it is.
 var emptyObjectSchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
-// Tool is one tool definition, its schemas kept as the JSON the server sent
-// (mcp-go's own Tool type drops schema keys it does not know).
+// Tool is one tool definition, every field but its name and texts kept as
+// the JSON the server sent: mcp-go's own Tool type drops schema keys it
+// does not know, and both SDKs type icons and execution, which would drop
+// keys a newer revision adds to them.
 type Tool struct {
 	Name         string          `json:"name"`
 	Title        string          `json:"title,omitempty"`
@@ -20,25 +22,60 @@ type Tool struct {
 	InputSchema  json.RawMessage `json:"inputSchema"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	// Icons, Execution and Meta came with MCP 2025-11-25: images a client
+	// may show for the tool, whether it takes task-augmented calls
+	// (2025-11-25 only; 2026-07-28 moved tasks to an extension), and
+	// metadata for clients (an MCP App's ui.resourceUri, say).
+	Icons     json.RawMessage `json:"icons,omitempty"`
+	Execution json.RawMessage `json:"execution,omitempty"`
+	Meta      json.RawMessage `json:"_meta,omitempty"`
 }
 
 // Hash is the SHA-256 of the tool's canonical definition: the fields above
 // with object keys sorted, so that formatting or key order on the wire does
 // not count as a change.
+//
+// Icons, execution and _meta count. The hash is what a ToolCollection's
+// pinning approves, what tells a changed tool in status and Events, and
+// (through status.toolsHash and each menu's revision) what makes the
+// catalog render its menus and MCP listings again: left out, a changed
+// _meta would reach no client until something else changed, and a server
+// could swap, after review, the icon a person picks the tool by, the UI
+// an MCP App renders for it (_meta.ui.resourceUri), or make it require
+// tasks, all without pinning noticing. A tool without them hashes as it
+// did before they were kept (each is left out when absent), so hashes
+// approved before stay valid.
 func (t Tool) Hash() string {
-	return t.hashOf(canonicalJSON(t.InputSchema), canonicalJSON(t.OutputSchema))
+	return t.hashOf(t.decoded())
 }
 
-// Canonical is the tool's schemas in canonical form and its Hash, each
-// schema decoded once for both. The canonical form is the JSON decoded and
-// encoded again by encoding/json: object keys sorted, no white space, <, >
-// and & escaped, numbers as written. It is the form the API server stores
-// JSON in (but for numbers: it writes 1.0 as 1). A schema that is absent,
-// null or does not decode is returned as it is.
-func (t Tool) Canonical() (input, output json.RawMessage, hash string) {
-	inputValue, input := canonicalForms(t.InputSchema)
-	outputValue, output := canonicalForms(t.OutputSchema)
-	return input, output, t.hashOf(inputValue, outputValue)
+// Canonical is the tool with its JSON fields in canonical form, and its
+// Hash, each field decoded once for both. The canonical form is the JSON
+// decoded and encoded again by encoding/json: object keys sorted, no white
+// space, <, > and & escaped, numbers as written. It is the form the API
+// server stores JSON in (but for numbers: it writes 1.0 as 1). A field
+// that is absent, null or does not decode is returned as it is.
+func (t Tool) Canonical() (Tool, string) {
+	var v definition
+	v.input, t.InputSchema = canonicalForms(t.InputSchema)
+	v.output, t.OutputSchema = canonicalForms(t.OutputSchema)
+	v.annotations, t.Annotations = canonicalForms(t.Annotations)
+	v.icons, t.Icons = canonicalForms(t.Icons)
+	v.execution, t.Execution = canonicalForms(t.Execution)
+	v.meta, t.Meta = canonicalForms(t.Meta)
+	return t, t.hashOf(v)
+}
+
+// definition is a tool's JSON fields decoded, as its hash takes them.
+type definition struct {
+	input, output, annotations, icons, execution, meta any
+}
+
+func (t Tool) decoded() definition {
+	return definition{
+		input: canonicalJSON(t.InputSchema), output: canonicalJSON(t.OutputSchema), annotations: canonicalJSON(t.Annotations),
+		icons: canonicalJSON(t.Icons), execution: canonicalJSON(t.Execution), meta: canonicalJSON(t.Meta),
+	}
 }
 
 // canonicalForms is raw decoded (canonicalJSON's value) and encoded again:
@@ -60,7 +97,9 @@ func canonicalForms(raw json.RawMessage) (any, json.RawMessage) {
 	return json.RawMessage(encoded), encoded
 }
 
-func (t Tool) hashOf(input, output any) string {
+func (t Tool) hashOf(v definition) string {
+	// Fields only ever go after the ones before them, each omitted when
+	// absent, so that a definition without them keeps its hash.
 	canonical, err := json.Marshal(struct {
 		Name         string `json:"name"`
 		Title        string `json:"title,omitempty"`
@@ -68,7 +107,10 @@ func (t Tool) hashOf(input, output any) string {
 		InputSchema  any    `json:"inputSchema"`
 		OutputSchema any    `json:"outputSchema,omitempty"`
 		Annotations  any    `json:"annotations,omitempty"`
-	}{t.Name, t.Title, t.Description, input, output, canonicalJSON(t.Annotations)})
+		Icons        any    `json:"icons,omitempty"`
+		Execution    any    `json:"execution,omitempty"`
+		Meta         any    `json:"_meta,omitempty"`
+	}{t.Name, t.Title, t.Description, v.input, v.output, v.annotations, v.icons, v.execution, v.meta})
 	if err != nil {
 		// Every field is decoded JSON, which always encodes again.
 		panic(err)
@@ -101,7 +143,7 @@ func decodeCanonical(raw json.RawMessage) (any, bool) {
 	return v, true
 }
 
-// isNullOrEmpty reports a schema the server left out or sent as null.
+// isNullOrEmpty reports a field the server left out or sent as null.
 func isNullOrEmpty(raw json.RawMessage) bool {
 	trimmed := bytes.TrimSpace(raw)
 	return len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null"))
@@ -123,8 +165,10 @@ func decodeTool(raw json.RawMessage) (Tool, error) {
 	if isNullOrEmpty(t.OutputSchema) {
 		t.OutputSchema = nil
 	}
-	if isNullOrEmpty(t.Annotations) {
-		t.Annotations = nil
+	for _, field := range []*json.RawMessage{&t.Annotations, &t.Icons, &t.Execution, &t.Meta} {
+		if isNullOrEmpty(*field) {
+			*field = nil
+		}
 	}
 	return t, nil
 }

@@ -13,6 +13,8 @@ func FuzzDecodeTool(f *testing.F) {
 		`{"name":"bare","inputSchema":null}`,
 		`{"name":"x","title":"T","description":"d","outputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}`,
 		`{"name":1}`, `[]`, `{"name":"n","inputSchema":"not an object"}`, `{`,
+		`{"name":"i","icons":[{"src":"https://example.com/i.png"}],"_meta":{"a":1},"execution":{"taskSupport":"optional"}}`,
+		`{"name":"j","icons":{"src":"x"},"_meta":"text","execution":null}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -27,9 +29,9 @@ func FuzzDecodeTool(f *testing.F) {
 		if len(tool.Hash()) != 64 {
 			t.Fatalf("hash %q", tool.Hash())
 		}
-		input, _, hash := tool.Canonical()
-		if hash != tool.Hash() || !json.Valid(input) {
-			t.Fatalf("Canonical gives hash %s and input schema %q; Hash gives %s", hash, input, tool.Hash())
+		canonical, hash := tool.Canonical()
+		if hash != tool.Hash() || !json.Valid(canonical.InputSchema) {
+			t.Fatalf("Canonical gives hash %s and input schema %q; Hash gives %s", hash, canonical.InputSchema, tool.Hash())
 		}
 	})
 }

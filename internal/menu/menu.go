@@ -312,11 +312,11 @@ func AppendPart[P string | []byte](buf []byte, p P) []byte {
 
 // Hash identifies what an agent would see: names, titles, descriptions and
 // definitions, in name order. A definition counts by the hash the
-// controller put in status (it covers schemas and annotations as the
-// server sent them), which spares hashing every schema of a menu of
-// thousands again on each change; a tool without one counts by its
-// schemas as stored. Each part is length-prefixed, so no two menus share
-// the bytes hashed.
+// controller put in status (it covers schemas, annotations, icons,
+// execution and _meta as the server sent them), which spares hashing
+// every schema of a menu of thousands again on each change; a tool
+// without one counts by its schemas as stored. Each part is
+// length-prefixed, so no two menus share the bytes hashed.
 func (m Menu) Hash() string {
 	h := sha256.New()
 	var buf []byte // one tool's parts, written at once

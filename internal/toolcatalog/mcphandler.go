@@ -47,7 +47,7 @@ type mcpHandler struct {
 	mu     sync.Mutex
 	// revision is the view's mcpRevision whose tools the server lists.
 	revision string
-	// listed holds the revision's tools/list pages (mcplist.go).
+	// listed holds the revision's tools/list pages (mcp_list.go).
 	listed listPages
 }
 
@@ -81,7 +81,7 @@ func (m *mcpHandlers) size() int {
 
 // syncOnChange brings every handler's tools up to date after changes, so
 // that listening clients hear of them without asking, then asks for the
-// menus callers read before the changes to be prepared (warm.go).
+// menus callers read before the changes to be prepared (menu_warm.go).
 func (m *mcpHandlers) syncOnChange(ctx context.Context) {
 	var took time.Duration // the last sync
 	var ended time.Time    // when it ended
@@ -188,7 +188,7 @@ func (m *mcpHandlers) handlerFor(key viewKey) *mcpHandler {
 
 // sync follows the handler to its menu's current revision: the pages it
 // kept are dropped and its clients hear that the list changed. The tools
-// themselves are listed from the menu (mcplist.go), with exposure Search
+// themselves are listed from the menu (mcp_list.go), with exposure Search
 // find_tools, call_tool and the tools always included; a tool MCP clients
 // cannot be offered (menu.Refusal) is left out of this endpoint only,
 // counted and reported, and every other tool is served.
@@ -227,6 +227,7 @@ func mcpToolOf(e *menu.Entry) mcp.Tool {
 		t.Annotations = mcp.ToolAnnotation{Title: a.Title, ReadOnlyHint: a.ReadOnlyHint,
 			DestructiveHint: a.DestructiveHint, IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
 	}
+	t.Icons, t.Execution, t.Meta = mcpClientFields(e.Tool)
 	return t
 }
 

@@ -109,6 +109,10 @@ func listingView(n, refusedAt int) *view {
 			tool.OutputSchema = &runtime.RawExtension{Raw: []byte(`{"type":"object"}`)}
 		case 2:
 			tool.Annotations = &mcpv1alpha1.ToolAnnotations{Title: s, ReadOnlyHint: ptrTo(true), OpenWorldHint: ptrTo(false)}
+		case 3:
+			tool.Icons = []runtime.RawExtension{{Raw: []byte(`{"mimeType":"image/png","sizes":["48x48"],"src":"https://example.com/a.png?x=1&y=2","theme":"light"}`)}}
+			tool.Execution = &runtime.RawExtension{Raw: []byte(`{"taskSupport":"optional"}`)}
+			tool.Meta = &runtime.RawExtension{Raw: []byte(`{"n":1.50,"progressToken":"p","ui":{"resourceUri":"ui://a/<view>"}}`)}
 		}
 		m.Tools = append(m.Tools, menu.Entry{Name: fmt.Sprintf("mcp_s_t_%03d", i), Namespace: "ns", Server: "s", Tool: tool, Description: "about " + s})
 	}

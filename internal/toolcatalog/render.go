@@ -14,6 +14,9 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/menu"
 )
 
@@ -40,7 +43,7 @@ type rendered struct {
 	gzipped  []byte
 	// served and servedGzip say a caller was answered with the body, and
 	// with it gzipped, so that the next version's is rendered before
-	// anyone asks again (see warm.go).
+	// anyone asks again (see menu_warm.go).
 	served, servedGzip atomic.Bool
 }
 
@@ -112,13 +115,19 @@ type anthropicTool struct {
 	InputSchema json.RawMessage `json:"input_schema"`
 }
 
+// mcpTool is a tool in MCP's shape, the one format with a place for icons,
+// execution and _meta (the model APIs take a name, a description and a
+// schema); they go out as status holds them.
 type mcpTool struct {
-	Name         string          `json:"name"`
-	Title        string          `json:"title,omitempty"`
-	Description  string          `json:"description"`
-	InputSchema  json.RawMessage `json:"inputSchema"`
-	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
-	Annotations  any             `json:"annotations,omitempty"`
+	Name         string            `json:"name"`
+	Title        string            `json:"title,omitempty"`
+	Description  string            `json:"description"`
+	InputSchema  json.RawMessage   `json:"inputSchema"`
+	OutputSchema json.RawMessage   `json:"outputSchema,omitempty"`
+	Annotations  any               `json:"annotations,omitempty"`
+	Icons        []json.RawMessage `json:"icons,omitempty"`
+	Execution    json.RawMessage   `json:"execution,omitempty"`
+	Meta         json.RawMessage   `json:"_meta,omitempty"`
 }
 
 type conflictJSON struct {
@@ -191,10 +200,48 @@ func renderTool(e *menu.Entry, format string) any {
 		if e.Tool.Annotations != nil {
 			t.Annotations = e.Tool.Annotations
 		}
+		for _, icon := range e.Tool.Icons {
+			t.Icons = append(t.Icons, icon.Raw)
+		}
+		if e.Tool.Execution != nil {
+			t.Execution = e.Tool.Execution.Raw
+		}
+		if e.Tool.Meta != nil {
+			t.Meta = e.Tool.Meta.Raw
+		}
 		return t
 	default:
 		return openAITool{Type: "function", Function: openAIFunction{Name: e.Name, Description: e.Description, Parameters: schema}}
 	}
+}
+
+// mcpClientFields are a status tool's icons, execution and _meta in
+// mcp-go's types, for the MCP endpoints' listings: its icons that decode
+// as 2025-11-25 icons (src, mimeType, sizes, theme: keys a later revision
+// adds are lost, which the REST menus in format mcp keep), its execution
+// (taskSupport), and its _meta whole, numbers as written.
+func mcpClientFields(t *mcpv1alpha1.Tool) (icons []mcp.Icon, execution *mcp.ToolExecution, meta *mcp.Meta) {
+	for _, raw := range t.Icons {
+		var icon mcp.Icon
+		if json.Unmarshal(raw.Raw, &icon) == nil {
+			icons = append(icons, icon)
+		}
+	}
+	if t.Execution != nil {
+		var e mcp.ToolExecution
+		if json.Unmarshal(t.Execution.Raw, &e) == nil {
+			execution = &e
+		}
+	}
+	if t.Meta != nil {
+		var fields map[string]any
+		dec := json.NewDecoder(bytes.NewReader(t.Meta.Raw))
+		dec.UseNumber()
+		if dec.Decode(&fields) == nil && fields != nil {
+			meta = mcp.NewMetaFromMap(fields)
+		}
+	}
+	return icons, execution, meta
 }
 
 // rendering returns the cached rendering of a view, rendering it on first

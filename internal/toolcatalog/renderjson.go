@@ -6,6 +6,8 @@ import (
 	"slices"
 	"unicode/utf8"
 
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/toolmesh/mcp-operator/internal/menu"
 )
 
@@ -24,17 +26,28 @@ func appendMenu(buf []byte, vw *view, format string) []byte {
 
 // menuSize is about how long a view's menu body is, in any format: more
 // than it is, as a rule, but less when strings need escaping or the menu
-// has conflicts or annotations (which it does not count).
+// has conflicts or annotations (which it does not count). Icons, execution
+// and _meta count in every format, though only format mcp carries them:
+// they are at most a few KiB a tool.
 func menuSize(vw *view) int {
 	size := len(vw.revision) + 64
 	for i := range vw.menu.Tools {
 		e := &vw.menu.Tools[i]
 		size += len(e.Name) + len(e.Description) + len(e.Tool.Title) + len(e.Tool.InputSchema.Raw) + 96
-		if e.Tool.OutputSchema != nil {
-			size += len(e.Tool.OutputSchema.Raw)
+		size += rawLen(e.Tool.OutputSchema) + rawLen(e.Tool.Execution) + rawLen(e.Tool.Meta)
+		for _, icon := range e.Tool.Icons {
+			size += len(icon.Raw) + 1
 		}
 	}
 	return size
+}
+
+// rawLen is the length of an optional raw JSON field.
+func rawLen(r *runtime.RawExtension) int {
+	if r == nil {
+		return 0
+	}
+	return len(r.Raw)
 }
 
 // appendMenuIn appends a view's menu body in a format, handing buf to
@@ -101,6 +114,24 @@ func appendTool(buf []byte, e *menu.Entry, format string) []byte {
 			raw, _ := json.Marshal(e.Tool.Annotations)
 			buf = append(buf, `,"annotations":`...)
 			buf = append(buf, raw...)
+		}
+		if len(e.Tool.Icons) > 0 {
+			buf = append(buf, `,"icons":[`...)
+			for i, icon := range e.Tool.Icons {
+				if i > 0 {
+					buf = append(buf, ',')
+				}
+				buf = appendRaw(buf, icon.Raw)
+			}
+			buf = append(buf, ']')
+		}
+		if e.Tool.Execution != nil && len(e.Tool.Execution.Raw) > 0 {
+			buf = append(buf, `,"execution":`...)
+			buf = appendRaw(buf, e.Tool.Execution.Raw)
+		}
+		if e.Tool.Meta != nil && len(e.Tool.Meta.Raw) > 0 {
+			buf = append(buf, `,"_meta":`...)
+			buf = appendRaw(buf, e.Tool.Meta.Raw)
 		}
 	default:
 		buf = append(buf, `{"type":"function","function":{"name":`...)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -54,6 +55,16 @@ func TestRenderMatchesEncodingJSON(t *testing.T) {
 		case 3:
 			tool.InputSchema.Raw = nil
 			tool.OutputSchema = &runtime.RawExtension{}
+			tool.Execution = &runtime.RawExtension{}
+		}
+		if i%3 == 1 {
+			tool.Icons = []runtime.RawExtension{{Raw: []byte(`{"src":"https://example.com/a.png?x=1&y=<2>"}`)}, {Raw: []byte("{ \"src\": \"data:image/png;base64,AA==\" }")}}
+			tool.Execution = &runtime.RawExtension{Raw: []byte(`{"taskSupport":"optional"}`)}
+			var note bytes.Buffer
+			enc := json.NewEncoder(&note)
+			enc.SetEscapeHTML(false) // <, > and & as they may come
+			_ = enc.Encode(s)
+			tool.Meta = &runtime.RawExtension{Raw: []byte(`{"note":` + strings.TrimSpace(note.String()) + `, "n":1.50}`)}
 		}
 		if i == 5 {
 			// Not as the API server hands it over, but still written compact.
