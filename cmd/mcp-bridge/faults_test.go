@@ -29,20 +29,7 @@ func TestAServerKilledMidCallIsRestarted(t *testing.T) {
 	c, received := connect(t, b, streamable, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
 	ctx := timeout(t)
 
-	callDone := make(chan error, 1)
-	go func() {
-		var req mcp.CallToolRequest
-		req.Params.Name = "trigger-long-running-operation"
-		req.Params.Arguments = map[string]any{"duration": 600, "steps": 600}
-		req.Params.Meta = &mcp.Meta{ProgressToken: "long"}
-		_, err := c.CallTool(ctx, req)
-		callDone <- err
-	}()
-	received.waitFor(t, string(mcp.MethodNotificationProgress)) // the call is in flight
-	pid := b.childPID()
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	callDone, pid := killMidCall(t, b, c, received)
 	err := <-callDone
 	if err == nil || !strings.Contains(err.Error(), "exited (signal: killed)") {
 		t.Fatalf("the call in flight ended with %v, want an error naming the exit", err)
@@ -74,6 +61,29 @@ func TestAServerKilledMidCallIsRestarted(t *testing.T) {
 	received.waitFor(t, mcp.MethodNotificationToolsListChanged)
 }
 
+// killMidCall starts a long call, waits until the server has it (its
+// first progress), kills the server with SIGKILL and returns where the
+// call's outcome comes, and the killed server's pid.
+func killMidCall(t *testing.T, b *bridgeProc, c *client.Client, received *notes) (<-chan error, int) {
+	t.Helper()
+	ctx := timeout(t)
+	done := make(chan error, 1)
+	go func() {
+		var req mcp.CallToolRequest
+		req.Params.Name = "trigger-long-running-operation"
+		req.Params.Arguments = map[string]any{"duration": 600, "steps": 600}
+		req.Params.Meta = &mcp.Meta{ProgressToken: "long"}
+		_, err := c.CallTool(ctx, req)
+		done <- err
+	}()
+	received.waitFor(t, string(mcp.MethodNotificationProgress))
+	pid := b.childPID()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	return done, pid
+}
+
 // A call sent right after the server died, before the bridge has let go of
 // the dead process, was never written to it: it goes to the restarted server
 // and succeeds. The call the server was working on fails naming the exit (it
@@ -86,20 +96,7 @@ func TestACallSentRightAfterACrashGoesToTheRestartedServer(t *testing.T) {
 	c, received := connect(t, b, streamable, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
 	ctx := timeout(t)
 
-	inFlight := make(chan error, 1)
-	go func() {
-		var req mcp.CallToolRequest
-		req.Params.Name = "trigger-long-running-operation"
-		req.Params.Arguments = map[string]any{"duration": 600, "steps": 600}
-		req.Params.Meta = &mcp.Meta{ProgressToken: "long"}
-		_, err := c.CallTool(ctx, req)
-		inFlight <- err
-	}()
-	received.waitFor(t, string(mcp.MethodNotificationProgress)) // the server has the call
-	pid := b.childPID()
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	inFlight, pid := killMidCall(t, b, c, received)
 	// Only the bridge reaps its child: once the pid is gone, the process is
 	// gone and the bridge's wait for it has returned.
 	eventually(t, time.Minute, "the killed server to be reaped", func() bool {

@@ -42,9 +42,9 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 	c := m.catalog
 	ctx, end := c.beginCall(w, r, "mcp", "tools/call", msg.Params.Meta)
 	defer end()
-	modern := msg.modern(r)
-	if modern {
-		if problem := modernHeaderProblem(r, msg); problem != "" {
+	stateless := msg.stateless(r)
+	if stateless {
+		if problem := statelessHeaderProblem(r, msg); problem != "" {
 			writeRPCError(w, http.StatusBadRequest, msg.ID, mcp.HEADER_MISMATCH, problem)
 			return
 		}
@@ -56,7 +56,7 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 	}
 	if vw.exposure.Search {
 		var answered bool
-		if msg, answered = m.serveSearchCall(ctx, w, key, msg, vw, modern); answered {
+		if msg, answered = m.serveSearchCall(ctx, w, key, msg, vw, stateless); answered {
 			return
 		}
 	}
@@ -71,11 +71,11 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 		defer m.sessions.track(session, msg.ID, cancel)()
 	}
 
-	stream := newCallStream(w, msg.ID, modern)
+	stream := newCallStream(w, msg.ID, stateless)
 	defer stream.close()
 	call := &callRequest{name: msg.Params.Name, arguments: msg.Params.Arguments, view: vw,
 		opts: mcpclient.CallOptions{Meta: wire.RelayedMeta(msg.Params.Meta, notRelayed...)}}
-	if modern {
+	if stateless {
 		call.check = func(entry *menu.Entry) error {
 			if problem := paramHeaderProblem(r, msg, entry.Tool.InputSchema.Raw); problem != "" {
 				return &protocolError{code: mcp.HEADER_MISMATCH, message: problem}
@@ -91,7 +91,7 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 		}
 	}
 	level := msg.meta(mcp.MetaKeyLogLevel)
-	if !modern {
+	if !stateless {
 		level = m.sessions.level(session)
 	}
 	if level != "" {
@@ -103,7 +103,7 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 	var protoErr *protocolError
 	switch {
 	case err == nil:
-		stream.result(callAnswerOf(envelope, modern))
+		stream.result(callAnswerOf(envelope, stateless))
 	case errors.Is(context.Cause(ctx), errCancelledByCaller):
 		// A cancelled request gets no answer.
 	case errors.As(err, &unknown):
@@ -111,7 +111,7 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 	case errors.As(err, &protoErr):
 		writeRPCError(w, http.StatusBadRequest, msg.ID, protoErr.code, protoErr.message)
 	default:
-		answerFailure(stream, err, modern)
+		answerFailure(stream, err, stateless)
 	}
 }
 
@@ -120,16 +120,16 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 // down) is a tool result with isError; being told to slow down (the
 // caller's rate, a busy server) or refused is a JSON-RPC error the
 // client's code handles, as 429 and 403 are over REST.
-func answerFailure(stream *callStream, err error, modern bool) {
+func answerFailure(stream *callStream, err error, stateless bool) {
 	var reqErr *requestError
 	var upErr *upstreamError
 	switch outcome := outcomeOf(err); {
 	case outcome == "rate_limited" || outcome == "busy":
 	case errors.As(err, &reqErr):
-		stream.result(resultOf(mcp.NewToolResultError(reqErr.message), modern))
+		stream.result(resultOf(mcp.NewToolResultError(reqErr.message), stateless))
 		return
 	case errors.As(err, &upErr):
-		stream.result(resultOf(mcp.NewToolResultError(upErr.Error()), modern))
+		stream.result(resultOf(mcp.NewToolResultError(upErr.Error()), stateless))
 		return
 	}
 	stream.error(mcp.INTERNAL_ERROR, err.Error())
@@ -137,10 +137,10 @@ func answerFailure(stream *callStream, err error, modern bool) {
 
 // resultOf is a tools/call result as a caller of the revision expects it.
 // 2026-07-28 requires resultType; the revisions before it have none.
-func resultOf(result *mcp.CallToolResult, modern bool) json.RawMessage {
+func resultOf(result *mcp.CallToolResult, stateless bool) json.RawMessage {
 	answer := *result
 	answer.ResultType = ""
-	if modern {
+	if stateless {
 		answer.ResultType = mcp.ResultTypeComplete
 	}
 	raw, _ := json.Marshal(answer)
@@ -154,7 +154,7 @@ func resultOf(result *mcp.CallToolResult, modern bool) json.RawMessage {
 // resultType for a 2026-07-28 caller. It is appended as bytes: the items
 // are JSON values decoded from the server's answer (or encoded by the
 // catalog), and json.Marshal would scan and compact each once more.
-func callAnswerOf(env Envelope, modern bool) json.RawMessage {
+func callAnswerOf(env Envelope, stateless bool) json.RawMessage {
 	content := env.Content
 	text := func(s string) json.RawMessage {
 		raw, _ := json.Marshal(mcp.NewTextContent(s))
@@ -189,7 +189,7 @@ func callAnswerOf(env Envelope, modern bool) json.RawMessage {
 	if env.IsError {
 		answer = append(answer, `,"isError":true`...)
 	}
-	if modern {
+	if stateless {
 		answer = append(answer, `,"resultType":"`+string(mcp.ResultTypeComplete)+`"`...)
 	}
 	return append(answer, '}')

@@ -38,7 +38,7 @@ const maxKeptListBytes = 8 << 20
 
 // listKey names one tools/list page: the revision's era and its cursor.
 type listKey struct {
-	modern bool
+	stateless bool
 	cursor string
 }
 
@@ -84,9 +84,9 @@ func listCursor(msg *rpcMessage) (cursor, after string, ok bool) {
 func (m *mcpHandlers) serveList(w http.ResponseWriter, r *http.Request, h *mcpHandler, msg *rpcMessage) {
 	// mcp-go holds no tools, so it never answers a tools/list: a problem
 	// it would refuse is refused here, the rest is answered here.
-	modern := msg.modern(r)
-	if modern {
-		if problem := modernHeaderProblem(r, msg); problem != "" {
+	stateless := msg.stateless(r)
+	if stateless {
+		if problem := statelessHeaderProblem(r, msg); problem != "" {
 			writeRPCError(w, http.StatusBadRequest, msg.ID, mcp.HEADER_MISMATCH, problem)
 			return
 		}
@@ -100,7 +100,7 @@ func (m *mcpHandlers) serveList(w http.ResponseWriter, r *http.Request, h *mcpHa
 		writeRPCError(w, http.StatusOK, msg.ID, mcp.INVALID_PARAMS, "the cursor is not one this endpoint gives (a base64 string)")
 		return
 	}
-	key := listKey{modern: modern, cursor: cursor}
+	key := listKey{stateless: stateless, cursor: cursor}
 	shared := h.key.kind == collectionView || m.catalog.authz.mode != AuthKubernetes
 	h.mu.Lock()
 	revision := h.revision
@@ -132,7 +132,7 @@ func (m *mcpHandlers) serveList(w http.ResponseWriter, r *http.Request, h *mcpHa
 		writeRPCError(w, http.StatusServiceUnavailable, msg.ID, mcp.INTERNAL_ERROR, message)
 		return
 	}
-	page, next, err := m.listPage(vw, entries, h.name, modern, cursor != "", after)
+	page, next, err := m.listPage(vw, entries, h.name, stateless, cursor != "", after)
 	if err != nil {
 		writeRPCError(w, http.StatusInternalServerError, msg.ID, mcp.INTERNAL_ERROR, "the page could not be encoded")
 		return
@@ -148,7 +148,7 @@ func (m *mcpHandlers) serveList(w http.ResponseWriter, r *http.Request, h *mcpHa
 // listPage encodes the page of a view's MCP tools that follows the tool
 // named after (the first page when hasCursor is false), and its next
 // cursor. entries are the view's tools the caller may see, sorted.
-func (m *mcpHandlers) listPage(vw *view, entries []menu.Entry, serverName string, modern, hasCursor bool, after string) (json.RawMessage, string, error) {
+func (m *mcpHandlers) listPage(vw *view, entries []menu.Entry, serverName string, stateless, hasCursor bool, after string) (json.RawMessage, string, error) {
 	var tools []mcp.Tool
 	if vw.exposure.Search {
 		all := m.catalog.searchTools(vw)
@@ -173,7 +173,7 @@ func (m *mcpHandlers) listPage(vw *view, entries []menu.Entry, serverName string
 		tools = []mcp.Tool{} // a list result's array is required
 	}
 	result := mcp.ListToolsResult{Tools: tools, PaginatedResult: mcp.PaginatedResult{NextCursor: mcp.Cursor(next)}}
-	if modern {
+	if stateless {
 		// What mcp-go adds to every 2026-07-28 list result: the result's
 		// type, the server's identity and its cache hints (mcp-go's
 		// defaults: revalidate always, private to the caller).

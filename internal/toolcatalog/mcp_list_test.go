@@ -145,11 +145,11 @@ var _ = Describe("A collection's tools/list pages", func() {
 			headers("Mcp-Session-Id", session, "MCP-Protocol-Version", "2025-11-25")...)
 		Expect(toolsIn(r)).To(Equal(mcpPageSize))
 		By("a 2026-07-28 listing with an Mcp-Name header (which names only a call's tool)")
-		modernList := `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
-		r = callTo(catalog.URL, path, modernList, headers("MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/list", "Mcp-Name", "x")...)
+		statelessList := `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+		r = callTo(catalog.URL, path, statelessList, headers("MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/list", "Mcp-Name", "x")...)
 		Expect(toolsIn(r)).To(Equal(mcpPageSize))
 		By("a 2026-07-28 listing whose headers disagree with its body")
-		r = callTo(catalog.URL, path, modernList, headers("MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call")...)
+		r = callTo(catalog.URL, path, statelessList, headers("MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call")...)
 		Expect(r.code).To(Equal(http.StatusBadRequest), string(r.body))
 		Expect(string(r.body)).To(ContainSubstring(`"code":-32020`))
 		By("a cursor that is not one the endpoint gave")
@@ -205,7 +205,7 @@ var _ = Describe("The whole menu's tools/list", func() {
 		keptFirst := func() json.RawMessage {
 			h.mu.Lock()
 			defer h.mu.Unlock()
-			return h.listed.pages[listKey{modern: true}]
+			return h.listed.pages[listKey{stateless: true}]
 		}
 		// Other specs' servers come and go in the whole menu; a listing
 		// that no change overtook leaves its page kept, and the next

@@ -43,8 +43,8 @@ func (m *rpcMessage) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(envelope.Params, &m.Params)
 }
 
-// modern reports a request of the 2026-07-28 revision.
-func (m *rpcMessage) modern(r *http.Request) bool {
+// stateless reports a request of the 2026-07-28 revision.
+func (m *rpcMessage) stateless(r *http.Request) bool {
 	// As mcp-go tells: a 2026-07-28 (or later) version in the header or in
 	// _meta; an older one in _meta is a legacy request.
 	return mcp.IsModernProtocol(r.Header.Get("MCP-Protocol-Version")) || mcp.IsModernProtocol(m.meta(mcp.MetaKeyProtocolVersion))
@@ -60,10 +60,10 @@ func (m *rpcMessage) meta(key string) string {
 	return s
 }
 
-// modernHeaderProblem checks what the 2026-07-28 revision requires of a
+// statelessHeaderProblem checks what the 2026-07-28 revision requires of a
 // request's headers: the version in the header and in _meta alike, and
 // Mcp-Method and Mcp-Name mirroring the body (mcp-go's validator).
-func modernHeaderProblem(r *http.Request, msg *rpcMessage) string {
+func statelessHeaderProblem(r *http.Request, msg *rpcMessage) string {
 	header, meta := r.Header.Get("MCP-Protocol-Version"), msg.meta(mcp.MetaKeyProtocolVersion)
 	switch {
 	case header == "" || meta == "":

@@ -156,24 +156,24 @@ func (c *Catalog) callToolTarget(arguments json.RawMessage) (string, json.RawMes
 // call_tool into the direct call it names, which serveCall then answers
 // like any other: same lookup, errors, authorization, validation and
 // progress. It reports whether it answered.
-func (m *mcpHandlers) serveSearchCall(ctx context.Context, w http.ResponseWriter, key viewKey, msg *rpcMessage, vw *view, modern bool) (*rpcMessage, bool) {
+func (m *mcpHandlers) serveSearchCall(ctx context.Context, w http.ResponseWriter, key viewKey, msg *rpcMessage, vw *view, stateless bool) (*rpcMessage, bool) {
 	c := m.catalog
 	switch msg.Params.Name {
 	case findToolsName:
 		result, err := c.findTools(vw, msg.Params.Arguments)
 		if err != nil {
 			c.recordCall(ctx, key, msg.Params.Name, nil, Envelope{}, err)
-			answerFailure(newCallStream(w, msg.ID, modern), err, modern)
+			answerFailure(newCallStream(w, msg.ID, stateless), err, stateless)
 			return nil, true
 		}
 		c.record(ctx, key, findToolsName, nil, "success")
-		newCallStream(w, msg.ID, modern).result(resultOf(result, modern))
+		newCallStream(w, msg.ID, stateless).result(resultOf(result, stateless))
 		return nil, true
 	case callToolName:
 		name, arguments, err := c.callToolTarget(msg.Params.Arguments)
 		if err != nil {
 			c.recordCall(ctx, key, msg.Params.Name, nil, Envelope{}, err)
-			answerFailure(newCallStream(w, msg.ID, modern), err, modern)
+			answerFailure(newCallStream(w, msg.ID, stateless), err, stateless)
 			return nil, true
 		}
 		direct := *msg

@@ -391,13 +391,13 @@ func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey)
 	session := r.Header.Get("Mcp-Session-Id")
 	notification := len(msg.ID) == 0
 	switch {
-	case session != "" && !msg.modern(r) && !issuedSessionForm(session):
+	case session != "" && !msg.stateless(r) && !issuedSessionForm(session):
 		// mcp-go's answer for an id it never issued: 404 makes the
 		// client initialize anew.
 		http.Error(w, "Invalid session ID", http.StatusNotFound)
 		return true, nil
 	case msg.Method == string(mcp.MethodToolsCall) && !notification:
-		if !msg.modern(r) && session == "" {
+		if !msg.stateless(r) && session == "" {
 			writeRPCError(w, http.StatusBadRequest, msg.ID, mcp.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
 			return true, nil
 		}
@@ -412,13 +412,13 @@ func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey)
 		}
 		w.WriteHeader(http.StatusAccepted)
 		return true, nil
-	case notification && msg.modern(r):
+	case notification && msg.stateless(r):
 		// A 2026-07-28 client expects 202 for any notification; mcp-go
 		// refuses one without _meta with 400, which ends go-sdk clients'
 		// connections.
 		w.WriteHeader(http.StatusAccepted)
 		return true, nil
-	case !msg.modern(r) && session == "" && msg.Method != string(mcp.MethodInitialize):
+	case !msg.stateless(r) && session == "" && msg.Method != string(mcp.MethodInitialize):
 		// The header is required after initialize (mcp-go answers 404).
 		writeRPCError(w, http.StatusBadRequest, msg.ID, mcp.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
 		return true, nil

@@ -49,7 +49,7 @@ func newOracle(t *testing.T, name string, tools []mcp.Tool) *oracleServer {
 	return o
 }
 
-func (o *oracleServer) post(t *testing.T, modern bool, body string) *http.Response {
+func (o *oracleServer) post(t *testing.T, stateless bool, body string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, o.url, bytes.NewBufferString(body))
 	if err != nil {
@@ -57,7 +57,7 @@ func (o *oracleServer) post(t *testing.T, modern bool, body string) *http.Respon
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	if modern {
+	if stateless {
 		req.Header.Set("MCP-Protocol-Version", mcp.ProtocolVersion20260728)
 		req.Header.Set(mcp.HeaderMethod, string(mcp.MethodToolsList))
 	} else if o.session != "" {
@@ -73,18 +73,18 @@ func (o *oracleServer) post(t *testing.T, modern bool, body string) *http.Respon
 }
 
 // page is mcp-go's result for one tools/list page.
-func (o *oracleServer) page(t *testing.T, modern bool, cursor string) json.RawMessage {
+func (o *oracleServer) page(t *testing.T, stateless bool, cursor string) json.RawMessage {
 	t.Helper()
 	params := map[string]any{}
 	if cursor != "" {
 		params["cursor"] = cursor
 	}
-	if modern {
+	if stateless {
 		params["_meta"] = map[string]any{mcp.MetaKeyProtocolVersion: mcp.ProtocolVersion20260728,
 			mcp.MetaKeyClientInfo: map[string]string{"name": "oracle", "version": "0"}, mcp.MetaKeyClientCapabilities: map[string]any{}}
 	}
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params})
-	resp := o.post(t, modern, string(body))
+	resp := o.post(t, stateless, string(body))
 	raw, _ := io.ReadAll(resp.Body)
 	var answer struct {
 		Result json.RawMessage `json:"result"`
@@ -164,18 +164,18 @@ func TestListPagesAsMCPGo(t *testing.T) {
 			}
 		}
 		oracle := newOracle(t, "mcp-operator/ns/"+tc.name, offered)
-		for _, modern := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/modern=%v", tc.name, modern), func(t *testing.T) {
+		for _, stateless := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stateless=%v", tc.name, stateless), func(t *testing.T) {
 				// walk follows the pages from cursor on, comparing each with
 				// mcp-go's, and counts the tools listed.
 				walk := func(cursor string) (listed int) {
 					for {
 						after, _ := base64.StdEncoding.DecodeString(cursor)
-						got, next, err := m.listPage(tc.vw, tc.vw.menu.Tools, "mcp-operator/ns/"+tc.name, modern, cursor != "", string(after))
+						got, next, err := m.listPage(tc.vw, tc.vw.menu.Tools, "mcp-operator/ns/"+tc.name, stateless, cursor != "", string(after))
 						if err != nil {
 							t.Fatal(err)
 						}
-						want := oracle.page(t, modern, cursor)
+						want := oracle.page(t, stateless, cursor)
 						if !jsonEqual(got, want) {
 							t.Fatalf("cursor %q:\n got %s\nwant %s", cursor, got, want)
 						}

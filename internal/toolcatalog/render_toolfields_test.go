@@ -83,9 +83,9 @@ func TestMCPAnswersCarryIconsMetaAndExecution(t *testing.T) {
 	}
 
 	m := &mcpHandlers{catalog: &Catalog{}}
-	for _, modern := range []bool{false, true} {
-		t.Run(map[bool]string{false: "tools/list 2025-11-25", true: "tools/list 2026-07-28"}[modern], func(t *testing.T) {
-			page, _, err := m.listPage(vw, vw.menu.Tools, "mcp-operator", modern, false, "")
+	for _, stateless := range []bool{false, true} {
+		t.Run(map[bool]string{false: "tools/list 2025-11-25", true: "tools/list 2026-07-28"}[stateless], func(t *testing.T) {
+			page, _, err := m.listPage(vw, vw.menu.Tools, "mcp-operator", stateless, false, "")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
-	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/toolmesh/mcp-operator/internal/menu"
+	"github.com/toolmesh/mcp-operator/internal/wire"
 )
 
 // A menu of thousands of tools is rendered again after every change, in
@@ -55,7 +55,7 @@ func rawLen(r *runtime.RawExtension) int {
 // flush returns the buffer to go on with (emptied).
 func appendMenuIn(buf []byte, vw *view, format string, flush func([]byte) []byte) []byte {
 	buf = append(buf, `{"revision":`...)
-	buf = appendString(buf, vw.revision)
+	buf = wire.AppendString(buf, vw.revision)
 	buf = append(buf, `,"tools":[`...)
 	for i := range vw.menu.Tools {
 		if i > 0 {
@@ -74,7 +74,7 @@ func appendMenuIn(buf []byte, vw *view, format string, flush func([]byte) []byte
 				buf = append(buf, ',')
 			}
 			buf = append(buf, `{"name":`...)
-			buf = appendString(buf, c.Name)
+			buf = wire.AppendString(buf, c.Name)
 			buf = append(buf, `,"servers":`...)
 			buf = appendStrings(buf, c.Servers)
 			buf = append(buf, '}')
@@ -90,20 +90,20 @@ func appendTool(buf []byte, e *menu.Entry, format string) []byte {
 	switch format {
 	case formatAnthropic:
 		buf = append(buf, `{"name":`...)
-		buf = appendString(buf, e.Name)
+		buf = wire.AppendString(buf, e.Name)
 		buf = append(buf, `,"description":`...)
-		buf = appendString(buf, e.Description)
+		buf = wire.AppendString(buf, e.Description)
 		buf = append(buf, `,"input_schema":`...)
 		buf = appendRaw(buf, schema)
 	case formatMCP:
 		buf = append(buf, `{"name":`...)
-		buf = appendString(buf, e.Name)
+		buf = wire.AppendString(buf, e.Name)
 		if e.Tool.Title != "" {
 			buf = append(buf, `,"title":`...)
-			buf = appendString(buf, e.Tool.Title)
+			buf = wire.AppendString(buf, e.Tool.Title)
 		}
 		buf = append(buf, `,"description":`...)
-		buf = appendString(buf, e.Description)
+		buf = wire.AppendString(buf, e.Description)
 		buf = append(buf, `,"inputSchema":`...)
 		buf = appendRaw(buf, schema)
 		if e.Tool.OutputSchema != nil && len(e.Tool.OutputSchema.Raw) > 0 {
@@ -135,9 +135,9 @@ func appendTool(buf []byte, e *menu.Entry, format string) []byte {
 		}
 	default:
 		buf = append(buf, `{"type":"function","function":{"name":`...)
-		buf = appendString(buf, e.Name)
+		buf = wire.AppendString(buf, e.Name)
 		buf = append(buf, `,"description":`...)
-		buf = appendString(buf, e.Description)
+		buf = wire.AppendString(buf, e.Description)
 		buf = append(buf, `,"parameters":`...)
 		buf = appendRaw(buf, schema)
 		buf = append(buf, '}')
@@ -201,71 +201,7 @@ func appendStrings(buf []byte, ss []string) []byte {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = appendString(buf, s)
+		buf = wire.AppendString(buf, s)
 	}
 	return append(buf, ']')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// plain are the ASCII bytes a JSON string carries as they are.
-var plain = func() (set [utf8.RuneSelf]bool) {
-	for b := 0x20; b < utf8.RuneSelf; b++ {
-		set[b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
-	}
-	return set
-}()
-
-// appendString appends s quoted as encoding/json quotes a string: HTML's
-// <, > and & escaped, control characters as \u00XX (or their short
-// escapes), invalid UTF-8 as U+FFFD, and U+2028 and U+2029 escaped.
-func appendString(buf []byte, s string) []byte {
-	buf = append(buf, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if plain[b] {
-				i++
-				continue
-			}
-			buf = append(buf, s[start:i]...)
-			switch b {
-			case '"', '\\':
-				buf = append(buf, '\\', b)
-			case '\b':
-				buf = append(buf, '\\', 'b')
-			case '\f':
-				buf = append(buf, '\\', 'f')
-			case '\n':
-				buf = append(buf, '\\', 'n')
-			case '\r':
-				buf = append(buf, '\\', 'r')
-			case '\t':
-				buf = append(buf, '\\', 't')
-			default:
-				buf = append(buf, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	buf = append(buf, s[start:]...)
-	return append(buf, '"')
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -82,25 +81,6 @@ func TestRenderMatchesEncodingJSON(t *testing.T) {
 			if !bytes.Equal(got, want) {
 				t.Errorf("%s, %d conflicts:\n got %s\nwant %s", format, len(conflicts), got, want)
 			}
-		}
-	}
-}
-
-// TestAppendStringMatchesEncodingJSON: random bytes, valid UTF-8 or not,
-// quote as encoding/json quotes them.
-func TestAppendStringMatchesEncodingJSON(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	for range 5000 {
-		b := make([]byte, rng.IntN(24))
-		for i := range b {
-			b[i] = byte(rng.IntN(256))
-		}
-		if rng.IntN(3) == 0 {
-			b = append(b, "\u2028é<"...)
-		}
-		want, _ := json.Marshal(string(b))
-		if got := appendString(nil, string(b)); !bytes.Equal(got, want) {
-			t.Fatalf("appendString(%q) = %s, want %s", b, got, want)
 		}
 	}
 }

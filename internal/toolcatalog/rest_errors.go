@@ -70,8 +70,10 @@ func failureOf(err error) failure {
 		return failure{status: reqErr.code, message: reqErr.message, details: reqErr.details, retryAfter: reqErr.retryAfter}
 	case errors.As(err, &upErr):
 		return failure{status: upErr.code, message: upErr.Error(), retryAfter: upErr.retryAfter}
-	case errors.As(err, &unknown), errors.As(err, &protoErr):
-		return failure{status: statusOf(err), message: err.Error()}
+	case errors.As(err, &unknown):
+		return failure{status: http.StatusNotFound, message: err.Error()}
+	case errors.As(err, &protoErr):
+		return failure{status: http.StatusBadRequest, message: err.Error()}
 	}
 	return failure{status: http.StatusInternalServerError, message: "internal error"}
 }
@@ -102,28 +104,7 @@ func retryAfter(w http.ResponseWriter, seconds int) {
 }
 
 // statusOf is the HTTP status a failed call is answered with.
-func statusOf(err error) int {
-	var reqErr *requestError
-	var upErr *upstreamError
-	var authErr *authError
-	switch {
-	case errors.As(err, &authErr):
-		return authErr.code
-	case errors.As(err, &reqErr):
-		return reqErr.code
-	case errors.As(err, &upErr):
-		return upErr.code
-	}
-	var unknown *unknownToolError
-	var protoErr *protocolError
-	switch {
-	case errors.As(err, &unknown):
-		return http.StatusNotFound
-	case errors.As(err, &protoErr):
-		return http.StatusBadRequest
-	}
-	return http.StatusInternalServerError
-}
+func statusOf(err error) int { return failureOf(err).status }
 
 // outcomeOf names how a failed call ended, for metrics and logs; the REST
 // and MCP paths name it alike.

@@ -16,7 +16,7 @@ func TestResultOf(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		result *mcp.CallToolResult
-		modern bool
+		stateless bool
 		want   string
 	}{
 		{"2026-07-28", mcp.NewToolResultText("hi"), true, `{"content":[{"type":"text","text":"hi"}],"resultType":"complete"}`},
@@ -26,7 +26,7 @@ func TestResultOf(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got, want any
-			if err := json.Unmarshal(resultOf(tc.result, tc.modern), &got); err != nil {
+			if err := json.Unmarshal(resultOf(tc.result, tc.stateless), &got); err != nil {
 				t.Fatal(err)
 			}
 			_ = json.Unmarshal([]byte(tc.want), &want)
@@ -61,16 +61,16 @@ func TestCallAnswerOf(t *testing.T) {
 		{"an empty item and blank structured content", Envelope{Content: []json.RawMessage{nil}, StructuredContent: raw(" \n")},
 			`{"content":[null]}`},
 	} {
-		for _, modern := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s, modern %v", tc.name, modern), func(t *testing.T) {
+		for _, stateless := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, stateless %v", tc.name, stateless), func(t *testing.T) {
 				want := tc.want
 				if want == "" {
-					want = string(resultOf(callResultOf(tc.env), modern))
-				} else if modern {
+					want = string(resultOf(callResultOf(tc.env), stateless))
+				} else if stateless {
 					want = want[:len(want)-1] + `,"resultType":"complete"}`
 				}
 				var got, wanted any
-				if err := json.Unmarshal(callAnswerOf(tc.env, modern), &got); err != nil {
+				if err := json.Unmarshal(callAnswerOf(tc.env, stateless), &got); err != nil {
 					t.Fatal(err)
 				}
 				_ = json.Unmarshal([]byte(want), &wanted)
