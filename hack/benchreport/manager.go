@@ -313,7 +313,7 @@ the benchmark's process (BenchmarkHeapInProcess, 1,000 servers × 20
 tools, after the menus were served), by allocation site. The reading of
 these profiles, function by function, is in docs/performance-notes.md.
 The manager makes its calls to MCP servers over plain HTTP on the
-handler's goroutine (internal/mcpclient/inline.go), where the bare
+handler's goroutine (internal/mcpclient/internal/inline), where the bare
 proxy's net/http Transport hands each request to a connection's writing
 goroutine and its answer back from the reading one: about 100 µs a
 call on this VM, which pays for the catalog's own work (some 50 µs of

@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolmesh/mcp-operator/internal/mcpclient/internal/inline"
 )
 
 // listeningBufferSize is the read and write buffer of each connection of
@@ -27,7 +29,7 @@ const listeningBufferSize = 1 << 10
 // carries a context deadline. listening says the session is opened to hold
 // a stream for list changes; such sessions to plain-HTTP servers share
 // their connection pool (see shared.go). The other sessions' POSTs to a
-// plain-HTTP server are made on the caller's goroutine (inline.go).
+// plain-HTTP server are made on the caller's goroutine (package inline).
 func (t Target) httpClient(watch *streamWatch, listening bool) *http.Client {
 	var base *http.Transport
 	shared := false
@@ -37,8 +39,8 @@ func (t Target) httpClient(watch *streamWatch, listening bool) *http.Client {
 		base = newBaseTransport(t.Egress, t.TLS, t.timeout(), strings.HasPrefix(t.URL, "https://"), listening)
 	}
 	var next http.RoundTripper = base
-	if inlineSupported && !shared && strings.HasPrefix(t.URL, "http://") {
-		next = newInlineTransport(base)
+	if inline.Supported && !shared && strings.HasPrefix(t.URL, "http://") {
+		next = inline.New(base)
 	}
 	return &http.Client{
 		Transport: &recordingTransport{next: next, shared: shared, watch: watch, maxBody: t.maxResponseBytes()},

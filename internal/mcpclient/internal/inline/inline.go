@@ -1,4 +1,7 @@
-package mcpclient
+// Package inline makes a session's POSTs to plain-HTTP servers on the
+// caller's goroutine, over connections it keeps; everything else goes to
+// the net/http Transport under it.
+package inline
 
 import (
 	"bufio"
@@ -14,7 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// inlineTransport makes a session's POSTs to a plain-HTTP server on the
+// Transport makes a session's POSTs to a plain-HTTP server on the
 // caller's goroutine: it writes the request and reads the answer itself,
 // over connections it keeps, writing the request with net/http's
 // Request.Write and reading the answer with its response reader
@@ -41,7 +44,7 @@ import (
 // on a kept connection is sent once more on a new one, as net/http does.
 // Everything else, GETs (a legacy session's event streams), DELETEs and
 // the subscriptions/listen stream, goes to next.
-type inlineTransport struct {
+type Transport struct {
 	next *http.Transport
 	// dial is next's, with the egress policy.
 	dial          func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -50,7 +53,7 @@ type inlineTransport struct {
 	maxIdle       int
 
 	mu   sync.Mutex
-	idle []*inlineConn
+	idle []*keptConn
 	// closeIdle is set by CloseIdleConnections until the next request:
 	// a connection whose answer ends meanwhile is closed, not kept (a
 	// closed session's last calls).
@@ -59,8 +62,11 @@ type inlineTransport struct {
 	sweeping bool
 }
 
-func newInlineTransport(next *http.Transport) *inlineTransport {
-	t := &inlineTransport{next: next, dial: next.DialContext, headerTimeout: next.ResponseHeaderTimeout,
+// New returns a Transport over next: its dial, response-header timeout,
+// idle timeout and idle bound are next's, and what it does not send
+// itself goes to next.
+func New(next *http.Transport) *Transport {
+	t := &Transport{next: next, dial: next.DialContext, headerTimeout: next.ResponseHeaderTimeout,
 		idleTimeout: next.IdleConnTimeout, maxIdle: next.MaxIdleConnsPerHost}
 	if t.idleTimeout <= 0 {
 		t.idleTimeout = 90 * time.Second // net/http's default
@@ -68,8 +74,8 @@ func newInlineTransport(next *http.Transport) *inlineTransport {
 	return t
 }
 
-// inlineConn is one kept connection.
-type inlineConn struct {
+// keptConn is one kept connection.
+type keptConn struct {
 	conn net.Conn
 	// written counts the bytes written to conn, to tell a request that
 	// never left from one that may have reached the server.
@@ -91,14 +97,14 @@ var aLongTimeAgo = time.Unix(1, 0)
 
 // abort ends whatever the connection is doing, for good: its request was
 // cancelled.
-func (pc *inlineConn) abort() {
+func (pc *keptConn) abort() {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	pc.aborted = true
 	_ = pc.conn.SetDeadline(aLongTimeAgo)
 }
 
-func (pc *inlineConn) readDeadline(t time.Time) {
+func (pc *keptConn) readDeadline(t time.Time) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	if !pc.aborted {
@@ -125,7 +131,7 @@ type errNothingWritten struct{ err error }
 func (e errNothingWritten) Error() string { return e.err.Error() }
 func (e errNothingWritten) Unwrap() error { return e.err }
 
-func (t *inlineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodPost || req.URL.Scheme != "http" || listenStream(req.Header) {
 		return t.next.RoundTrip(req)
 	}
@@ -133,13 +139,13 @@ func (t *inlineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // send makes req, a POST, to addr, under ctx.
-func (t *inlineTransport) send(ctx context.Context, req *http.Request, addr string) (*http.Response, error) {
+func (t *Transport) send(ctx context.Context, req *http.Request, addr string) (*http.Response, error) {
 	// A request already cancelled is not sent, as net/http's Transport
 	// does not send it: on a kept connection the write would otherwise
 	// race the abort that context.AfterFunc starts on another goroutine,
 	// and mostly win (the tool would run for a caller that has gone).
 	err := context.Cause(ctx)
-	var pc *inlineConn
+	var pc *keptConn
 	var reused bool
 	if err == nil {
 		pc, reused, err = t.get(ctx, addr)
@@ -176,7 +182,7 @@ func (t *inlineTransport) send(ctx context.Context, req *http.Request, addr stri
 // sendOn writes req on pc and reads the answer's head; the body is
 // read by the caller, and pc goes back to be kept when the body is read
 // to its end and closed.
-func (t *inlineTransport) sendOn(ctx context.Context, pc *inlineConn, req *http.Request) (*http.Response, error) {
+func (t *Transport) sendOn(ctx context.Context, pc *keptConn, req *http.Request) (*http.Response, error) {
 	stop := context.AfterFunc(ctx, pc.abort)
 	fail := func(err error) (*http.Response, error) {
 		stop()
@@ -202,7 +208,7 @@ func (t *inlineTransport) sendOn(ctx context.Context, pc *inlineConn, req *http.
 		pc.readDeadline(time.Now().Add(earlyAnswerWait))
 		if resp, rerr := http.ReadResponse(pc.br, req); rerr == nil && resp.StatusCode >= 200 {
 			pc.readDeadline(time.Time{})
-			resp.Body = &inlineBody{body: resp.Body, t: t, pc: pc, ctx: ctx, stop: stop, keep: false}
+			resp.Body = &answerBody{body: resp.Body, t: t, pc: pc, ctx: ctx, stop: stop, keep: false}
 			return resp, nil
 		}
 		return fail(err)
@@ -242,7 +248,7 @@ func (t *inlineTransport) sendOn(ctx context.Context, pc *inlineConn, req *http.
 		}
 		return resp, nil
 	}
-	resp.Body = &inlineBody{body: resp.Body, t: t, pc: pc, ctx: ctx, stop: stop, keep: keep}
+	resp.Body = &answerBody{body: resp.Body, t: t, pc: pc, ctx: ctx, stop: stop, keep: keep}
 	return resp, nil
 }
 
@@ -267,7 +273,7 @@ func (*headerTimeoutError) Temporary() bool { return true }
 // get returns a kept connection to addr that is still open, or a new one.
 // The most recently kept goes first: its buffers are the likeliest to be
 // in the caches.
-func (t *inlineTransport) get(ctx context.Context, addr string) (*inlineConn, bool, error) {
+func (t *Transport) get(ctx context.Context, addr string) (*keptConn, bool, error) {
 	for {
 		t.mu.Lock()
 		t.closeIdle = false
@@ -289,18 +295,18 @@ func (t *inlineTransport) get(ctx context.Context, addr string) (*inlineConn, bo
 	return pc, false, err
 }
 
-func (t *inlineTransport) dialConn(ctx context.Context, addr string) (*inlineConn, error) {
+func (t *Transport) dialConn(ctx context.Context, addr string) (*keptConn, error) {
 	conn, err := t.dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	written := &countingWriter{conn: conn}
-	return &inlineConn{conn: conn, written: written, addr: addr, br: bufio.NewReader(conn), bw: bufio.NewWriter(written)}, nil
+	return &keptConn{conn: conn, written: written, addr: addr, br: bufio.NewReader(conn), bw: bufio.NewWriter(written)}, nil
 }
 
 // put keeps a connection whose answer was read to its end, up to
 // maxIdle of them, and has a sweep close it once idle for idleTimeout.
-func (t *inlineTransport) put(pc *inlineConn) {
+func (t *Transport) put(pc *keptConn) {
 	t.mu.Lock()
 	// Taken under the lock, so that the stack is ordered by it (sweep).
 	pc.idleSince = time.Now()
@@ -321,14 +327,14 @@ func (t *inlineTransport) put(pc *inlineConn) {
 // sweep closes the connections idle for idleTimeout (the oldest are at
 // the bottom of the stack, which reuse takes from the top) and comes
 // back when the oldest left is due.
-func (t *inlineTransport) sweep() {
+func (t *Transport) sweep() {
 	now := time.Now()
 	t.mu.Lock()
 	due := 0
 	for due < len(t.idle) && now.Sub(t.idle[due].idleSince) >= t.idleTimeout {
 		due++
 	}
-	old := append([]*inlineConn(nil), t.idle[:due]...)
+	old := append([]*keptConn(nil), t.idle[:due]...)
 	t.idle = append(t.idle[:0], t.idle[due:]...)
 	clear(t.idle[len(t.idle):cap(t.idle)])
 	t.sweeping = len(t.idle) > 0
@@ -341,9 +347,17 @@ func (t *inlineTransport) sweep() {
 	}
 }
 
+// Kept is how many connections are kept for reuse, for tests that check
+// a session's calls go out on the connection the last one left.
+func (t *Transport) Kept() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.idle)
+}
+
 // CloseIdleConnections closes the kept connections, and next's; a
 // connection whose answer ends before the next request is closed too.
-func (t *inlineTransport) CloseIdleConnections() {
+func (t *Transport) CloseIdleConnections() {
 	t.mu.Lock()
 	idle := t.idle
 	t.idle = nil
@@ -355,12 +369,12 @@ func (t *inlineTransport) CloseIdleConnections() {
 	t.next.CloseIdleConnections()
 }
 
-// inlineBody is an answer's body on a kept connection. Reads and Close
+// answerBody is an answer's body on a kept connection. Reads and Close
 // may come from different goroutines (drainAndClose closes from a timer).
-type inlineBody struct {
+type answerBody struct {
 	body io.ReadCloser
-	t    *inlineTransport
-	pc   *inlineConn
+	t    *Transport
+	pc   *keptConn
 	ctx  context.Context
 	stop func() bool
 	keep bool
@@ -372,7 +386,7 @@ type inlineBody struct {
 	closed       bool
 }
 
-func (b *inlineBody) Read(p []byte) (int, error) {
+func (b *answerBody) Read(p []byte) (int, error) {
 	n, err := b.body.Read(p)
 	switch {
 	case errors.Is(err, io.EOF):
@@ -393,7 +407,7 @@ func (b *inlineBody) Read(p []byte) (int, error) {
 // Close keeps the connection when the body was read to its end before
 // any cancel; otherwise it closes the connection, which also ends a read
 // blocked on it (an event stream that stays open).
-func (b *inlineBody) Close() error {
+func (b *answerBody) Close() error {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -426,7 +440,7 @@ func canonicalAddr(u *url.URL) string {
 
 // listenStream says a request with header opens the subscriptions/listen
 // stream, which lives as long as the session: net/http's to hold, not the
-// inline transport's.
+// Transport's.
 func listenStream(header http.Header) bool {
 	return header.Get(mcp.HeaderMethod) == string(mcp.MethodSubscriptionsListen)
 }

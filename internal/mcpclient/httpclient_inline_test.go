@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolmesh/mcp-operator/internal/mcpclient/internal/inline"
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
 )
 
@@ -170,15 +171,11 @@ func TestEverySessionReusesItsConnection(t *testing.T) {
 	for _, revision := range []string{"2025-11-25", ""} {
 		t.Run("revision "+revision, func(t *testing.T) {
 			s, _, counts := echoSession(t, revision, 10*time.Second)
-			inline, ok := s.http.Transport.(*recordingTransport).next.(*inlineTransport)
+			tr, ok := s.http.Transport.(*recordingTransport).next.(*inline.Transport)
 			if !ok {
 				t.Fatal("the session's POSTs do not go out inline")
 			}
-			kept := func() int {
-				inline.mu.Lock()
-				defer inline.mu.Unlock()
-				return len(inline.idle)
-			}
+			kept := tr.Kept
 			// Connecting ends with a notification for legacy sessions
 			// (initialized), answered 202 with no body: its connection
 			// is kept too.

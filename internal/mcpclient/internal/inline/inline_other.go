@@ -1,12 +1,12 @@
 //go:build !unix || aix
 
-package mcpclient
+package inline
 
 import "net"
 
-// inlineSupported says the system can peek at a kept connection: here it
+// Supported says the system can peek at a kept connection: here it
 // cannot, so sessions keep net/http's transport, which notices a server's
 // close of an idle connection itself.
-const inlineSupported = false
+const Supported = false
 
 func alive(net.Conn) bool { return false }

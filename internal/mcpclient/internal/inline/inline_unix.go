@@ -1,14 +1,14 @@
 //go:build unix && !aix
 
-package mcpclient
+package inline
 
 import (
 	"net"
 	"syscall"
 )
 
-// inlineSupported says the system can peek at a kept connection (alive).
-const inlineSupported = true
+// Supported says the system can peek at a kept connection (alive).
+const Supported = true
 
 // alive reports whether a kept connection is still open and quiet: a
 // peek that would block. A server that closed it (its idle timeout:

@@ -1,6 +1,6 @@
 //go:build unix && !aix
 
-package mcpclient
+package inline
 
 import (
 	"bufio"
@@ -19,7 +19,7 @@ import (
 )
 
 // rawServer is an HTTP/1.1 server written byte by byte, to give the
-// inline transport answers net/http's server would not write.
+// Transport answers net/http's server would not write.
 type rawServer struct {
 	url      string
 	accepted atomic.Int64
@@ -81,8 +81,8 @@ func startRaw(t *testing.T, answer func(n int, w io.Writer) bool) *rawServer {
 	return s
 }
 
-func testInline(headerTimeout, idleTimeout time.Duration) *inlineTransport {
-	return newInlineTransport(&http.Transport{DialContext: (&net.Dialer{}).DialContext,
+func testInline(headerTimeout, idleTimeout time.Duration) *Transport {
+	return New(&http.Transport{DialContext: (&net.Dialer{}).DialContext,
 		ResponseHeaderTimeout: headerTimeout, IdleConnTimeout: idleTimeout, MaxIdleConnsPerHost: 64})
 }
 

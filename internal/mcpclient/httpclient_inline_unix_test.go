@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/toolmesh/mcp-operator/internal/mcpclient/internal/inline"
 )
 
 // recordingServer answers every request on 127.0.0.1 with answer (or,
@@ -111,10 +113,12 @@ func TestInlineRetriesARequestThatNeverLeft(t *testing.T) {
 	target := srv.url("/mcp")
 	client := Target{URL: target}.httpClient(newStreamWatch(), false)
 	defer client.CloseIdleConnections()
-	inline := inlineOf(t, client)
+	requireInline(t, client)
+	// The same transport over a base whose dials the test can break.
+	base := newBaseTransport(nil, nil, Target{URL: target}.timeout(), false, false)
 	var dials []*failingConn
-	dial := inline.dial
-	inline.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+	dial := base.DialContext
+	base.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
@@ -123,6 +127,7 @@ func TestInlineRetriesARequestThatNeverLeft(t *testing.T) {
 		dials = append(dials, fc)
 		return fc, nil
 	}
+	client.Transport.(*recordingTransport).next = inline.New(base)
 	post := func(body string) error {
 		resp, err := client.Do(postRequest(t, target, body, http.Header{"Content-Type": jsonMediaType}))
 		if err != nil {
@@ -164,7 +169,7 @@ func TestACancelledRequestIsNeverSent(t *testing.T) {
 	target := srv.url("/mcp")
 	client := Target{URL: target}.httpClient(newStreamWatch(), false)
 	defer client.CloseIdleConnections()
-	inlineOf(t, client)
+	requireInline(t, client)
 	body := `{"jsonrpc":"2.0","id":"op-1","method":"ping"}`
 	// answered makes a request that is answered, and keeps its
 	// connection: the server has recorded every request written before
@@ -196,19 +201,17 @@ func TestACancelledRequestIsNeverSent(t *testing.T) {
 	}
 }
 
-// inlineOf is the inline transport under client, which the test needs it
-// to have.
-func inlineOf(t *testing.T, client *http.Client) *inlineTransport {
+// requireInline fails the test unless client's POSTs go out on the
+// inline transport, which the test needs.
+func requireInline(t *testing.T, client *http.Client) {
 	t.Helper()
 	record, ok := client.Transport.(*recordingTransport)
 	if !ok {
 		t.Fatalf("client's transport is %T", client.Transport)
 	}
-	inline, ok := record.next.(*inlineTransport)
-	if !ok {
+	if _, ok := record.next.(*inline.Transport); !ok {
 		t.Fatalf("no inline transport under %T", record.next)
 	}
-	return inline
 }
 
 // postRequest is a request as a 2026-07-28 session makes it (newPost).
