@@ -107,38 +107,30 @@ func retryAfter(w http.ResponseWriter, seconds int) {
 func statusOf(err error) int { return failureOf(err).status }
 
 // outcomeOf names how a failed call ended, for metrics and logs; the REST
-// and MCP paths name it alike.
+// and MCP paths name it alike, by the status REST answers it with.
 func outcomeOf(err error) string {
-	var reqErr *requestError
 	var upErr *upstreamError
 	var authErr *authError
-	var unknown *unknownToolError
-	var protoErr *protocolError
+	status := failureOf(err).status
 	switch {
-	case errors.As(err, &unknown):
-		return "unknown_tool"
-	case errors.As(err, &protoErr):
-		return "invalid_request"
 	case errors.As(err, &authErr):
 		return "forbidden"
-	case errors.As(err, &reqErr):
-		switch reqErr.code {
-		case http.StatusNotFound:
-			return "unknown_tool"
-		case http.StatusUnprocessableEntity:
-			return "invalid_arguments"
-		case http.StatusTooManyRequests:
-			return "rate_limited"
-		}
-		return "invalid_request"
+	case errors.As(err, &upErr) && status == http.StatusGatewayTimeout:
+		return "upstream_timeout"
+	case errors.As(err, &upErr) && status == http.StatusTooManyRequests:
+		return "busy"
 	case errors.As(err, &upErr):
-		switch upErr.code {
-		case http.StatusGatewayTimeout:
-			return "upstream_timeout"
-		case http.StatusTooManyRequests:
-			return "busy"
-		}
 		return "upstream_unreachable"
 	}
-	return "internal_error"
+	switch status {
+	case http.StatusNotFound:
+		return "unknown_tool"
+	case http.StatusUnprocessableEntity:
+		return "invalid_arguments"
+	case http.StatusTooManyRequests:
+		return "rate_limited"
+	case http.StatusInternalServerError:
+		return "internal_error"
+	}
+	return "invalid_request"
 }
