@@ -195,7 +195,8 @@ var _ = Describe("An MCP server that misbehaves", func() {
 		Eventually(inMenu).Should(BeFalse())
 		a = execute("mcp_away_echo", echo)
 		Expect(a.code).To(Equal(502), a.body)
-		Expect(a.body).To(ContainSubstring("is not Ready (Unreachable: "))
+		Expect(a.body).To(ContainSubstring("is not Ready (Unreachable)"))
+		Expect(a.body).NotTo(ContainSubstring("127.0.0.1"), "the caller learns where the server runs")
 
 		Expect(backend.Restart()).To(Succeed())
 		Eventually(env.ReadyOf(srv), refresh*11/10+5*time.Second).Should(Equal("True/ToolsDiscovered"))
