@@ -44,6 +44,10 @@ type callRequest struct {
 	view *view
 	// check, if set, is step 2.
 	check func(*menu.Entry) error
+	// authorized, if set, hears that the call passed step 3: a REST
+	// caller that asked for events has them from there on, and a plain
+	// answer with its status before.
+	authorized func()
 }
 
 // runCall runs a call through the steps above. It returns the tool the
@@ -73,6 +77,9 @@ func (c *Catalog) callSteps(ctx context.Context, key viewKey, req *callRequest) 
 	}
 	if err := c.authorizeCall(ctx, key, entry); err != nil {
 		return entry, Envelope{}, err
+	}
+	if req.authorized != nil {
+		req.authorized()
 	}
 	if err := c.callers.allow(ctx); err != nil {
 		return entry, Envelope{}, err

@@ -39,7 +39,7 @@ const maxKeptListBytes = 8 << 20
 // listKey names one tools/list page: the revision's era and its cursor.
 type listKey struct {
 	stateless bool
-	cursor string
+	cursor    string
 }
 
 // listPages is what a handler keeps of its current revision's pages. It

@@ -202,6 +202,16 @@ var _ = Describe("MCP revisions through the catalog", func() {
 			Expect(events[i]).To(ContainSubstring(`"progress":` + string(rune('1'+i))))
 		}
 		Expect(events[3]).To(HavePrefix("event: result\ndata: {\"output\":\"done\""))
+
+		By("a call refused before it may go ahead is answered with its status, not as events")
+		req, err = http.NewRequest(http.MethodPost, catalog.URL+"/v1/namespaces/"+ns+"/toolcollections/relay/execute", strings.NewReader(`{"name":"mcp_up_nothing"}`))
+		Expect(err).NotTo(HaveOccurred())
+		req.Header.Set("Accept", "text/event-stream")
+		refused, err := http.DefaultClient.Do(req)
+		Expect(err).NotTo(HaveOccurred())
+		defer refused.Body.Close()
+		Expect(refused.StatusCode).To(Equal(http.StatusNotFound))
+		Expect(refused.Header.Get("Content-Type")).To(Equal("application/json"))
 	})
 
 	It("answers the wire details each revision asks for", func() {

@@ -26,9 +26,18 @@ func (c *Catalog) execute(w http.ResponseWriter, req *http.Request, key viewKey)
 	call := &callRequest{name: cl.name, arguments: cl.arguments}
 	var events *eventStream
 	if wire.AsksForEventStream(req.Header.Get("Accept")) {
-		events = startEventStream(w)
-		defer events.close()
-		call.opts.OnProgress = func(params json.RawMessage) { events.send("progress", params) }
+		// Events start once the call is authorized: a call refused
+		// before (no such tool, forbidden, not Ready) is answered with
+		// its status, as without events.
+		call.authorized = func() {
+			events = startEventStream(w)
+			call.opts.OnProgress = func(params json.RawMessage) { events.send("progress", params) }
+		}
+		defer func() {
+			if events != nil {
+				events.close()
+			}
+		}()
 	}
 	_, envelope, err := c.runCall(ctx, key, call)
 	switch {

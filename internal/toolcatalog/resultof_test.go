@@ -14,10 +14,10 @@ import (
 // 2026-07-28 caller, which requires it, and none for older ones.
 func TestResultOf(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		result *mcp.CallToolResult
+		name      string
+		result    *mcp.CallToolResult
 		stateless bool
-		want   string
+		want      string
 	}{
 		{"2026-07-28", mcp.NewToolResultText("hi"), true, `{"content":[{"type":"text","text":"hi"}],"resultType":"complete"}`},
 		{"2025-11-25", mcp.NewToolResultText("hi"), false, `{"content":[{"type":"text","text":"hi"}]}`},
