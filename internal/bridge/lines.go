@@ -60,11 +60,11 @@ func (l *lineReader) next() ([]byte, *oversized, error) {
 		if err != nil && (!errors.Is(err, io.EOF) || (big == nil && len(line) == 0)) {
 			return nil, nil, err
 		}
-		return finish(line, big, l.max)
+		return endLine(line, big, l.max)
 	}
 }
 
-func finish(line []byte, big *oversized, max int) ([]byte, *oversized, error) {
+func endLine(line []byte, big *oversized, max int) ([]byte, *oversized, error) {
 	if big != nil {
 		trimmed := bytes.TrimRight(big.tail, "\r\n")
 		big.size -= int64(len(big.tail) - len(trimmed))

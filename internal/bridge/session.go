@@ -18,9 +18,9 @@ const (
 // session is one client's MCP session with the bridge. Its requests share
 // the child's one session with every other client's.
 type session struct {
-	id     string
-	legacy bool // HTTP+SSE (2024-11-05); otherwise Streamable HTTP
-	// events holds what goes on the session's stream: for a legacy
+	id  string
+	sse bool // HTTP+SSE (2024-11-05); otherwise Streamable HTTP
+	// events holds what goes on the session's stream: for an HTTP+SSE
 	// session every message, answers included; for Streamable HTTP the
 	// notifications its listening GET stream carries.
 	events chan []byte
@@ -37,9 +37,9 @@ type session struct {
 	streams  int
 }
 
-func newSession(id string, legacy bool, now time.Time) *session {
+func newSession(id string, sse bool, now time.Time) *session {
 	ctx, end := context.WithCancel(context.Background())
-	return &session{id: id, legacy: legacy, events: make(chan []byte, eventQueue),
+	return &session{id: id, sse: sse, events: make(chan []byte, eventQueue),
 		slots: make(chan struct{}, maxSessionCalls), ctx: ctx, end: end, logLevel: -1, lastSeen: now}
 }
 
@@ -94,7 +94,7 @@ func (s *session) push(msg []byte) bool {
 	}
 }
 
-// pushWait queues an answer for a legacy session's stream, waiting up to
+// pushWait queues an answer for an HTTP+SSE session's stream, waiting up to
 // writeTimeout for room; false when the session ended or its client does
 // not read.
 func (s *session) pushWait(msg []byte) bool {

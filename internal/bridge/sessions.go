@@ -29,13 +29,13 @@ func newSessions(log *slog.Logger, max int, idle time.Duration) *sessions {
 }
 
 // open starts a session with a new random id.
-func (t *sessions) open(legacy bool) (*session, error) {
+func (t *sessions) open(sse bool) (*session, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.byID) >= t.max {
 		return nil, errTooManySessions
 	}
-	s := newSession(rand.Text(), legacy, time.Now())
+	s := newSession(rand.Text(), sse, time.Now())
 	t.byID[s.id] = s
 	return s, nil
 }
@@ -72,7 +72,7 @@ func (t *sessions) snapshot() []*session {
 }
 
 // broadcast queues a notification for every initialized session whose log
-// level it passes (level -1: not a log message). A legacy session that does
+// level it passes (level -1: not a log message). An HTTP+SSE session that does
 // not read its stream fast enough loses its answers too, so it is ended; a
 // Streamable HTTP session only misses the notification.
 func (t *sessions) broadcast(msg []byte, level int) {
@@ -80,7 +80,7 @@ func (t *sessions) broadcast(msg []byte, level int) {
 		if !s.initialized() || !s.wants(level) || s.push(msg) {
 			continue
 		}
-		if s.legacy {
+		if s.sse {
 			t.log.Warn("Ending an SSE session whose client does not read its stream", "session", s.logID())
 			t.end(s)
 		} else {

@@ -58,7 +58,7 @@ func (b *Bridge) serveMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s := b.sessions.get(sid)
-	if s == nil || !s.legacy {
+	if s == nil || !s.sse {
 		writeError(w, http.StatusNotFound, nil, codeInvalidRequest, "unknown or ended session: open /sse again")
 		return
 	}
@@ -74,7 +74,7 @@ func (b *Bridge) serveMessage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.WriteHeader(http.StatusAccepted)
-		go b.legacyRequest(s, m)
+		go b.sseRequest(s, m)
 	case m.isNotification():
 		b.notification(s, m)
 		w.WriteHeader(http.StatusAccepted)
@@ -83,9 +83,9 @@ func (b *Bridge) serveMessage(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// legacyRequest answers one request on the session's stream, after the
+// sseRequest answers one request on the session's stream, after the
 // progress notifications it asked for.
-func (b *Bridge) legacyRequest(s *session, m message) {
+func (b *Bridge) sseRequest(s *session, m message) {
 	defer s.release()
 	ctx, cancel := context.WithTimeout(s.ctx, b.opts.RequestTimeout)
 	defer cancel()

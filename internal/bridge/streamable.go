@@ -77,7 +77,7 @@ func (b *Bridge) streamableSession(w http.ResponseWriter, r *http.Request, id js
 		return nil, false
 	}
 	s := b.sessions.get(sid)
-	if s == nil || s.legacy {
+	if s == nil || s.sse {
 		writeError(w, http.StatusNotFound, id, codeInvalidRequest, "unknown or expired session: initialize again")
 		return nil, false
 	}

@@ -76,8 +76,19 @@ func (e *Error) naming(name string) string {
 		// kind of failure it was.
 		return fmt.Sprintf("%s failed (%s)", name, e.Kind)
 	}
-	return strings.ReplaceAll(cmp.Or(e.public, e.Message), e.url, name)
+	told := strings.ReplaceAll(cmp.Or(e.public, e.Message), e.url, name)
+	// The server's own words (an HTTP body, a JSON-RPC message) may name
+	// where it runs in another form, or a proxy's view of the network.
+	if u, err := url.Parse(e.url); err == nil && u.Hostname() != "" {
+		told = strings.ReplaceAll(told, u.Host, name)
+		told = strings.ReplaceAll(told, u.Hostname(), name)
+	}
+	return networkAddress.ReplaceAllString(told, "an address")
 }
+
+// networkAddress matches an IPv4 address, with its port if it has one:
+// what a proxy or a server's error page says of the network behind it.
+var networkAddress = regexp.MustCompile(`\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b`)
 
 // URL is the server's URL as Message names it, with no user info and no
 // query, or "" when Message names none.

@@ -156,6 +156,20 @@ func TestNamedTellsNoAddress(t *testing.T) {
 		{"what the library said, naming the address it dialled", func(*testing.T) (*Error, string) {
 			return classify(fmt.Errorf("dial tcp 10.96.7.8:8080: %w", errors.New("no route")), target, "calling tool echo", nil), "10.96.7.8"
 		}, ErrProtocol, "calling tool echo: " + name + " failed"},
+		{"an HTTP error whose body names the host and a proxy's view of the network", func(t *testing.T) (*Error, string) {
+			var front string
+			front = answeringCalls(t, startGoSDK(t, testmcp.GoSDKOnly2026).URL(), func(w http.ResponseWriter, _ string) {
+				u, _ := url.Parse(front)
+				http.Error(w, "upstream connect error to 10.1.2.3:9000 for host "+u.Hostname(), http.StatusBadGateway)
+			}, nil)
+			s := connectT(t, Target{URL: front}, nil)
+			_, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{}`), CallOptions{})
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("got %v, want an *Error", err)
+			}
+			return e, "10.1.2.3"
+		}, ErrHTTPStatus, "upstream connect error to an address for host " + name},
 		{"a JSON-RPC error", func(*testing.T) (*Error, string) {
 			return rpcError(&mcp.JSONRPCErrorDetails{Code: mcp.INTERNAL_ERROR, Message: "the backend is down"}, target, "calling tool echo"), "tools.team.svc"
 		}, ErrProtocol, "calling tool echo: " + name + " answered with JSON-RPC error -32603: the backend is down"},

@@ -165,10 +165,22 @@ func decodeTool(raw json.RawMessage) (Tool, error) {
 	if isNullOrEmpty(t.OutputSchema) {
 		t.OutputSchema = nil
 	}
-	for _, field := range []*json.RawMessage{&t.Annotations, &t.Icons, &t.Execution, &t.Meta} {
-		if isNullOrEmpty(*field) {
+	if isNullOrEmpty(t.Annotations) {
+		t.Annotations = nil
+	}
+	// An empty list or object says no more than none, and counts as none
+	// in the hash, so that a server that starts sending "icons": [] does
+	// not make its tools look changed.
+	for _, field := range []*json.RawMessage{&t.Icons, &t.Execution, &t.Meta} {
+		if isNullOrEmpty(*field) || isEmptyContainer(*field) {
 			*field = nil
 		}
 	}
 	return t, nil
+}
+
+// isEmptyContainer reports [] or {}, white space aside.
+func isEmptyContainer(raw json.RawMessage) bool {
+	trimmed := bytes.Join(bytes.Fields(raw), nil)
+	return bytes.Equal(trimmed, []byte("[]")) || bytes.Equal(trimmed, []byte("{}"))
 }

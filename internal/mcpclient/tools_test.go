@@ -129,7 +129,8 @@ func TestDecodeToolKeepsIconsMetaAndExecution(t *testing.T) {
 		{"keys a newer revision may add",
 			`{"name":"a","inputSchema":{"type":"object"},"icons":[{"src":"data:image/png;base64,AA==","future":1}],"execution":{"taskSupport":"required","future":true}}`,
 			`{"name":"a","inputSchema":{"type":"object"},"icons":[{"src":"data:image/png;base64,AA==","future":1}],"execution":{"taskSupport":"required","future":true}}`},
-		{"only _meta", `{"name":"a","inputSchema":{"type":"object"},"_meta":{}}`, `{"name":"a","inputSchema":{"type":"object"},"_meta":{}}`},
+		{"only _meta", `{"name":"a","inputSchema":{"type":"object"},"_meta":{"k":1}}`, `{"name":"a","inputSchema":{"type":"object"},"_meta":{"k":1}}`},
+		{"empty is absent", `{"name":"a","inputSchema":{"type":"object"},"icons":[ ],"_meta":{},"execution":{ }}`, `{"name":"a","inputSchema":{"type":"object"}}`},
 		{"null is absent", `{"name":"a","inputSchema":{"type":"object"},"icons":null,"_meta":null,"execution":null}`, `{"name":"a","inputSchema":{"type":"object"}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

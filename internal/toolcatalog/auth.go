@@ -15,6 +15,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 )
@@ -160,7 +161,16 @@ const reviewTimeout = 10 * time.Second
 // that started it, so one caller leaving fails no other; each request
 // waits no longer than its own context.
 func (a *authorizer) ask(ctx context.Context, key string, review func(context.Context) (any, error)) (any, error) {
-	answer := a.asking.DoChan(key, func() (any, error) {
+	answer := a.asking.DoChan(key, func() (answer any, err error) {
+		// DoChan re-raises a panic on a goroutine of its own, where
+		// nothing recovers it; answered as an error it fails only the
+		// requests that share this review.
+		defer func() {
+			if r := recover(); r != nil {
+				logf.FromContext(ctx).Error(fmt.Errorf("%v", r), "A token or access review panicked")
+				answer, err = nil, &authError{code: http.StatusServiceUnavailable, message: "the token or permissions could not be checked; retry"}
+			}
+		}()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reviewTimeout)
 		defer cancel()
 		return review(ctx)

@@ -37,7 +37,7 @@ type callRequest struct {
 	name      string
 	arguments json.RawMessage
 	// opts carry what the caller asked for besides (progress, log
-	// messages, relayed _meta); runCall adds the tool's input schema.
+	// messages, relayed _meta); callUpstream adds the tool's input schema.
 	opts mcpclient.CallOptions
 	// view is the addressed menu when the entry point has read it
 	// already; nil to read it here.
@@ -91,9 +91,7 @@ func (c *Catalog) callSteps(ctx context.Context, key viewKey, req *callRequest) 
 	if err := c.validate(entry.Tool, arguments); err != nil {
 		return entry, Envelope{}, err
 	}
-	opts := req.opts
-	opts.InputSchema = entry.Tool.InputSchema.Raw
-	envelope, err := c.callUpstream(ctx, entry, arguments, opts)
+	envelope, err := c.callUpstream(ctx, entry, arguments, req.opts)
 	if err != nil {
 		return entry, Envelope{}, c.toldCaller(ctx, entry, err)
 	}

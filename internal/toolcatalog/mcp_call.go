@@ -71,7 +71,7 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 		defer m.sessions.track(session, msg.ID, cancel)()
 	}
 
-	stream := newCallStream(w, msg.ID, stateless)
+	stream := newCallStream(w, msg.ID)
 	defer stream.close()
 	call := &callRequest{name: msg.Params.Name, arguments: msg.Params.Arguments, view: vw,
 		opts: mcpclient.CallOptions{Meta: wire.RelayedMeta(msg.Params.Meta, notRelayed...)}}
@@ -197,7 +197,7 @@ func callAnswerOf(env Envelope, stateless bool) json.RawMessage {
 
 // callStream answers one call: a JSON answer, or, once a notification is
 // sent, an event stream that carries the notifications and then the
-// answer. It is an http.ResponseWriter only to pass through answerFailure.
+// answer.
 type callStream struct {
 	http.ResponseWriter
 	id        json.RawMessage
@@ -206,7 +206,7 @@ type callStream struct {
 	done      bool
 }
 
-func newCallStream(w http.ResponseWriter, id json.RawMessage, _ bool) *callStream {
+func newCallStream(w http.ResponseWriter, id json.RawMessage) *callStream {
 	return &callStream{ResponseWriter: w, id: id}
 }
 

@@ -163,17 +163,17 @@ func (m *mcpHandlers) serveSearchCall(ctx context.Context, w http.ResponseWriter
 		result, err := c.findTools(vw, msg.Params.Arguments)
 		if err != nil {
 			c.recordCall(ctx, key, msg.Params.Name, nil, Envelope{}, err)
-			answerFailure(newCallStream(w, msg.ID, stateless), err, stateless)
+			answerFailure(newCallStream(w, msg.ID), err, stateless)
 			return nil, true
 		}
 		c.record(ctx, key, findToolsName, nil, "success")
-		newCallStream(w, msg.ID, stateless).result(resultOf(result, stateless))
+		newCallStream(w, msg.ID).result(resultOf(result, stateless))
 		return nil, true
 	case callToolName:
 		name, arguments, err := c.callToolTarget(msg.Params.Arguments)
 		if err != nil {
 			c.recordCall(ctx, key, msg.Params.Name, nil, Envelope{}, err)
-			answerFailure(newCallStream(w, msg.ID, stateless), err, stateless)
+			answerFailure(newCallStream(w, msg.ID), err, stateless)
 			return nil, true
 		}
 		direct := *msg

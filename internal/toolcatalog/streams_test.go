@@ -24,14 +24,14 @@ func TestStreamsWriteNothingOnceClosed(t *testing.T) {
 			return func() { s.send("progress", progress) }
 		}},
 		{"MCP call answered", func(w *httptest.ResponseRecorder) func() {
-			s := newCallStream(w, json.RawMessage(`1`), true)
+			s := newCallStream(w, json.RawMessage(`1`))
 			s.notify("notifications/progress", progress)
 			s.result(json.RawMessage(`{}`))
 			s.close()
 			return func() { s.notify("notifications/progress", progress) }
 		}},
 		{"MCP call cancelled, never answered", func(w *httptest.ResponseRecorder) func() {
-			s := newCallStream(w, json.RawMessage(`1`), true)
+			s := newCallStream(w, json.RawMessage(`1`))
 			s.close()
 			return func() { s.notify("notifications/progress", progress) }
 		}},
@@ -56,7 +56,7 @@ func TestCallAnswerOnAStreamIsOneLine(t *testing.T) {
 	pretty := Envelope{Content: []json.RawMessage{json.RawMessage("{\n  \"type\": \"text\",\r\n  \"text\": \"a\\nb\"\n}")},
 		StructuredContent: json.RawMessage("{\n\"n\": 1}")}
 	w := httptest.NewRecorder()
-	s := newCallStream(w, json.RawMessage(`7`), true)
+	s := newCallStream(w, json.RawMessage(`7`))
 	s.notify("notifications/progress", json.RawMessage(`{"progress":1}`))
 	s.result(callAnswerOf(pretty, true))
 	s.close()
@@ -87,7 +87,7 @@ func TestCallAnswerOnAStreamIsOneLine(t *testing.T) {
 
 	// What is not JSON (nothing here writes it) is kept to one line too.
 	w = httptest.NewRecorder()
-	s = newCallStream(w, json.RawMessage(`8`), true)
+	s = newCallStream(w, json.RawMessage(`8`))
 	s.notify("notifications/progress", json.RawMessage(`{"progress":1}`))
 	s.event([]byte("not\r\njson"))
 	if got := w.Body.String(); !strings.HasSuffix(got, "data: not  json\n\n") {

@@ -140,8 +140,9 @@ var _ = Describe("A failure upstream as the caller reads it", func() {
 		away := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP, ListChanged: true})
 		away.AddTools("gone_tool")
 		srv := readyServer(ns, "away", away.URL())
-		awayAddress := strings.TrimPrefix(strings.TrimPrefix(away.URL(), "http://"), "https://")
-		awayAddress = awayAddress[:strings.Index(awayAddress, "/")]
+		awayURL, err := url.Parse(away.URL())
+		Expect(err).NotTo(HaveOccurred())
+		awayAddress := awayURL.Host
 		away.Stop() // its held session ends, and the controller notices at once
 		Eventually(env.ReadyOf(srv)).Should(HavePrefix("False/"))
 		Expect(env.Fetch(srv).Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring(awayAddress))),

@@ -46,6 +46,11 @@ func leadingID(head []byte) json.RawMessage {
 			return nil
 		}
 		if key == "id" {
+			// A value that ends where the head was cut may be cut
+			// itself (id 12 of 123): only one something follows is whole.
+			if len(bytes.TrimSpace(head[dec.InputOffset():])) == 0 {
+				return nil
+			}
 			return value
 		}
 	}

@@ -18,6 +18,7 @@ func TestAnsweredID(t *testing.T) {
 		{"a trailing string id, white space after it", `{"result":{"x":"` + big, big + `"},"jsonrpc":"2.0","id":"op-3"}` + "\n\n", `"op-3"`},
 		{"an id nested in the result is not the answer's", `{"result":{"x":"` + big, big + `","item":{"id":5}}}`, ""},
 		{"an id in a value cut off by the head is not read", `{"result":{"id":9,"x":"` + big, big + `"}}`, ""},
+		{"an id the head cut off is not read", `{"jsonrpc":"2.0","id":12`, `3,"result":{}}x`, ""},
 		{"a notification names none", `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + big, big + `"}}`, ""},
 		{"a head that is not an object", `event: x`, `nothing`, ""},
 	}

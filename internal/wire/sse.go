@@ -120,6 +120,11 @@ func ReadEvents(r io.Reader, size int, f func(data []byte) (stop bool)) error {
 	var s EventSplitter
 	for {
 		line, err := lines.ReadBytes('\n')
+		if err != nil && len(line) == 0 {
+			// The stream ended: an event not ended by a blank line is
+			// dropped, as SSE says.
+			return err
+		}
 		if event := s.Line(bytes.TrimRight(line, "\r\n")); event != nil && f(event) {
 			return nil
 		}

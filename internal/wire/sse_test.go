@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -43,7 +44,7 @@ func TestReadEventsAndSplitterAgree(t *testing.T) {
 		read = append(read, string(data))
 		return false
 	})
-	if err != io.EOF || strings.Join(read, "|") != strings.Join(wantEvents, "|") {
+	if !errors.Is(err, io.EOF) || strings.Join(read, "|") != strings.Join(wantEvents, "|") {
 		t.Fatalf("ReadEvents: %q, %v", read, err)
 	}
 	for _, size := range []int{1, 2, 3, 7, len(stream)} {
@@ -57,6 +58,11 @@ func TestReadEventsAndSplitterAgree(t *testing.T) {
 		if strings.Join(split, "|") != strings.Join(wantEvents, "|") {
 			t.Errorf("pieces of %d: %q", size, split)
 		}
+	}
+	var unended []string
+	_ = ReadEvents(strings.NewReader("data: x\n\ndata: y\n"), 64, func(data []byte) bool { unended = append(unended, string(data)); return false })
+	if strings.Join(unended, "|") != "x" {
+		t.Errorf("an event the stream's end cut: %q, want only the ended one", unended)
 	}
 	stopped := 0
 	if err := ReadEvents(strings.NewReader(stream), 64, func([]byte) bool { stopped++; return true }); err != nil || stopped != 1 {

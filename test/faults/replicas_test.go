@@ -72,8 +72,8 @@ func rawMCP(url, session, revision, body string) mcpExchange {
 	return out
 }
 
-// modernMeta is the _meta a 2026-07-28 request carries.
-const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}`
+// statelessMeta is the _meta a 2026-07-28 request carries.
+const statelessMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}`
 
 // listenFor opens a stream for list changes on a catalog (the GET of a
 // session, or subscriptions/listen in 2026-07-28) and sends each message
@@ -82,7 +82,7 @@ func listenFor(ctx context.Context, url, session, revision string) <-chan string
 	var req *http.Request
 	var err error
 	if mcp.IsModernProtocol(revision) {
-		body := `{"jsonrpc":"2.0","id":"l","method":"subscriptions/listen","params":{` + modernMeta + `,"notifications":{"toolsListChanged":true}}}`
+		body := `{"jsonrpc":"2.0","id":"l","method":"subscriptions/listen","params":{` + statelessMeta + `,"notifications":{"toolsListChanged":true}}}`
 		req, err = http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 		Expect(err).NotTo(HaveOccurred())
 		req.Header.Set("Content-Type", "application/json")
@@ -151,19 +151,19 @@ var _ = Describe("Sessions on any replica", Ordered, func() {
 		Expect(called.messages).To(ContainElement(ContainSubstring(`via B`)))
 
 		By("2026-07-28: no session at all, any replica")
-		modernCall := rawMCP(onA, "", "2026-07-28", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"mcp_shared_echo","arguments":{"message":"stateless"},`+modernMeta+`}}`)
-		Expect(modernCall.status).To(Equal(http.StatusOK))
-		Expect(modernCall.messages).To(ContainElement(ContainSubstring(`stateless`)))
+		statelessCall := rawMCP(onA, "", "2026-07-28", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"mcp_shared_echo","arguments":{"message":"stateless"},`+statelessMeta+`}}`)
+		Expect(statelessCall.status).To(Equal(http.StatusOK))
+		Expect(statelessCall.messages).To(ContainElement(ContainSubstring(`stateless`)))
 
 		By("listening on B, for both revisions, while the menu changes")
 		listenCtx, stop := context.WithCancel(ctx)
 		DeferCleanup(stop)
-		legacy := listenFor(listenCtx, onB, init.session, "2025-11-25")
-		modern := listenFor(listenCtx, onB, "", "2026-07-28")
-		Eventually(modern).Should(Receive(ContainSubstring("notifications/subscriptions/acknowledged")))
+		withSession := listenFor(listenCtx, onB, init.session, "2025-11-25")
+		stateless := listenFor(listenCtx, onB, "", "2026-07-28")
+		Eventually(stateless).Should(Receive(ContainSubstring("notifications/subscriptions/acknowledged")))
 		up.AddTools("second")
-		Eventually(legacy, 30*time.Second).Should(Receive(ContainSubstring("notifications/tools/list_changed")))
-		Eventually(modern, 30*time.Second).Should(Receive(ContainSubstring("notifications/tools/list_changed")))
+		Eventually(withSession, 30*time.Second).Should(Receive(ContainSubstring("notifications/tools/list_changed")))
+		Eventually(stateless, 30*time.Second).Should(Receive(ContainSubstring("notifications/tools/list_changed")))
 		listed = rawMCP(onB, init.session, "2025-11-25", `{"jsonrpc":"2.0","id":5,"method":"tools/list"}`)
 		Expect(listed.messages).To(ContainElement(ContainSubstring(`"name":"mcp_shared_second"`)))
 

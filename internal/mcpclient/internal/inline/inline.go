@@ -29,11 +29,11 @@ import (
 // goroutines of that connection, one writing it and one reading the
 // answer, and the answer back to the caller: three handoffs a request,
 // each of which may wake a thread. Measured from outside on the two-core
-// benchmark machine (test/bench, latency rounds of 2,000 calls, this
-// change made alone), those handoffs were about 100 µs of the catalog's
-// added latency a /mcp tools/call (the bare proxy's whole hop costs
-// 450–600 µs) and took /mcp from 1.10–1.22× the bare proxy's added p50
-// to 0.91–1.07×. A kept connection also holds no goroutine while idle.
+// benchmark machine (test/bench, latency rounds of 2,000 calls, with and
+// without this transport), those handoffs are about 100 µs of the
+// catalog's added latency a /mcp tools/call (the bare proxy's whole hop
+// costs 450–600 µs): /mcp's added p50 is 0.91–1.07× the bare proxy's
+// with it, 1.10–1.22× without. A kept connection also holds no goroutine while idle.
 //
 // What it gives up, against net/http: HTTP/2 and TLS (https targets keep
 // net/http, which negotiates both), gzip (not asked for), and noticing a
