@@ -209,7 +209,7 @@ func (u *upstream) cancel(s *session, params json.RawMessage) {
 	u.mu.Lock()
 	var found *call
 	for id, c := range u.calls {
-		if c.session == s && sameID(c.request.ID, requestID) {
+		if c.session == s && wire.SameID(c.request.ID, requestID) {
 			found = c
 			delete(u.calls, id)
 			break

@@ -11,16 +11,16 @@ import (
 // call they answer, notifications to the sessions that should see them, and
 // requests from the child are answered by the bridge.
 func (u *upstream) dispatch(proc *child, line []byte) {
-	m, err := parseMessage(line)
+	m, err := wire.ParseMessage(line)
 	switch {
 	case err != nil:
 		u.log.Warn("Skipped a line on the MCP server's stdout that is not a JSON-RPC message",
 			"pid", proc.pid, "line", preview(line), "error", err)
-	case m.isRequest():
+	case m.IsRequest():
 		u.answerServerRequest(proc, m)
-	case m.isNotification():
+	case m.IsNotification():
 		u.notification(m, line)
-	case m.hasID():
+	case m.HasID():
 		u.response(m)
 	default:
 		u.log.Warn("Skipped a JSON-RPC error without an id from the MCP server", "pid", proc.pid, "line", preview(line))

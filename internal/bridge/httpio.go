@@ -59,7 +59,7 @@ func readMessage(w http.ResponseWriter, r *http.Request, limit int64) (message, 
 		writeError(w, http.StatusBadRequest, nil, codeInvalidRequest, "JSON-RPC batches are not supported; send one message per request")
 		return message{}, false
 	}
-	m, err := parseMessage(body)
+	m, err := wire.ParseMessage(body)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, nil, codeParseError, "the request body is not a JSON-RPC message: %v", err)
 		return message{}, false

@@ -68,14 +68,14 @@ func (b *Bridge) serveMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	s.touch()
 	switch {
-	case m.isRequest():
+	case m.IsRequest():
 		if !s.acquire() {
 			writeError(w, http.StatusTooManyRequests, m.ID, codeOverloaded, "this session has %d requests in flight, the most the bridge takes", maxSessionCalls)
 			return
 		}
 		w.WriteHeader(http.StatusAccepted)
 		go b.sseRequest(s, m)
-	case m.isNotification():
+	case m.IsNotification():
 		b.notification(s, m)
 		w.WriteHeader(http.StatusAccepted)
 	default:

@@ -45,7 +45,7 @@ func (b *Bridge) streamablePost(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if m.isRequest() && m.Method == string(mcp.MethodInitialize) {
+	if m.IsRequest() && m.Method == string(mcp.MethodInitialize) {
 		b.streamableInitialize(w, r, m)
 		return
 	}
@@ -54,9 +54,9 @@ func (b *Bridge) streamablePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
-	case m.isRequest():
+	case m.IsRequest():
 		b.streamableRequest(w, r, s, m)
-	case m.isNotification():
+	case m.IsNotification():
 		b.notification(s, m)
 		w.WriteHeader(http.StatusAccepted)
 	default:

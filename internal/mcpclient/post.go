@@ -149,18 +149,7 @@ func requestBody(req transport.JSONRPCRequest) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	method, err := json.Marshal(req.Method)
-	if err != nil {
-		return nil, err
-	}
-	body := make([]byte, 0, len(params)+len(id)+len(method)+48)
-	body = append(body, `{"jsonrpc":"2.0","id":`...)
-	body = append(body, id...)
-	body = append(body, `,"method":`...)
-	body = append(body, method...)
-	body = append(body, `,"params":`...)
-	body = append(body, params...)
-	return append(body, '}'), nil
+	return wire.AppendRequest(make([]byte, 0, len(params)+len(id)+len(req.Method)+48), id, req.Method, params), nil
 }
 
 // rpcErrorAnswer is body as a JSON-RPC error answer, or nil when it is not

@@ -264,23 +264,19 @@ func (s *callStream) result(result json.RawMessage) {
 // resultAnswer is the JSON-RPC answer to id with result, in a buffer of
 // its exact size.
 func resultAnswer(id, result json.RawMessage) []byte {
+	const frame = len(`{"jsonrpc":"2.0","id":`) + len(`,"result":`) + len(`}`)
+	size := len(id) + len(result) + frame
 	if len(id) == 0 {
-		id = jsonNull
+		size += len("null")
 	}
 	if len(result) == 0 {
-		result = jsonNull
+		size += len("{}")
 	}
-	const frame = len(`{"jsonrpc":"2.0","id":`) + len(`,"result":`) + len(`}`)
-	answer := make([]byte, 0, len(id)+len(result)+frame)
-	answer = append(answer, `{"jsonrpc":"2.0","id":`...)
-	answer = append(answer, id...)
-	answer = append(answer, `,"result":`...)
-	answer = append(answer, result...)
-	return append(answer, '}')
+	return wire.AppendResult(make([]byte, 0, size), id, result)
 }
 
 func (s *callStream) error(code int, message string) {
-	raw, _ := json.Marshal(rpcErrorBody(s.id, code, message))
+	raw := wire.AppendError(nil, s.id, wire.ErrorObject(code, message))
 	s.finish(raw)
 }
 

@@ -6,13 +6,13 @@ import (
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/toolmesh/mcp-operator/internal/wire"
 )
 
 // rpcMessage is what the catalog reads of an incoming JSON-RPC message.
 type rpcMessage struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id,omitempty"`
-	Method  string          `json:"method"`
+	ID     json.RawMessage `json:"id,omitempty"`
+	Method string          `json:"method"`
 	// rawParams is params as sent, for mcp-go's header validators.
 	rawParams json.RawMessage
 	Params    struct {
@@ -27,16 +27,11 @@ type rpcMessage struct {
 
 // UnmarshalJSON decodes the message and keeps its params as sent.
 func (m *rpcMessage) UnmarshalJSON(b []byte) error {
-	var envelope struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id,omitempty"`
-		Method  string          `json:"method"`
-		Params  json.RawMessage `json:"params"`
-	}
+	var envelope wire.Message
 	if err := json.Unmarshal(b, &envelope); err != nil {
 		return err
 	}
-	m.JSONRPC, m.ID, m.Method, m.rawParams = envelope.JSONRPC, envelope.ID, envelope.Method, envelope.Params
+	m.ID, m.Method, m.rawParams = envelope.ID, envelope.Method, envelope.Params
 	if len(envelope.Params) == 0 || string(envelope.Params) == "null" {
 		return nil
 	}
@@ -94,27 +89,9 @@ func paramHeaderProblem(r *http.Request, msg *rpcMessage, inputSchema json.RawMe
 	return ""
 }
 
-// rpcErrorObject is a JSON-RPC error answer.
-type rpcErrorObject struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Error   struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-func rpcErrorBody(id json.RawMessage, code int, message string) rpcErrorObject {
-	if len(id) == 0 {
-		id = jsonNull
-	}
-	body := rpcErrorObject{JSONRPC: "2.0", ID: id}
-	body.Error.Code, body.Error.Message = code, message
-	return body
-}
-
+// writeRPCError answers a request with a JSON-RPC error.
 func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int, message string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(rpcErrorBody(id, code, message))
+	_, _ = w.Write(append(wire.AppendError(nil, id, wire.ErrorObject(code, message)), '\n'))
 }

@@ -135,7 +135,7 @@ func TestResultAnswer(t *testing.T) {
 			}
 			wantResult := string(tc.result)
 			if wantResult == "" {
-				wantResult = "null"
+				wantResult = "{}"
 			}
 			if got.JSONRPC != "2.0" || string(got.ID) != tc.wantID || string(got.Result) != wantResult {
 				t.Errorf("answer = %.200s", answer)

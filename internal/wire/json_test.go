@@ -70,3 +70,48 @@ func TestRelayedMeta(t *testing.T) {
 		t.Errorf("relayed %v, want traceparent and vendor/key only", got)
 	}
 }
+
+func TestProgressTokenRewriting(t *testing.T) {
+	tests := []struct {
+		name      string
+		params    string
+		wantToken string
+	}{
+		{"a string token", `{"name":"t","_meta":{"progressToken":"tok","other":1}}`, `"tok"`},
+		{"a number token", `{"_meta":{"progressToken":12}}`, `12`},
+		{"no _meta", `{"name":"t"}`, ``},
+		{"a null token", `{"_meta":{"progressToken":null}}`, ``},
+		{"no params", ``, ``},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			token := ProgressTokenOf(json.RawMessage(tt.params))
+			if string(token) != tt.wantToken {
+				t.Fatalf("token %s, want %s", token, tt.wantToken)
+			}
+			if token == nil {
+				return
+			}
+			rewritten, err := WithRequestProgressToken(json.RawMessage(tt.params), json.RawMessage(`99`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var before, after map[string]any
+			_ = json.Unmarshal([]byte(tt.params), &before)
+			_ = json.Unmarshal(rewritten, &after)
+			before["_meta"].(map[string]any)["progressToken"] = float64(99)
+			if b, a := mustJSON(t, before), mustJSON(t, after); b != a {
+				t.Errorf("rewritten params %s, want %s", a, b)
+			}
+		})
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
