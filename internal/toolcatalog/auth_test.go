@@ -205,6 +205,38 @@ var _ = Describe("Kubernetes authorization", func() {
 			Should(Equal(http.StatusForbidden))
 	})
 
+	It("lets the other requests of a shared review have its answer when the one that started it leaves", func() {
+		token := serviceAccountToken(ns, "leaver")
+		gate := &gatedReviews{Client: env.Client, entered: make(chan struct{}, 1), release: make(chan struct{})}
+		authz := newAuthorizer(AuthKubernetes, gate, time.Minute, 100)
+		request := func() *http.Request {
+			r, err := http.NewRequest(http.MethodGet, "/", nil)
+			Expect(err).NotTo(HaveOccurred())
+			r.Header.Set("Authorization", "Bearer "+token)
+			return r
+		}
+		leaving, leave := context.WithCancel(ctx)
+		first := make(chan error, 1)
+		go func() {
+			_, err := authz.authenticate(leaving, request())
+			first <- err
+		}()
+		Eventually(gate.entered).Should(Receive(), "the first request's review reached the API server")
+		second := make(chan error, 1)
+		go func() {
+			_, err := authz.authenticate(ctx, request())
+			second <- err
+		}()
+		leave()
+		var err error
+		Eventually(first).Should(Receive(&err))
+		Expect(err).To(MatchError(ContainSubstring("the request ended")), "the request that left")
+		close(gate.release)
+		Eventually(second).Should(Receive(&err))
+		Expect(err).NotTo(HaveOccurred(), "the request still waiting got the shared review's answer")
+		Expect(gate.reviews.Load()).To(BeEquivalentTo(1))
+	})
+
 	It("sends one review for a burst of first requests with one token or one question", func() {
 		token := serviceAccountToken(ns, "burst")
 		bind(ns, "burst", "catalog-caller", "burst")
@@ -294,4 +326,23 @@ func (h *heldReviews) count(n *atomic.Int32) {
 	case 2:
 		close(h.second)
 	}
+}
+
+// gatedReviews passes reviews to the API server, each once release is
+// closed, and says on entered when one arrives.
+type gatedReviews struct {
+	client.Client
+	reviews atomic.Int32
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedReviews) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	g.reviews.Add(1)
+	select {
+	case g.entered <- struct{}{}:
+	default:
+	}
+	<-g.release
+	return g.Client.Create(ctx, obj, opts...)
 }
