@@ -34,6 +34,10 @@ type call struct {
 	// request not written when the child exits goes to the next child; one
 	// written may have been read and acted on, so it is never sent twice.
 	written atomic.Bool
+	// parked (guarded by upstream.mu) says the child exited before the
+	// request was written: the call stays in upstream.calls, where a
+	// cancel or its session's end finds it, until resend takes it.
+	parked bool
 }
 
 // forward sends a client's request to the child, waiting (bounded) for the
@@ -164,6 +168,16 @@ func (u *upstream) await(ctx context.Context, c *call) (reply, bool) {
 // the request's own deadline). It returns the call to wait on instead, or,
 // with no call, the reply to give (none, false, when the client went away).
 func (u *upstream) resend(ctx context.Context, c *call) (*call, reply, bool) {
+	u.mu.Lock()
+	_, parked := u.calls[c.id]
+	delete(u.calls, c.id)
+	c.parked = false
+	u.mu.Unlock()
+	if !parked {
+		// Cancelled, or its session ended, while it waited for the next
+		// child: whoever took it sends that reply.
+		return nil, <-c.reply, true
+	}
 	if ctx.Err() != nil {
 		r, ok := u.stoppedWaiting(ctx)
 		return nil, r, ok

@@ -1,9 +1,11 @@
 package bridge
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,5 +69,32 @@ func TestSetLevelAsksTheChildForTheMostVerbose(t *testing.T) {
 	}
 	if _, err := u.paramsFor(a, message{Method: "logging/setLevel", Params: json.RawMessage(`{"level":"loud"}`)}); err == nil {
 		t.Error("an unknown level was accepted")
+	}
+}
+
+// TestACancelReachesACallWaitingForTheNextChild: a request the exited
+// child never got waits to be sent to the next one; a cancel that comes
+// meanwhile ends it there, and it is never sent.
+func TestACancelReachesACallWaitingForTheNextChild(t *testing.T) {
+	u := newUpstream(DefaultOptions(), slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	s := newSession("a", false, time.Now())
+	c := &call{id: 1, session: s, request: message{ID: json.RawMessage(`7`), Method: "tools/call"}, reply: make(chan reply, 1)}
+	u.calls[c.id] = c
+	u.setDown("exited", errorReply(codeServerExited, "exited"))
+	if r := <-c.reply; !r.resend {
+		t.Fatalf("the call was answered %s, not handed back to be sent on", r.err)
+	}
+	// The window: handed back, not yet sent on.
+	u.cancel(s, json.RawMessage(`{"requestId":7}`))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	next, r, ok := u.resend(ctx, c)
+	if next != nil || !ok || !strings.Contains(string(r.err), "cancelled by the client") {
+		t.Fatalf("sent on: %v; answered %v with %s; want the cancel's answer, not sent", next != nil, ok, r.err)
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.calls) != 0 {
+		t.Errorf("%d calls left behind", len(u.calls))
 	}
 }

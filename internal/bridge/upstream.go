@@ -112,7 +112,8 @@ func (u *upstream) setReady(gen uint64, init *serverInit) bool {
 
 // setDown records why no child serves and ends every call in flight: their
 // answers can no longer come. A client's request not written to the child
-// is handed back to be sent to the next child (see resend); the others fail.
+// is handed back to be sent to the next child (see resend), staying where
+// a cancel finds it meanwhile; the others fail.
 func (u *upstream) setDown(why string, failure reply) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -124,10 +125,14 @@ func (u *upstream) setDown(why string, failure reply) {
 	u.notReady = why
 	u.logLevel = ""
 	for id, c := range u.calls {
-		delete(u.calls, id)
-		if c.session != nil && !c.written.Load() {
+		switch {
+		case c.parked:
+			// Handed back at an earlier exit; resend sends it on.
+		case c.session != nil && !c.written.Load():
+			c.parked = true
 			c.reply <- reply{resend: true}
-		} else {
+		default:
+			delete(u.calls, id)
 			c.reply <- failure
 		}
 	}
