@@ -88,6 +88,14 @@ const (
 	// ReasonStatusBudgetExceeded: the tool definitions do not fit in the
 	// status size budget; the first ones in name order are kept.
 	ReasonStatusBudgetExceeded = "StatusBudgetExceeded"
+	// ReasonAuthUnavailable: spec.auth's token endpoint could not be
+	// reached or refused to issue a token (the message gives its OAuth
+	// error code, never token material). Retried with backoff.
+	ReasonAuthUnavailable = "AuthUnavailable"
+	// ReasonAuthMisconfigured: spec.auth cannot work as written (for
+	// example its token endpoint's CA bundle holds no certificate).
+	// Stalled until the spec changes.
+	ReasonAuthMisconfigured = "AuthMisconfigured"
 	// ReasonWorkloadUnavailable: spec.workload's Deployment is not
 	// available (yet); the message names the image and why, from the
 	// WorkloadAvailable condition. Discovery waits for it.

@@ -24,6 +24,7 @@ const (
 // MCPServerSpec says where an MCP server is and how to talk to it.
 //
 // +kubebuilder:validation:XValidation:rule="[has(self.url), has(self.service), has(self.workload)].filter(x, x).size() == 1",message="exactly one of url, service and workload must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.auth) || !has(self.headers) || !self.headers.exists(h, h.name.lowerAscii() == 'authorization')",message="spec.auth sets the Authorization header; spec.headers may not set it too"
 // +kubebuilder:validation:XValidation:rule="!has(self.workload) || !has(self.tls)",message="tls does not apply to a workload: the operator reaches it over plain HTTP inside the cluster"
 // +kubebuilder:validation:XValidation:rule="!has(self.workload) || !has(self.transport) || self.transport == 'Auto'",message="transport is for url and service; a workload's transport is spec.workload.transport"
 type MCPServerSpec struct {
@@ -151,6 +152,25 @@ type MCPServerSpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
 	Headers []HeaderSpec `json:"headers,omitempty"`
+
+	// auth gets the server an OAuth 2.0 access token, sent as
+	// "Authorization: Bearer <token>" on every request alongside
+	// spec.headers (which may then not set Authorization): the server's
+	// own identity (oauth2ClientCredentials), or the calling agent's
+	// (tokenExchange). The catalog never forwards a caller's own token:
+	// the MCP authorization spec forbids token passthrough, since the
+	// server would then accept tokens minted for another audience and act
+	// with more than it was given. Unset: only spec.headers.
+	//
+	// Example:
+	//   auth:
+	//     tokenExchange:
+	//       tokenURL: https://idp.example.com/oauth/v2/token
+	//       clientID: mcp-catalog
+	//       clientSecretRef: {name: catalog-oauth, key: client-secret}
+	//       audience: https://issues.example.com/mcp
+	// +optional
+	Auth *UpstreamAuth `json:"auth,omitempty"`
 
 	// tls configures how the server's certificate is verified. Not with
 	// workload, which is reached over plain HTTP inside the cluster.
@@ -317,6 +337,125 @@ type TLSSpec struct {
 	// Example: insecureSkipVerify: true
 	// +optional
 	InsecureSkipVerify bool `json:"insecureSkipVerify,omitempty"`
+}
+
+// UpstreamAuth says where the server's access token comes from: exactly
+// one of oauth2ClientCredentials and tokenExchange.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.oauth2ClientCredentials) != has(self.tokenExchange)",message="exactly one of oauth2ClientCredentials and tokenExchange must be set"
+type UpstreamAuth struct {
+	// oauth2ClientCredentials gets a token for the server's own identity
+	// with the client credentials grant (RFC 6749 section 4.4). Discovery
+	// and every tool call use it; it is reused until 30 seconds before it
+	// expires, then fetched again in one request however many calls wait.
+	//
+	// Example:
+	//   oauth2ClientCredentials:
+	//     tokenURL: https://idp.example.com/oauth/v2/token
+	//     clientID: mcp-operator
+	//     clientSecretRef: {name: tools-oauth, key: client-secret}
+	//     scopes: ["tools.read"]
+	// +optional
+	OAuth2ClientCredentials *OAuth2Client `json:"oauth2ClientCredentials,omitempty"`
+
+	// tokenExchange exchanges the validated token of the agent making each
+	// tool call for a token meant for this server (RFC 8693), so the
+	// server sees which user calls it. Exchanged tokens are reused per
+	// caller until 30 seconds before they expire (at most 10000 callers
+	// per replica). Discovery has no caller: it uses the same client's own
+	// identity with the client credentials grant, and if the token service
+	// refuses that, Ready says so with reason AuthUnavailable. A caller
+	// without a token (a catalog run with --catalog-auth=none) is refused.
+	//
+	// Example:
+	//   tokenExchange:
+	//     tokenURL: https://idp.example.com/oauth/v2/token
+	//     clientID: mcp-catalog
+	//     clientSecretRef: {name: catalog-oauth, key: client-secret}
+	//     audience: https://issues.example.com/mcp
+	// +optional
+	TokenExchange *TokenExchange `json:"tokenExchange,omitempty"`
+}
+
+// OAuth2Client is a confidential OAuth 2.0 client at a token endpoint, and
+// what it asks for.
+type OAuth2Client struct {
+	// tokenURL is the token endpoint: an absolute https URL (http only
+	// for a loopback address), at most 2048 characters. The manager's
+	// egress policy applies to it as to the server.
+	//
+	// Example: tokenURL: https://idp.example.com/oauth/v2/token
+	// +required
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getHostname() != '' && (url(self).getScheme() == 'https' || (url(self).getScheme() == 'http' && (url(self).getHostname() == '127.0.0.1' || url(self).getHostname() == 'localhost' || url(self).getHostname() == '::1')))",message="tokenURL must be an absolute https URL (http only for a loopback address)"
+	TokenURL string `json:"tokenURL"`
+
+	// clientID identifies the operator's client at the token endpoint; at
+	// most 256 characters.
+	//
+	// Example: clientID: mcp-operator
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	ClientID string `json:"clientID"`
+
+	// clientSecretRef names the Secret key holding the client secret,
+	// sent with HTTP Basic authentication (client_secret_basic). It is
+	// re-read when the Secret changes.
+	//
+	// Example: clientSecretRef: {name: tools-oauth, key: client-secret}
+	// +required
+	ClientSecretRef KeyReference `json:"clientSecretRef"`
+
+	// scopes asked for; at most 32 of at most 256 characters each.
+	//
+	// Example: scopes: ["issues.read", "issues.write"]
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=256
+	Scopes []string `json:"scopes,omitempty"`
+
+	// audience the token is asked for (the "audience" parameter), usually
+	// the server's identifier at the authorization server; at most 2048
+	// characters.
+	//
+	// Example: audience: https://issues.example.com/mcp
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	Audience string `json:"audience,omitempty"`
+
+	// resource the token is asked for (RFC 8707 "resource" parameter):
+	// the server's canonical URL, for authorization servers that bind
+	// tokens to resources; at most 2048 characters.
+	//
+	// Example: resource: https://issues.example.com/mcp
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	Resource string `json:"resource,omitempty"`
+
+	// tls configures how the token endpoint's certificate is verified
+	// (default: the system roots).
+	//
+	// Example:
+	//   tls:
+	//     caConfigMapRef: {name: idp-ca, key: ca.crt}
+	// +optional
+	TLS *TLSSpec `json:"tls,omitempty"`
+}
+
+// TokenExchange is an RFC 8693 token exchange at a security token service.
+type TokenExchange struct {
+	OAuth2Client `json:",inline"`
+
+	// requestedTokenType is the token type asked for; default
+	// urn:ietf:params:oauth:token-type:access_token.
+	//
+	// Example: requestedTokenType: urn:ietf:params:oauth:token-type:jwt
+	// +optional
+	// +kubebuilder:default="urn:ietf:params:oauth:token-type:access_token"
+	// +kubebuilder:validation:Enum="urn:ietf:params:oauth:token-type:access_token";"urn:ietf:params:oauth:token-type:jwt";"urn:ietf:params:oauth:token-type:id_token"
+	RequestedTokenType string `json:"requestedTokenType,omitempty"`
 }
 
 // ToolFilter keeps or drops tools by their original names, with glob

@@ -30,6 +30,7 @@ import (
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/toolcatalog"
 	"github.com/toolmesh/mcp-operator/internal/tracing"
+	"github.com/toolmesh/mcp-operator/internal/upstreamauth"
 )
 
 // imageRepository is where the operator's image is published; with the
@@ -52,6 +53,8 @@ type config struct {
 	controllers            controller.Options
 	catalog                toolcatalog.Options
 	catalogAuth            string
+	oidc                   toolcatalog.OIDCOptions
+	oidcCAFile             string
 	showVersion            bool
 	tracing                bool
 	auditLog               string
@@ -174,8 +177,9 @@ func bindCatalogFlags(fs *flag.FlagSet, cfg *config) {
 	fs.StringVar(&opts.BindAddress, "catalog-bind-address", ":8090", "Address the catalog (menus and tool execution) listens on.")
 	fs.Int64Var(&opts.MaxRequestBytes, "catalog-max-request-bytes", 4<<20, "Largest execute request body the catalog accepts.")
 	fs.IntVar(&opts.MaxResultText, "catalog-max-result-bytes", 1<<20, "Longest result text returned; longer output is cut with a note.")
-	fs.StringVar(&cfg.catalogAuth, "catalog-auth", string(toolcatalog.AuthNone), "How the catalog authorizes callers: none (local runs) or kubernetes (bearer tokens, TokenReview and SubjectAccessReview).")
-	fs.DurationVar(&opts.AuthCacheTTL, "catalog-auth-cache-ttl", 10*time.Second, "How long the catalog reuses a token or permission answer.")
+	fs.StringVar(&cfg.catalogAuth, "catalog-auth", string(toolcatalog.AuthNone), "How the catalog authenticates callers, who RBAC (SubjectAccessReviews) then authorizes: none (local runs), kubernetes (TokenReview; with --catalog-oidc-issuer-url, that issuer's JWTs are checked by the catalog and every other token by TokenReview) or oidc (only JWTs of --catalog-oidc-issuer-url). See docs/auth.md.")
+	fs.DurationVar(&opts.AuthCacheTTL, "catalog-auth-cache-ttl", 10*time.Second, "How long the catalog reuses a token or permission answer (never past a token's exp).")
+	bindIdentityFlags(fs, cfg)
 	fs.Func("catalog-allowed-origins", "Comma-separated browser origins (scheme://host[:port]) whose cross-origin requests the catalog accepts; same-origin requests and clients that are not browsers always pass.", func(v string) error {
 		opts.AllowedOrigins = append(opts.AllowedOrigins, commaList(v)...)
 		return nil
@@ -194,10 +198,13 @@ func bindCatalogFlags(fs *flag.FlagSet, cfg *config) {
 // check refuses flag combinations that cannot work.
 func (cfg *config) check() error {
 	switch toolcatalog.AuthMode(cfg.catalogAuth) {
-	case toolcatalog.AuthNone, toolcatalog.AuthKubernetes:
+	case toolcatalog.AuthNone, toolcatalog.AuthKubernetes, toolcatalog.AuthOIDC:
 		cfg.catalog.Auth = toolcatalog.AuthMode(cfg.catalogAuth)
 	default:
-		return fmt.Errorf("--catalog-auth must be none or kubernetes, not %q", cfg.catalogAuth)
+		return fmt.Errorf("--catalog-auth must be none, kubernetes or oidc, not %q", cfg.catalogAuth)
+	}
+	if err := cfg.checkIdentity(); err != nil {
+		return err
 	}
 	if cfg.leaderElect && (cfg.renewDeadline >= cfg.leaseDuration || cfg.retryPeriod >= cfg.renewDeadline) {
 		return fmt.Errorf("leader election needs retry period (%s) < renew deadline (%s) < lease duration (%s)",
@@ -252,12 +259,18 @@ func newManager(cfg *config) (ctrl.Manager, error) {
 
 // setUp adds the controllers, the catalog and the probes to the manager.
 func setUp(ctx context.Context, mgr ctrl.Manager, cfg *config) error {
+	// One token cache for spec.auth, shared by discovery and tool calls.
+	cfg.controllers.AuthSources = upstreamauth.NewSources()
 	if err := controller.SetupWithManager(ctx, mgr, cfg.controllers); err != nil {
 		return fmt.Errorf("setting up the controllers: %w", err)
 	}
 	cfg.catalog.Log = ctrl.Log.WithName("catalog")
 	cfg.catalog.Reviewer = mgr.GetClient()
 	cfg.catalog.Egress = cfg.controllers.Egress
+	cfg.catalog.AuthSources = cfg.controllers.AuthSources
+	if err := cfg.setUpOIDC(); err != nil {
+		return err
+	}
 	audit, err := auditWriter(cfg.auditLog)
 	if err != nil {
 		return err

@@ -92,10 +92,18 @@ func TestConfigCheck(t *testing.T) {
 		want string
 	}{
 		{"the defaults", nil, ""},
-		{"an unknown auth mode", []string{"--catalog-auth=ldap"}, `--catalog-auth must be none or kubernetes, not "ldap"`},
+		{"an unknown auth mode", []string{"--catalog-auth=ldap"}, `--catalog-auth must be none, kubernetes or oidc, not "ldap"`},
 		{"a renew deadline past the lease", []string{"--leader-elect", "--leader-election-renew-deadline=20s"}, "leader election needs retry period (2s) < renew deadline (20s) < lease duration (15s)"},
 		{"a drain longer than the shutdown", []string{"--catalog-drain-timeout=40s"}, "--graceful-shutdown-timeout (30s) must be longer than --catalog-drain-timeout (40s)"},
 		{"a negative caller rate", []string{"--catalog-caller-rate=-1"}, "--catalog-caller-rate must not be negative"},
+		{"oidc without an issuer", []string{"--catalog-auth=oidc"}, "--catalog-auth=oidc needs --catalog-oidc-issuer-url"},
+		{"an issuer without authentication", []string{"--catalog-oidc-issuer-url=https://idp.example.com"}, "--catalog-oidc-issuer-url needs --catalog-auth=oidc or kubernetes"},
+		{"an issuer without the public URL", []string{"--catalog-auth=kubernetes", "--catalog-oidc-issuer-url=https://idp.example.com"},
+			"--catalog-oidc-issuer-url needs --catalog-public-url: the catalog accepts only tokens meant for it"},
+		{"a CA without an issuer", []string{"--catalog-auth=kubernetes", "--catalog-oidc-ca-file=/nonexistent"}, "--catalog-oidc-ca-file needs --catalog-oidc-issuer-url"},
+		{"a symmetric signing algorithm", []string{"--catalog-oidc-signing-algs=RS256,HS256"},
+			`invalid value "RS256,HS256" for flag -catalog-oidc-signing-algs: signing algorithm "HS256" is not accepted: use asymmetric ones (RS256, RS384, RS512, ES256, ES384, ES512, PS256, PS384, PS512, EdDSA)`},
+		{"oidc as it should be", []string{"--catalog-auth=oidc", "--catalog-oidc-issuer-url=https://idp.example.com", "--catalog-public-url=https://tools.example.com"}, ""},
 		{"no tools to read", []string{"--max-tools=0"}, "--max-tools (0) and --max-tool-pages (1000) must be at least 1"},
 		{"a negative page limit", []string{"--max-tool-pages=-1"}, "--max-tools (5000) and --max-tool-pages (-1) must be at least 1"},
 		{"a namespace that cannot name one", []string{"--workload-ingress-from-namespace=Tools_NS"},
@@ -116,6 +124,33 @@ func TestConfigCheck(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestOIDCCAFile(t *testing.T) {
+	base := []string{"--catalog-auth=oidc", "--catalog-oidc-issuer-url=https://idp.example.com", "--catalog-public-url=https://tools.example.com"}
+	notPEM := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{
+		"/nonexistent/ca.crt": "--catalog-oidc-ca-file: open /nonexistent/ca.crt: no such file or directory",
+		notPEM:                "--catalog-oidc-ca-file " + notPEM + " holds no PEM certificate",
+	} {
+		cfg, err := parseFlags(flag.NewFlagSet("manager", flag.ContinueOnError), append(base, "--catalog-oidc-ca-file="+file))
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if err := cfg.setUpOIDC(); err == nil || err.Error() != want {
+			t.Errorf("%s: got %v, want %q", file, err, want)
+		}
+	}
+	cfg, err := parseFlags(flag.NewFlagSet("manager", flag.ContinueOnError), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.setUpOIDC(); err != nil || cfg.catalog.OIDC == nil || cfg.catalog.OIDC.HTTPClient == nil {
+		t.Errorf("system roots: got %v and %+v, want the OIDC options with a client", err, cfg.catalog.OIDC)
 	}
 }
 

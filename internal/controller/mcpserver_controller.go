@@ -39,6 +39,7 @@ import (
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/reach"
 	"github.com/toolmesh/mcp-operator/internal/tracing"
+	"github.com/toolmesh/mcp-operator/internal/upstreamauth"
 )
 
 const (
@@ -65,6 +66,9 @@ type MCPServerReconciler struct {
 	MaxConcurrentReconciles int
 	// Egress limits the addresses discovery may dial.
 	Egress *mcpclient.EgressPolicy
+	// AuthSources hands out the Credentials of servers with spec.auth,
+	// keeping their tokens across reconciles (default: one of its own).
+	AuthSources *upstreamauth.Sources
 	// MaxDescriptionBytes cuts longer tool descriptions (0: no limit).
 	MaxDescriptionBytes int
 	// ListChangedInterval is the least time between two re-lists a
@@ -163,7 +167,7 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.reconcileWorkload(ctx, &srv); err != nil {
 		return r.failed(&srv, err)
 	}
-	target, err := reach.Read(ctx, r.Client, &srv, r.Egress)
+	target, err := reach.Read(ctx, r.Client, &srv, r.Egress, r.AuthSources)
 	if err != nil {
 		return r.failed(&srv, err)
 	}
@@ -197,6 +201,9 @@ func (r *MCPServerReconciler) forget(key string) {
 // keeps it.
 func (r *MCPServerReconciler) discover(ctx context.Context, key types.NamespacedName, target mcpclient.Target) (list mcpclient.ToolList, info mcpclient.ServerInfo, err error) {
 	ctx, span := tracing.Tracer().Start(ctx, "discover", trace.WithAttributes(tracing.Server.String(key.String())))
+	// Discovery is the operator's own: a server whose tokens are exchanged
+	// for its callers' gets the exchanging client's own token here.
+	ctx = upstreamauth.WithServiceIdentity(ctx)
 	defer func(started time.Time) {
 		outcome := "success"
 		if err != nil {
@@ -292,12 +299,23 @@ func (r *MCPServerReconciler) failed(srv *mcpv1alpha1.MCPServer, err error) (ctr
 		markFailed(srv, spec.Reason, spec.Message)
 		return ctrl.Result{}, nil
 	case mcpclient.KindOf(err) != "":
-		markFailed(srv, string(mcpclient.KindOf(err)), err.Error())
+		markFailed(srv, failureReason(mcpclient.KindOf(err)), err.Error())
 		return ctrl.Result{RequeueAfter: retryDelay(srv)}, nil
 	default:
 		// Not the server's fault (for example the API server); retry.
 		return ctrl.Result{}, err
 	}
+}
+
+// failureReason is the Ready reason of a failure of kind: the kind's own
+// name, but for a token that spec.auth could not get, refused or not
+// (AuthUnavailable, retried with backoff like an unreachable server).
+func failureReason(kind mcpclient.ErrorKind) string {
+	switch kind {
+	case mcpclient.ErrAuthRefused, mcpclient.ErrAuthUnavailable:
+		return mcpv1alpha1.ReasonAuthUnavailable
+	}
+	return string(kind)
 }
 
 // retryDelay backs off while a server stays down: as long as it has been
@@ -340,6 +358,9 @@ func (r *MCPServerReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.AuthSources == nil {
+		r.AuthSources = upstreamauth.NewSources()
 	}
 	r.changes = make(chan event.TypedGenericEvent[*mcpv1alpha1.MCPServer])
 	r.listChanged = newDebouncer(r.ListChangedInterval, func(key string) {

@@ -21,6 +21,10 @@ func serverEvents(before, after *mcpv1alpha1.MCPServer) []statusEvent {
 		list = append(list, statusEvent{eventType: corev1.EventTypeWarning, reason: "InsecureSkipVerify", action: "Configure",
 			message: "spec.tls.insecureSkipVerify is set: the server's certificate is not verified, so anyone on the path can read and change the traffic"})
 	}
+	if field, ok := insecureTokenEndpoint(after); ok && startedGeneration(before, after) {
+		list = append(list, statusEvent{eventType: corev1.EventTypeWarning, reason: "InsecureSkipVerify", action: "Configure",
+			message: field + ".insecureSkipVerify is set: the token endpoint's certificate is not verified, so anyone on the path can read the client secret and the tokens"})
+	}
 	stalled := stallChanged(before.Status.Conditions, after.Status.Conditions)
 	if stalled != nil {
 		warn(stalled.Reason, stalled.Message)
@@ -52,6 +56,19 @@ func serverEvents(before, after *mcpv1alpha1.MCPServer) []statusEvent {
 		warn(truncated.Reason, truncated.Message)
 	}
 	return list
+}
+
+// insecureTokenEndpoint names the tls of spec.auth when it turns
+// certificate verification off.
+func insecureTokenEndpoint(srv *mcpv1alpha1.MCPServer) (string, bool) {
+	switch auth := srv.Spec.Auth; {
+	case auth == nil:
+	case auth.OAuth2ClientCredentials != nil && auth.OAuth2ClientCredentials.TLS != nil && auth.OAuth2ClientCredentials.TLS.InsecureSkipVerify:
+		return "spec.auth.oauth2ClientCredentials.tls", true
+	case auth.TokenExchange != nil && auth.TokenExchange.TLS != nil && auth.TokenExchange.TLS.InsecureSkipVerify:
+		return "spec.auth.tokenExchange.tls", true
+	}
+	return "", false
 }
 
 // stallChanged returns Stalled in after when it is news: it turned True,

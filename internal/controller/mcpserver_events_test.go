@@ -52,6 +52,11 @@ func TestServerEvents(t *testing.T) {
 		s.Spec.TLS = &mcpv1alpha1.TLSSpec{InsecureSkipVerify: true}
 		return s
 	}
+	insecureIdP := func(s *mcpv1alpha1.MCPServer) *mcpv1alpha1.MCPServer {
+		s.Spec.Auth = &mcpv1alpha1.UpstreamAuth{TokenExchange: &mcpv1alpha1.TokenExchange{
+			OAuth2Client: mcpv1alpha1.OAuth2Client{TLS: &mcpv1alpha1.TLSSpec{InsecureSkipVerify: true}}}}
+		return s
+	}
 	tests := []struct {
 		name          string
 		before, after *mcpv1alpha1.MCPServer
@@ -75,6 +80,11 @@ func TestServerEvents(t *testing.T) {
 		{"insecureSkipVerify warns when a quick generation's first write is its finished status",
 			insecure(observed(eventServer(2, []metav1.Condition{readyTrue}, true, "a"), 1)), insecure(observed(eventServer(2, []metav1.Condition{readyTrue2}, true, "a"), 2)),
 			[]string{"Warning InsecureSkipVerify spec.tls.insecureSkipVerify is set: the server's certificate is not verified, so anyone on the path can read and change the traffic"}},
+		{"insecureSkipVerify of the token endpoint warns when a generation starts",
+			insecureIdP(eventServer(2, []metav1.Condition{readyTrue}, true, "a")), insecureIdP(eventServer(2, []metav1.Condition{readyTrue, reconciling}, true, "a")),
+			[]string{"Warning InsecureSkipVerify spec.auth.tokenExchange.tls.insecureSkipVerify is set: the token endpoint's certificate is not verified, so anyone on the path can read the client secret and the tokens"}},
+		{"insecureSkipVerify of the token endpoint does not warn on every refresh",
+			insecureIdP(observed(eventServer(2, []metav1.Condition{readyTrue2}, true, "a"), 2)), insecureIdP(observed(eventServer(2, []metav1.Condition{readyTrue2}, true, "a"), 2)), nil},
 		{"insecureSkipVerify does not warn again when a generation in progress finishes",
 			insecure(eventServer(2, []metav1.Condition{readyTrue, reconciling}, true, "a")), insecure(observed(eventServer(2, []metav1.Condition{readyTrue2}, true, "a"), 2)), nil},
 		{"insecureSkipVerify does not warn on every refresh",

@@ -7,6 +7,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
+	"github.com/toolmesh/mcp-operator/internal/upstreamauth"
 )
 
 // Options configure the controllers; zero values take the defaults.
@@ -19,6 +20,9 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// Egress limits the addresses discovery may dial.
 	Egress *mcpclient.EgressPolicy
+	// AuthSources hands out the Credentials of servers with spec.auth for
+	// the life of the process (default: one of the controller's own).
+	AuthSources *upstreamauth.Sources
 	// MaxDescriptionBytes cuts longer tool descriptions (0: no limit).
 	MaxDescriptionBytes int
 	// ListChangedInterval is the least time between two re-lists a
@@ -58,6 +62,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Limits:                  opts.Limits,
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 		Egress:                  opts.Egress,
+		AuthSources:             opts.AuthSources,
 		MaxDescriptionBytes:     opts.MaxDescriptionBytes,
 		ListChangedInterval:     opts.ListChangedInterval,
 		BridgeImage:             opts.BridgeImage,

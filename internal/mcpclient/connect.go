@@ -86,7 +86,7 @@ func connectInitialize(ctx context.Context, t Target, kind Transport, onToolsCha
 	if kind == TransportSSE {
 		clientWatch = nil
 	}
-	httpClient := t.httpClient(clientWatch, onToolsChanged != nil)
+	httpClient := t.httpClient(ctx, clientWatch, onToolsChanged != nil)
 	tr, err := newTransport(t, kind, httpClient)
 	if err != nil {
 		return nil, &Error{Kind: ErrProtocol, Message: fmt.Sprintf("connecting: %s is not a usable URL", t.redactedURL()), Err: err}

@@ -38,6 +38,15 @@ const (
 	// ErrUnsupportedVersion: the server speaks no MCP revision the
 	// operator does.
 	ErrUnsupportedVersion ErrorKind = "UnsupportedProtocolVersion"
+	// ErrAuthRefused: the token service of the target's Credentials
+	// answered with an OAuth error (AuthErrorCode says which), or the
+	// request had no caller whose token could be exchanged. The request
+	// was not sent.
+	ErrAuthRefused ErrorKind = "AuthRefused"
+	// ErrAuthUnavailable: the token service of the target's Credentials
+	// could not be reached, failed (5xx), did not answer in time or
+	// answered something that is not a token. The request was not sent.
+	ErrAuthUnavailable ErrorKind = "AuthUnavailable"
 )
 
 // Error is a failure talking to a server. Message is stable (no addresses of
@@ -94,11 +103,16 @@ var networkAddress = regexp.MustCompile(`\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\
 // query, or "" when Message names none.
 func (e *Error) URL() string { return e.url }
 
-// KindOf returns the kind of err, or "" when it is not from this package.
+// KindOf returns the kind of err, or "" when it is not from this package
+// (a CredentialsError is: its own kind).
 func KindOf(err error) ErrorKind {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Kind
+	}
+	var c *CredentialsError
+	if errors.As(err, &c) {
+		return c.Kind
 	}
 	return ""
 }
@@ -131,6 +145,11 @@ func classify(err error, t Target, doing string, ex *exchange) *Error {
 	var already *Error
 	if errors.As(err, &already) {
 		return already
+	}
+	if e := credentialsFailure(err, t, doing); e != nil {
+		// Whatever else went wrong after (a timeout was the token
+		// service's), the request was never sent.
+		return e
 	}
 	for _, explain := range explanations {
 		if f, ok := explain(err, t, ex); ok {
@@ -351,12 +370,13 @@ func tlsDetail(err error) string {
 }
 
 // detail shortens a server's own text, or an error's, and removes from it
-// the target's secrets (secretsOf) and the query of any URL it names (an
-// SSE session's message endpoint carries its session id there): a server
-// may echo a request back in its error, and net/http and mcp-go name URLs
-// in full in theirs. A query value of 4 bytes or more is redacted
-// wherever it appears, ordinary words too ("json" from ?format=json):
-// better a message that says less than one that says a key.
+// the target's secrets (secretsOf), bearer tokens and JWTs, and the query
+// of any URL it names (an SSE session's message endpoint carries its
+// session id there): a server may echo a request back in its error, and
+// net/http and mcp-go name URLs in full in theirs. A query value of 4
+// bytes or more is redacted wherever it appears, ordinary words too
+// ("json" from ?format=json): better a message that says less than one
+// that says a key.
 func detail(text string, t Target) string {
 	secrets := secretsOf(t)
 	long := len(text) > detailWindow
@@ -367,6 +387,10 @@ func detail(text string, t Target) string {
 		text = strings.ReplaceAll(text, secret, "[redacted]")
 	}
 	text = urlQuery.ReplaceAllString(text, "$1?[redacted]")
+	// A server may echo the Authorization it was sent, which with
+	// spec.auth holds a token no target knows.
+	text = bearerToken.ReplaceAllString(text, "${1}[redacted]")
+	text = jwt.ReplaceAllString(text, "[redacted]")
 	text = strings.Join(strings.Fields(text), " ")
 	if len(text) > maxDetail {
 		cut := maxDetail
@@ -407,6 +431,13 @@ func withoutSecretStart(text string, secrets []string) string {
 // urlQuery is a URL's query in a text: up to a space, a quote or the
 // backslash %q puts before one.
 var urlQuery = regexp.MustCompile(`(https?://[^\s"'?#]*)\?[^\s"'\\]+`)
+
+// bearerToken is a bearer token in a text, as an Authorization header
+// carries it: long enough not to be a word ("bearer token required").
+var bearerToken = regexp.MustCompile(`(?i)(\bbearer\s+)[A-Za-z0-9\-._~+/]{16,}=*`)
+
+// jwt is a JSON Web Token in a text, whatever precedes it.
+var jwt = regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`)
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 

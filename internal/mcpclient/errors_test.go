@@ -59,6 +59,12 @@ func TestDetailShowsNoSecretOfTheTarget(t *testing.T) {
 			strings.Repeat("word ", 2*detailWindow), strings.Repeat("word ", maxDetail/5) + "…", nil},
 		{"short values are words, not secrets", Target{URL: "http://h/mcp?v=2"},
 			"version 2 of v=2", "version 2 of v=2", nil},
+		{"a bearer token no target knows, echoed", Target{URL: "http://h/mcp"},
+			"rejected Authorization: Bearer tok-abcdefghijklmnop0123", "rejected Authorization: Bearer [redacted]", []string{"tok-abcdefghijklmnop0123"}},
+		{"a JWT, echoed", Target{URL: "http://h/mcp"},
+			"subject eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl expired", "subject [redacted] expired", []string{"eyJzdWIiOiJhbGljZSJ9"}},
+		{"the words bearer token are words", Target{URL: "http://h/mcp"},
+			"a bearer token is required", "a bearer token is required", nil},
 		{"a URL that does not parse", Target{URL: "http://h/%zz"},
 			"text as it was", "text as it was", nil},
 	} {

@@ -30,7 +30,10 @@ const listeningBufferSize = 1 << 10
 // a stream for list changes; such sessions to plain-HTTP servers share
 // their connection pool (see shared.go). The other sessions' POSTs to a
 // plain-HTTP server are made on the caller's goroutine (package inline).
-func (t Target) httpClient(watch *streamWatch, listening bool) *http.Client {
+// With Credentials every request is authorized (authorizingTransport);
+// opening is the context the session is opened with, whose values stand
+// in for those of the session's own requests.
+func (t Target) httpClient(opening context.Context, watch *streamWatch, listening bool) *http.Client {
 	var base *http.Transport
 	shared := false
 	if listening && t.TLS == nil && strings.HasPrefix(t.URL, "http://") {
@@ -41,6 +44,11 @@ func (t Target) httpClient(watch *streamWatch, listening bool) *http.Client {
 	var next http.RoundTripper = base
 	if inline.Supported && !shared && strings.HasPrefix(t.URL, "http://") {
 		next = inline.New(base)
+	}
+	if t.Credentials != nil {
+		// Under the recording: a stream that cannot be authorized again
+		// is lost as one the server refused would be.
+		next = &authorizingTransport{next: next, creds: t.Credentials, session: context.WithoutCancel(opening)}
 	}
 	return &http.Client{
 		Transport: &recordingTransport{next: next, shared: shared, watch: watch, maxBody: t.maxResponseBytes()},

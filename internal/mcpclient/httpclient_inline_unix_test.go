@@ -111,7 +111,7 @@ var jsonAnswer = func() string {
 func TestInlineRetriesARequestThatNeverLeft(t *testing.T) {
 	srv := startRecordingServer(t, jsonAnswer)
 	target := srv.url("/mcp")
-	client := Target{URL: target}.httpClient(newStreamWatch(), false)
+	client := Target{URL: target}.httpClient(context.Background(), newStreamWatch(), false)
 	defer client.CloseIdleConnections()
 	requireInline(t, client)
 	// The same transport over a base whose dials the test can break.
@@ -167,7 +167,7 @@ func TestInlineRetriesARequestThatNeverLeft(t *testing.T) {
 func TestACancelledRequestIsNeverSent(t *testing.T) {
 	srv := startRecordingServer(t, jsonAnswer)
 	target := srv.url("/mcp")
-	client := Target{URL: target}.httpClient(newStreamWatch(), false)
+	client := Target{URL: target}.httpClient(context.Background(), newStreamWatch(), false)
 	defer client.CloseIdleConnections()
 	requireInline(t, client)
 	body := `{"jsonrpc":"2.0","id":"op-1","method":"ping"}`

@@ -145,7 +145,8 @@ func (p *Pool) connect(ctx context.Context, key string, t Target, a *connectAtte
 // Do runs fn on the session for key. A failure that certainly happened
 // before the server saw the request (see NotDelivered) is tried once more,
 // on a fresh session if the old one ended; any other failure is fn's to
-// report, since the server may have acted on it.
+// report, since the server may have acted on it. A request that could not
+// be authorized is not tried again: a new session gets no other token.
 func (p *Pool) Do(ctx context.Context, key string, t Target, fn func(*Session) error) error {
 	for attempt := 0; ; attempt++ {
 		s, closeAfter, err := p.Get(ctx, key, t)
@@ -155,7 +156,7 @@ func (p *Pool) Do(ctx context.Context, key string, t Target, fn func(*Session) e
 				s.Close()
 			}
 		}
-		if err == nil || attempt > 0 || !NotDelivered(err) {
+		if err == nil || attempt > 0 || !NotDelivered(err) || authFailure(err) {
 			return err
 		}
 	}

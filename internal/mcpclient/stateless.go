@@ -46,7 +46,7 @@ const codeUnsupportedVersion = mcp.UNSUPPORTED_PROTOCOL_VERSION
 // the server announces list changes, a subscriptions/listen stream.
 func connectStateless(ctx context.Context, t Target, onToolsChanged func()) (*Session, error) {
 	watch := newStreamWatch()
-	httpClient := t.httpClient(watch, onToolsChanged != nil)
+	httpClient := t.httpClient(ctx, watch, onToolsChanged != nil)
 	if _, err := url.Parse(t.URL); err != nil {
 		return nil, &Error{Kind: ErrProtocol, Message: fmt.Sprintf("connecting: %s is not a usable URL", t.redactedURL()), Err: err}
 	}

@@ -41,6 +41,10 @@ type Target struct {
 	// Fingerprint identifies everything that shapes the connection (secret
 	// values only as a hash). A Pool opens a new session when it changes.
 	Fingerprint string
+	// Credentials, if set, give every request its Authorization header
+	// (spec.auth); it is asked before each HTTP request a session makes.
+	// The Fingerprint must change with them.
+	Credentials Credentials
 	// Revision is the MCP revision the server spoke last time, if known: a
 	// revision before 2026-07-28 skips the 2026-07-28 probe (and is tried
 	// again should initialize fail).

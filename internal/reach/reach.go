@@ -1,8 +1,9 @@
 // Package reach turns an MCPServer's spec into what it takes to reach the
 // server: the URL (or the in-cluster address of its Service, or of its
-// workload's Service), header values read from Secrets, and the TLS
-// configuration. The MCPServer controller and the
-// catalog both connect through it, so they reach a server the same way.
+// workload's Service), header values read from Secrets, the TLS
+// configuration, and the Credentials spec.auth asks for. The MCPServer
+// controller and the catalog both connect through it, so they reach a
+// server the same way.
 package reach
 
 import (
@@ -12,7 +13,9 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -24,6 +27,7 @@ import (
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
+	"github.com/toolmesh/mcp-operator/internal/upstreamauth"
 )
 
 // DefaultTimeout applies where the API server has not defaulted
@@ -45,8 +49,9 @@ func (e *SpecError) Error() string { return e.Message }
 // Read reads the URL, header values and CA bundle the spec names and
 // returns the target to dial, fingerprinted with everything that shapes the
 // connection (secret values only as a hash); egress limits the addresses
-// it may be dialed at.
-func Read(ctx context.Context, reader client.Reader, srv *mcpv1alpha1.MCPServer, egress *mcpclient.EgressPolicy) (mcpclient.Target, error) {
+// it may be dialed at. spec.auth takes the target's Credentials from
+// sources, the process's one (a spec.auth without sources is an error).
+func Read(ctx context.Context, reader client.Reader, srv *mcpv1alpha1.MCPServer, egress *mcpclient.EgressPolicy, sources *upstreamauth.Sources) (mcpclient.Target, error) {
 	t := mcpclient.Target{
 		Revision:  revisionOf(srv),
 		URL:       URL(srv),
@@ -67,21 +72,16 @@ func Read(ctx context.Context, reader client.Reader, srv *mcpv1alpha1.MCPServer,
 			t.Headers[h.Name] = string(value)
 		}
 	}
-	caPEM, err := caBundle(ctx, reader, srv)
+	tlsConfig, caPEM, err := readTLS(ctx, reader, srv.Namespace, srv.Spec.TLS, "spec.tls", mcpv1alpha1.ReasonInvalidSpec)
 	if err != nil {
 		return mcpclient.Target{}, err
 	}
-	if tlsSpec := srv.Spec.TLS; tlsSpec != nil {
-		t.TLS = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: tlsSpec.InsecureSkipVerify} //nolint:gosec // the user asked for it, and an Event warns
-		if len(caPEM) > 0 {
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(caPEM) {
-				return mcpclient.Target{}, &SpecError{Reason: mcpv1alpha1.ReasonInvalidSpec, Terminal: true,
-					Message: "the CA bundle named by spec.tls contains no PEM certificate"}
-			}
-			t.TLS.RootCAs = pool
-		}
+	t.TLS = tlsConfig
+	creds, authFingerprint, err := readAuth(ctx, reader, srv, sources, egress, t.Timeout)
+	if err != nil {
+		return mcpclient.Target{}, err
 	}
+	t.Credentials = creds
 	raw, _ := json.Marshal(struct {
 		URL       string
 		Transport mcpclient.Transport
@@ -89,10 +89,72 @@ func Read(ctx context.Context, reader client.Reader, srv *mcpv1alpha1.MCPServer,
 		Timeout   time.Duration
 		Insecure  bool
 		CA        []byte
-	}{t.URL, t.Transport, t.Headers, t.Timeout, t.TLS != nil && t.TLS.InsecureSkipVerify, caPEM})
+		Auth      string `json:",omitempty"`
+	}{t.URL, t.Transport, t.Headers, t.Timeout, t.TLS != nil && t.TLS.InsecureSkipVerify, caPEM, authFingerprint})
 	sum := sha256.Sum256(raw)
 	t.Fingerprint = hex.EncodeToString(sum[:])
 	return t, nil
+}
+
+// readAuth makes the Credentials spec.auth asks for, from sources, and
+// returns them with the fingerprint of the auth config (the client
+// secret and CA bundle only as hashes); nil and "" without spec.auth.
+func readAuth(ctx context.Context, reader client.Reader, srv *mcpv1alpha1.MCPServer, sources *upstreamauth.Sources,
+	egress *mcpclient.EgressPolicy, timeout time.Duration) (mcpclient.Credentials, string, error) {
+	auth := srv.Spec.Auth
+	if auth == nil {
+		return nil, "", nil
+	}
+	var (
+		oc    *mcpv1alpha1.OAuth2Client
+		field string
+		cfg   = upstreamauth.Config{Egress: egress, Timeout: timeout}
+	)
+	switch {
+	case auth.OAuth2ClientCredentials != nil && auth.TokenExchange != nil, auth.OAuth2ClientCredentials == nil && auth.TokenExchange == nil:
+		return nil, "", &SpecError{Reason: mcpv1alpha1.ReasonAuthMisconfigured, Terminal: true,
+			Message: "spec.auth must set exactly one of oauth2ClientCredentials and tokenExchange"}
+	case auth.OAuth2ClientCredentials != nil:
+		oc, field, cfg.Grant = auth.OAuth2ClientCredentials, "spec.auth.oauth2ClientCredentials", upstreamauth.GrantClientCredentials
+	default:
+		oc, field, cfg.Grant = &auth.TokenExchange.OAuth2Client, "spec.auth.tokenExchange", upstreamauth.GrantTokenExchange
+		cfg.RequestedTokenType = auth.TokenExchange.RequestedTokenType
+		if cfg.RequestedTokenType == "" {
+			cfg.RequestedTokenType = upstreamauth.TokenTypeAccessToken
+		}
+	}
+	if u, err := url.Parse(oc.TokenURL); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return nil, "", &SpecError{Reason: mcpv1alpha1.ReasonAuthMisconfigured, Terminal: true,
+			Message: field + ".tokenURL must be an absolute https URL"}
+	}
+	secret, err := secretValue(ctx, reader, srv.Namespace, oc.ClientSecretRef, field+".clientSecretRef")
+	if err != nil {
+		return nil, "", err
+	}
+	tlsConfig, caPEM, err := readTLS(ctx, reader, srv.Namespace, oc.TLS, field+".tls", mcpv1alpha1.ReasonAuthMisconfigured)
+	if err != nil {
+		return nil, "", err
+	}
+	cfg.TokenURL, cfg.ClientID, cfg.ClientSecret = oc.TokenURL, oc.ClientID, string(secret)
+	cfg.Scopes, cfg.Audience, cfg.Resource, cfg.TLS = oc.Scopes, oc.Audience, oc.Resource, tlsConfig
+	if sources == nil {
+		return nil, "", errors.New("spec.auth is set, and this reader of MCPServers was given no token sources")
+	}
+	secretSum := sha256.Sum256(secret)
+	raw, _ := json.Marshal(struct {
+		Grant              upstreamauth.Grant
+		TokenURL, ClientID string
+		Secret             []byte
+		Scopes             []string
+		Audience, Resource string
+		RequestedTokenType string
+		Insecure           bool
+		CA                 []byte
+	}{cfg.Grant, cfg.TokenURL, cfg.ClientID, secretSum[:], cfg.Scopes, cfg.Audience, cfg.Resource, cfg.RequestedTokenType,
+		tlsConfig != nil && tlsConfig.InsecureSkipVerify, caPEM})
+	sum := sha256.Sum256(raw)
+	fingerprint := hex.EncodeToString(sum[:])
+	return sources.Credentials(srv.Namespace+"/"+srv.Name, fingerprint, cfg), fingerprint, nil
 }
 
 // revisionOf is the MCP revision the server spoke at its last discovery,
@@ -194,20 +256,42 @@ func secretValue(ctx context.Context, reader client.Reader, namespace string, re
 	return value, nil
 }
 
-func caBundle(ctx context.Context, reader client.Reader, srv *mcpv1alpha1.MCPServer) ([]byte, error) {
-	tlsSpec := srv.Spec.TLS
+// readTLS makes the TLS configuration a TLSSpec at field says, with the
+// CA bundle it names (also returned, for fingerprints); nil without one.
+// A bundle that holds no certificate is a SpecError with reason
+// noCertificate, terminal.
+func readTLS(ctx context.Context, reader client.Reader, namespace string, spec *mcpv1alpha1.TLSSpec, field, noCertificate string) (*tls.Config, []byte, error) {
+	if spec == nil {
+		return nil, nil, nil
+	}
+	caPEM, err := caBundle(ctx, reader, namespace, spec, field)
+	if err != nil {
+		return nil, nil, err
+	}
+	config := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: spec.InsecureSkipVerify} //nolint:gosec // the user asked for it, and an Event warns
+	if len(caPEM) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(caPEM) {
+			return nil, nil, &SpecError{Reason: noCertificate, Terminal: true,
+				Message: "the CA bundle named by " + field + " contains no PEM certificate"}
+		}
+		config.RootCAs = pool
+	}
+	return config, caPEM, nil
+}
+
+// caBundle reads the CA bundle a TLSSpec at field names, nil when none.
+func caBundle(ctx context.Context, reader client.Reader, namespace string, tlsSpec *mcpv1alpha1.TLSSpec, field string) ([]byte, error) {
 	switch {
-	case tlsSpec == nil:
-		return nil, nil
 	case tlsSpec.CASecretRef != nil:
-		return secretValue(ctx, reader, srv.Namespace, *tlsSpec.CASecretRef, "spec.tls.caSecretRef")
+		return secretValue(ctx, reader, namespace, *tlsSpec.CASecretRef, field+".caSecretRef")
 	case tlsSpec.CAConfigMapRef != nil:
 		ref := tlsSpec.CAConfigMapRef
 		var cm corev1.ConfigMap
-		if err := reader.Get(ctx, types.NamespacedName{Namespace: srv.Namespace, Name: ref.Name}, &cm); err != nil {
+		if err := reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, &cm); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil, &SpecError{Reason: mcpv1alpha1.ReasonConfigMapNotFound,
-					Message: fmt.Sprintf("ConfigMap %s named by spec.tls.caConfigMapRef does not exist; create it and discovery resumes", ref.Name)}
+					Message: fmt.Sprintf("ConfigMap %s named by %s.caConfigMapRef does not exist; create it and discovery resumes", ref.Name, field)}
 			}
 			return nil, fmt.Errorf("reading ConfigMap %s: %w", ref.Name, err)
 		}
@@ -218,9 +302,22 @@ func caBundle(ctx context.Context, reader client.Reader, srv *mcpv1alpha1.MCPSer
 			return value, nil
 		}
 		return nil, &SpecError{Reason: mcpv1alpha1.ReasonConfigMapNotFound,
-			Message: fmt.Sprintf("ConfigMap %s named by spec.tls.caConfigMapRef has no key %q", ref.Name, ref.Key)}
+			Message: fmt.Sprintf("ConfigMap %s named by %s.caConfigMapRef has no key %q", ref.Name, field, ref.Key)}
 	}
 	return nil, nil
+}
+
+// authClient is spec.auth's OAuth client, nil without one.
+func authClient(srv *mcpv1alpha1.MCPServer) *mcpv1alpha1.OAuth2Client {
+	switch auth := srv.Spec.Auth; {
+	case auth == nil:
+		return nil
+	case auth.OAuth2ClientCredentials != nil:
+		return auth.OAuth2ClientCredentials
+	case auth.TokenExchange != nil:
+		return &auth.TokenExchange.OAuth2Client
+	}
+	return nil
 }
 
 // SecretsNamed lists the Secrets an MCPServer reads.
@@ -234,15 +331,25 @@ func SecretsNamed(srv *mcpv1alpha1.MCPServer) []string {
 	if srv.Spec.TLS != nil && srv.Spec.TLS.CASecretRef != nil {
 		names = append(names, srv.Spec.TLS.CASecretRef.Name)
 	}
+	if oc := authClient(srv); oc != nil {
+		names = append(names, oc.ClientSecretRef.Name)
+		if oc.TLS != nil && oc.TLS.CASecretRef != nil {
+			names = append(names, oc.TLS.CASecretRef.Name)
+		}
+	}
 	return names
 }
 
 // ConfigMapsNamed lists the ConfigMaps an MCPServer reads.
 func ConfigMapsNamed(srv *mcpv1alpha1.MCPServer) []string {
+	var names []string
 	if srv.Spec.TLS != nil && srv.Spec.TLS.CAConfigMapRef != nil {
-		return []string{srv.Spec.TLS.CAConfigMapRef.Name}
+		names = append(names, srv.Spec.TLS.CAConfigMapRef.Name)
 	}
-	return nil
+	if oc := authClient(srv); oc != nil && oc.TLS != nil && oc.TLS.CAConfigMapRef != nil {
+		names = append(names, oc.TLS.CAConfigMapRef.Name)
+	}
+	return names
 }
 
 // DurationOr is d, or fallback where the API server has not defaulted it.

@@ -62,7 +62,7 @@ func TestReadTransport(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := &mcpv1alpha1.MCPServer{ObjectMeta: metav1.ObjectMeta{Namespace: "agents", Name: "x"}, Spec: tt.spec}
 			// No headers or TLS: nothing is read from the API server.
-			target, err := Read(context.Background(), nil, srv, nil)
+			target, err := Read(context.Background(), nil, srv, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

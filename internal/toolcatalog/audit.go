@@ -28,10 +28,13 @@ type AuditRecord struct {
 	// TraceID is the call's trace: the caller's when it sent one, else
 	// the one the catalog started, with tracing on.
 	TraceID string `json:"traceId,omitempty"`
-	// User and Groups are who called, as the TokenReview said; User is
-	// "anonymous" when the catalog runs without authentication.
+	// User and Groups are who called, as the TokenReview said or the
+	// OIDC claims map to; User is "anonymous" when the catalog runs
+	// without authentication. Issuer is the OpenID issuer that vouched
+	// for a caller the catalog checked itself.
 	User   string   `json:"user"`
 	Groups []string `json:"groups,omitempty"`
+	Issuer string   `json:"issuer,omitempty"`
 	// Via is "rest" or "mcp".
 	Via string `json:"via"`
 	// Collection is the ToolCollection called through (namespace/name), or
@@ -44,7 +47,7 @@ type AuditRecord struct {
 	Server       string `json:"server,omitempty"`
 	// Outcome is how it ended, as the metrics name it: success,
 	// tool_error, invalid_arguments, unknown_tool, forbidden,
-	// unauthorized, rate_limited, busy, upstream_unreachable,
+	// unauthorized, rate_limited, busy, upstream_unreachable, upstream_auth_refused,
 	// upstream_timeout, …; Status the HTTP status of a REST answer.
 	Outcome string `json:"outcome"`
 	Status  int    `json:"status,omitempty"`

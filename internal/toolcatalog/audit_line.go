@@ -30,6 +30,7 @@ func (r *AuditRecord) appendJSON(b []byte) []byte {
 		}
 		b = append(b, ']')
 	}
+	b = appendOptionalField(b, `,"issuer":`, r.Issuer)
 	b = appendStringField(b, `,"via":`, r.Via)
 	b = appendOptionalField(b, `,"collection":`, r.Collection)
 	b = appendStringField(b, `,"tool":`, r.Tool)

@@ -11,7 +11,7 @@ import (
 // json.Marshal writes of the record, which docs/audit.md describes.
 func TestAuditLineIsWhatJSONMarshalWrites(t *testing.T) {
 	full := AuditRecord{Time: "2026-12-02T01:02:03.123456789Z", RequestID: "0123456789abcdef", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736",
-		User: "system:serviceaccount:team-a:agent", Groups: []string{"system:serviceaccounts", "system:authenticated"}, Via: "mcp",
+		User: "system:serviceaccount:team-a:agent", Groups: []string{"system:serviceaccounts", "system:authenticated"}, Issuer: "https://idp.example.com", Via: "mcp",
 		Collection: "team-a/all", Tool: "mcp_calc_echo", OriginalName: "echo", Server: "team-a/calc", Outcome: "success",
 		Status: 200, DurationMs: 1.234, ResultBytes: 42}
 	cases := map[string]AuditRecord{

@@ -28,8 +28,14 @@ const (
 	AuthNone AuthMode = "none"
 	// AuthKubernetes requires a bearer token (checked with a TokenReview)
 	// and decides with SubjectAccessReviews in the API group
-	// mcp.toolmesh.io: get to read a menu, execute to call a tool.
+	// mcp.toolmesh.io: get to read a menu, execute to call a tool. With
+	// Options.OIDC set too, tokens of that issuer are checked by the
+	// catalog itself and every other token with a TokenReview.
 	AuthKubernetes AuthMode = "kubernetes"
+	// AuthOIDC requires a JWT of the issuer in Options.OIDC, checked by
+	// the catalog, and decides with SubjectAccessReviews on the user its
+	// claims map to. No TokenReviews.
+	AuthOIDC AuthMode = "oidc"
 )
 
 // Verbs and resources the catalog asks about.
@@ -52,9 +58,17 @@ type caller struct {
 	uid      string
 	groups   []string
 	extra    map[string]authorizationv1.ExtraValue
-	// identity is all of the above in one string, the key of the
-	// caller's cached decisions: a token of the same user with other
-	// extra (a scoped token) may be decided otherwise.
+	// issuer is the OpenID issuer that vouched for the caller, for the
+	// audit trail; empty when a TokenReview did.
+	issuer string
+	// token is the caller's validated bearer token, kept for one use:
+	// an upstream with spec.auth.tokenExchange exchanges it for a token of
+	// its own. It never reaches a log, a metric, a trace, the audit trail
+	// or an answer, and is never sent upstream itself.
+	token string
+	// identity is all of the above but the token in one string, the key
+	// of the caller's cached decisions: a token of the same user with
+	// other extra (a scoped token) may be decided otherwise.
 	identity string
 }
 
@@ -75,6 +89,11 @@ type authorizer struct {
 	mode   AuthMode
 	client client.Client
 	ttl    time.Duration
+	// oidc checks the JWTs of one issuer; nil without Options.OIDC.
+	oidc *oidcValidator
+	// resource says which protected resource a request is for, and where
+	// its metadata is (see resource.go).
+	resources *resources
 
 	// tokens maps a valid token's SHA-256 to a cachedCaller, rejected an
 	// invalid one's to its expiry; decisions maps a caller's identity and a
@@ -92,9 +111,12 @@ type authorizer struct {
 }
 
 func newAuthorizer(mode AuthMode, reviewer client.Client, ttl time.Duration, capacity int) *authorizer {
-	return &authorizer{mode: mode, client: reviewer, ttl: ttl,
+	return &authorizer{mode: mode, client: reviewer, ttl: ttl, resources: &resources{},
 		tokens: lru.New(capacity), rejected: lru.New(capacity), decisions: lru.New(capacity)}
 }
+
+// enabled says callers are authenticated and RBAC decides.
+func (a *authorizer) enabled() bool { return a.mode != AuthNone }
 
 type cachedCaller struct {
 	caller  *caller
@@ -111,45 +133,101 @@ type cachedDecision struct {
 type authError struct {
 	code    int
 	message string
+	// oauthError is the RFC 6750 error code of a 401 for a token that was
+	// presented: invalid_token. Empty when none was.
+	oauthError string
+	// rememberFor, when set, shortens how long the refusal is reused.
+	rememberFor time.Duration
 }
 
 func (e *authError) Error() string { return e.message }
 
-// authenticate resolves the request's bearer token to a caller.
+// authenticate resolves the request's bearer token to a caller. A JWT of
+// the OIDC issuer is checked by the catalog against the resource the
+// request is for; any other token by a TokenReview (with AuthKubernetes).
+// Answers are reused for the cache's TTL, never past the token's exp.
 func (a *authorizer) authenticate(ctx context.Context, r *http.Request) (*caller, error) {
-	if a.mode != AuthKubernetes {
+	if !a.enabled() {
 		return nil, nil
 	}
-	header := r.Header.Get("Authorization")
-	token, ok := strings.CutPrefix(header, "Bearer ")
-	if !ok || strings.TrimSpace(token) == "" {
+	// The scheme is case-insensitive (RFC 9110).
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
 		return nil, &authError{code: http.StatusUnauthorized, message: "a bearer token is required (Authorization: Bearer <token>)"}
 	}
-	key := sha256.Sum256([]byte(token))
+	if len(token) > maxTokenBytes {
+		return nil, invalidToken(fmt.Sprintf("the token is longer than %d bytes", maxTokenBytes))
+	}
+	local := a.oidc != nil && tokenIssuer(token) == a.oidc.opts.IssuerURL
+	if !local && a.mode != AuthKubernetes {
+		return nil, invalidToken("the token was not issued by " + a.oidc.opts.IssuerURL)
+	}
+	// A token the catalog checks is checked against the resource it is
+	// presented to: the answer is that pair's.
+	resource := ""
+	if local {
+		resource = a.resources.of(r).uri
+	}
+	key := sha256.Sum256([]byte(resource + "\x00" + token))
 	now := time.Now()
 	if value, hit := a.tokens.Get(key); hit && now.Before(value.(cachedCaller).expires) {
 		return value.(cachedCaller).caller, nil
 	}
-	if value, hit := a.rejected.Get(key); hit && now.Before(value.(time.Time)) {
-		return nil, errInvalidToken
+	if value, hit := a.rejected.Get(key); hit && now.Before(value.(rejection).expires) {
+		return nil, value.(rejection).err
+	}
+	expires := now.Add(a.ttl)
+	if exp := tokenExpiry(token); !exp.IsZero() && exp.Before(expires) {
+		expires = exp
 	}
 	who, err := a.ask(ctx, "token\x00"+string(key[:]), func(ctx context.Context) (any, error) {
-		review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}
-		if err := a.client.Create(ctx, review); err != nil {
-			return nil, &authError{code: http.StatusServiceUnavailable, message: "the token could not be checked with the API server; retry"}
+		var who *caller
+		if local {
+			var exp time.Time
+			var err error
+			who, exp, err = a.oidc.verify(ctx, token, a.resources.audiences(r, a.oidc.opts.Audiences))
+			if err != nil {
+				return nil, a.reject(key, expires, err)
+			}
+			if exp.Before(expires) {
+				expires = exp
+			}
+		} else {
+			review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}
+			if err := a.client.Create(ctx, review); err != nil {
+				return nil, &authError{code: http.StatusServiceUnavailable, message: "the token could not be checked with the API server; retry"}
+			}
+			if !review.Status.Authenticated {
+				return nil, a.reject(key, expires, errInvalidToken)
+			}
+			who = newCaller(review.Status.User)
 		}
-		if !review.Status.Authenticated {
-			a.rejected.Add(key, now.Add(a.ttl))
-			return nil, errInvalidToken
-		}
-		who := newCaller(review.Status.User)
-		a.tokens.Add(key, cachedCaller{caller: who, expires: now.Add(a.ttl)})
+		who.token = token
+		a.tokens.Add(key, cachedCaller{caller: who, expires: expires})
 		return who, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return who.(*caller), nil
+}
+
+// rejection is a refused token's answer, reused until it expires.
+type rejection struct {
+	err     error
+	expires time.Time
+}
+
+// reject remembers a 401, never a 503 (the provider or API server may be
+// back at the next request).
+func (a *authorizer) reject(key [sha256.Size]byte, expires time.Time, err error) error {
+	if ae, ok := err.(*authError); ok && ae.code == http.StatusUnauthorized { //nolint:errorlint // authError is never wrapped
+		if short := time.Now().Add(ae.rememberFor); ae.rememberFor > 0 && short.Before(expires) {
+			expires = short
+		}
+		a.rejected.Add(key, rejection{err: err, expires: expires})
+	}
+	return err
 }
 
 // reviewTimeout bounds one review shared by concurrent requests: it runs
@@ -183,9 +261,14 @@ func (a *authorizer) ask(ctx context.Context, key string, review func(context.Co
 	}
 }
 
-var errInvalidToken = &authError{code: http.StatusUnauthorized, message: "the bearer token is not valid"}
+var errInvalidToken = &authError{code: http.StatusUnauthorized, message: "the bearer token is not valid", oauthError: "invalid_token"}
 
-// newCaller is the user a TokenReview vouched for.
+// authenticationUser is a user as a TokenReview would name it.
+func authenticationUser(name string, groups []string) authenticationv1.UserInfo {
+	return authenticationv1.UserInfo{Username: name, Groups: groups}
+}
+
+// newCaller is the user a TokenReview (or the OIDC validator) vouched for.
 func newCaller(user authenticationv1.UserInfo) *caller {
 	who := &caller{username: user.Username, uid: user.UID, groups: user.Groups, extra: map[string]authorizationv1.ExtraValue{}}
 	// Separators no name contains, so that two callers never share one.
@@ -200,7 +283,7 @@ func newCaller(user authenticationv1.UserInfo) *caller {
 
 // allowed asks whether the caller may do verb on one object.
 func (a *authorizer) allowed(ctx context.Context, who *caller, verb, resource, namespace, name string) (bool, error) {
-	if a.mode != AuthKubernetes {
+	if !a.enabled() {
 		return true, nil
 	}
 	if who == nil {
@@ -249,16 +332,23 @@ func (a *authorizer) require(ctx context.Context, verb, resource, namespace, nam
 }
 
 // middleware authenticates every request before it reaches a route.
+// Protected Resource Metadata is public: it is how a client learns where
+// to get a token.
 func (a *authorizer) middleware(next http.Handler) http.Handler {
-	if a.mode != AuthKubernetes {
+	if !a.enabled() {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isMetadataPath(r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		who, err := a.authenticate(r.Context(), r)
 		if err != nil {
 			if a.refused != nil {
 				a.refused(w, r, err)
 			}
+			a.challenge(w, r, err)
 			writeAuthError(w, err)
 			return
 		}
@@ -266,11 +356,10 @@ func (a *authorizer) middleware(next http.Handler) http.Handler {
 	})
 }
 
+// writeAuthError answers an authError; a 401 carries the challenge
+// (authorizer.challenge) set before.
 func writeAuthError(w http.ResponseWriter, err error) {
 	if ae, ok := err.(*authError); ok { //nolint:errorlint // authError is never wrapped
-		if ae.code == http.StatusUnauthorized {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-operator"`)
-		}
 		writeError(w, ae.code, ae.message)
 		return
 	}

@@ -196,12 +196,12 @@ func (c *Catalog) record(ctx context.Context, key viewKey, tool string, entry *m
 		}
 	}
 
-	user, groups := "anonymous", []string(nil)
+	user, groups, issuer := "anonymous", []string(nil), ""
 	if who := callerFrom(ctx); who != nil {
-		user, groups = who.username, who.groups
+		user, groups, issuer = who.username, who.groups, who.issuer
 	}
 	c.audit.write(AuditRecord{
-		Time: auditTime(time.Now()), RequestID: note.requestID, User: user, Groups: groups, Via: note.via,
+		Time: auditTime(time.Now()), RequestID: note.requestID, User: user, Groups: groups, Issuer: issuer, Via: note.via,
 		Collection: collection, Tool: tool, OriginalName: original, Server: server, Outcome: outcome, Status: note.status,
 		DurationMs: float64(elapsed.Microseconds()) / 1000, ResultBytes: note.resultBytes,
 		TraceID: traceIDOf(span),

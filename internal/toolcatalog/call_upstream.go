@@ -53,8 +53,17 @@ func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments
 		}
 		return Envelope{}, &upstreamError{code: http.StatusBadGateway, kind: "Internal", err: errors.New("reading the server's configuration failed")}
 	}
+	key := up.key
+	if target.Credentials != nil && target.Credentials.PerCaller() {
+		if ctx, key, err = up.asCaller(ctx); err != nil {
+			return Envelope{}, err
+		}
+		if up.sessions == nil {
+			defer c.pool.Drop(key) // an upstream kept for this call only
+		}
+	}
 	var result mcpclient.CallResult
-	err = c.pool.Do(ctx, up.key, target, func(s *mcpclient.Session) error {
+	err = c.pool.Do(ctx, key, target, func(s *mcpclient.Session) error {
 		var err error
 		opts.InputSchema = entry.Tool.InputSchema.Raw
 		result, err = s.CallTool(ctx, entry.Tool.OriginalName, arguments, opts)
@@ -69,8 +78,13 @@ func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments
 		return Envelope{IsError: true, Error: fmt.Sprintf("%s (JSON-RPC error %d)", message, code), Content: []json.RawMessage{}}, nil
 	}
 	code := http.StatusBadGateway
-	if mcpclient.KindOf(err) == mcpclient.ErrTimeout {
+	switch mcpclient.KindOf(err) {
+	case mcpclient.ErrTimeout:
 		code = http.StatusGatewayTimeout
+	case mcpclient.ErrAuthRefused:
+		// The token service would not give this caller a token for the
+		// server: the caller may not, as a 403 from the server would say.
+		code = http.StatusForbidden
 	}
 	return Envelope{}, &upstreamError{code: code, kind: string(mcpclient.KindOf(err)), err: err}
 }

@@ -21,6 +21,7 @@ import (
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
+	"github.com/toolmesh/mcp-operator/internal/upstreamauth"
 )
 
 // Options configure the catalog. Zero values take the defaults.
@@ -34,13 +35,27 @@ type Options struct {
 	MaxResultText int
 	// Log receives one line per tool call.
 	Log logr.Logger
-	// Auth is AuthNone (default) or AuthKubernetes.
+	// Auth is AuthNone (default), AuthKubernetes or AuthOIDC.
 	Auth AuthMode
+	// OIDC, when set, has the catalog check the JWTs of one OpenID
+	// provider itself; required with AuthOIDC, optional with
+	// AuthKubernetes.
+	OIDC *OIDCOptions
+	// PublicURL is the catalog's URL as callers reach it, for example
+	// https://tools.example.com (behind an ingress, the ingress's): the
+	// resource its MCP endpoints and REST API are, and the audience
+	// tokens checked with OIDC must name. Required with OIDC.
+	PublicURL string
+	// AuthorizationServers are advertised in the Protected Resource
+	// Metadata (default: the OIDC issuer).
+	AuthorizationServers []string
+	// Scopes are advertised in the metadata and in 401 challenges.
+	Scopes []string
 	// AuthCacheTTL is how long token and permission answers are reused
-	// (default 10s).
+	// (default 10s), never past a token's exp.
 	AuthCacheTTL time.Duration
 	// Reviewer creates TokenReviews and SubjectAccessReviews; required
-	// with AuthKubernetes.
+	// unless Auth is AuthNone.
 	Reviewer client.Client
 	// AllowedOrigins are the browser origins whose cross-origin requests
 	// are accepted; same-origin requests and requests without browser
@@ -52,6 +67,10 @@ type Options struct {
 	AllowedHosts []string
 	// Egress limits the addresses tool calls may dial.
 	Egress *mcpclient.EgressPolicy
+	// AuthSources hands out the tokens of servers with spec.auth, shared
+	// with the controllers so that one token cache serves both (default:
+	// the catalog's own).
+	AuthSources *upstreamauth.Sources
 	// QueueTimeout is the longest a call waits for a turn when its server
 	// has spec.maxConcurrentCalls calls in flight (default 2s).
 	QueueTimeout time.Duration
@@ -130,13 +149,20 @@ func New(reader client.Reader, opts Options) (*Catalog, error) {
 	if opts.DrainTimeout <= 0 {
 		opts.DrainTimeout = defaultDrainTimeout
 	}
-	c := &Catalog{reader: reader, opts: opts, log: opts.Log, pool: &mcpclient.Pool{Owner: "catalog"}, schemas: newSchemaCache(),
-		upstreams: newUpstreams(), callers: newCallerLimits(opts.CallerRate, opts.CallerBurst)}
+	if opts.AuthSources == nil {
+		opts.AuthSources = upstreamauth.NewSources()
+	}
+	pool := &mcpclient.Pool{Owner: "catalog"}
+	c := &Catalog{reader: reader, opts: opts, log: opts.Log, pool: pool, schemas: newSchemaCache(),
+		upstreams: newUpstreams(pool), callers: newCallerLimits(opts.CallerRate, opts.CallerBurst)}
 	c.streams, c.endStreams = context.WithCancel(context.Background())
 	c.menus = newMenuCache(c)
 	c.audit = newAuditor(opts.Audit)
 	c.authz = newAuthorizer(opts.Auth, opts.Reviewer, opts.AuthCacheTTL, maxCachedDecisions)
 	c.authz.refused = c.refused
+	if err := c.authz.configure(opts); err != nil {
+		return nil, err
+	}
 	c.mcp = newMCPHandlers(c)
 	browsers, err := newBrowserGuard(opts.AllowedOrigins, opts.AllowedHosts)
 	if err != nil {

@@ -101,7 +101,7 @@ func (m *mcpHandlers) serveList(w http.ResponseWriter, r *http.Request, h *mcpHa
 		return
 	}
 	key := listKey{stateless: stateless, cursor: cursor}
-	shared := h.key.kind == collectionView || m.catalog.authz.mode != AuthKubernetes
+	shared := h.key.kind == collectionView || !m.catalog.authz.enabled()
 	h.mu.Lock()
 	revision := h.revision
 	page, kept := h.listed.pages[key]

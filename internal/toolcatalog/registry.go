@@ -26,6 +26,8 @@ import (
 // moment before them, from a call's read of the cache: adopt) and go when
 // the server is deleted, so they are keyed only by objects that exist.
 type upstreams struct {
+	// pool is where per-caller sessions live (exchangeSessions).
+	pool  *mcpclient.Pool
 	mu    sync.RWMutex
 	byKey map[string]*upstream
 	// deletions counts the servers forgotten, so that adopt can tell a
@@ -42,6 +44,10 @@ type upstream struct {
 	ready  *metav1.Condition
 	limit  *limiter
 	target atomic.Pointer[resolvedTarget]
+	// sessions are the per-caller session keys of a server with
+	// spec.auth.tokenExchange; they carry over while the object does and
+	// are dropped with it.
+	sessions *exchangeSessions
 }
 
 // resolvedTarget is a target and the versions of what it was read from.
@@ -50,7 +56,9 @@ type resolvedTarget struct {
 	target   mcpclient.Target
 }
 
-func newUpstreams() *upstreams { return &upstreams{byKey: map[string]*upstream{}} }
+func newUpstreams(pool *mcpclient.Pool) *upstreams {
+	return &upstreams{pool: pool, byKey: map[string]*upstream{}}
+}
 
 func (u *upstreams) get(key string) *upstream {
 	u.mu.RLock()
@@ -65,7 +73,7 @@ func (u *upstreams) observe(srv *mcpv1alpha1.MCPServer) {
 	key := srv.Namespace + "/" + srv.Name
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	u.byKey[key] = upstreamOf(srv, u.byKey[key])
+	u.byKey[key] = upstreamOf(srv, u.byKey[key], u.pool)
 }
 
 // adopt records a server read from the cache that the informer has not
@@ -81,8 +89,10 @@ func (u *upstreams) adopt(srv *mcpv1alpha1.MCPServer, deletions uint64) (up *ups
 	if observed, ok := u.byKey[key]; ok {
 		return observed, true
 	}
-	up = upstreamOf(srv, nil)
+	up = upstreamOf(srv, nil, u.pool)
 	if u.deletions != deletions {
+		// Used for one call: its per-caller session, if any, goes after it.
+		up.sessions = nil
 		return up, false
 	}
 	u.byKey[key] = up
@@ -98,7 +108,7 @@ func (u *upstreams) deletionCount() uint64 {
 
 // upstreamOf is srv as the call path sees it, carrying over prev's limiter
 // and target when prev is the same object.
-func upstreamOf(srv *mcpv1alpha1.MCPServer, prev *upstream) *upstream {
+func upstreamOf(srv *mcpv1alpha1.MCPServer, prev *upstream, pool *mcpclient.Pool) *upstream {
 	// Spec and what the server said of itself, never its tools.
 	next := &upstream{key: srv.Namespace + "/" + srv.Name, server: &mcpv1alpha1.MCPServer{ObjectMeta: srv.ObjectMeta, Spec: srv.Spec,
 		Status: mcpv1alpha1.MCPServerStatus{ServerInfo: srv.Status.ServerInfo}}}
@@ -114,6 +124,10 @@ func upstreamOf(srv *mcpv1alpha1.MCPServer, prev *upstream) *upstream {
 			next.limit = prev.limit
 		}
 		next.target.Store(prev.target.Load())
+		next.sessions = prev.sessions
+	}
+	if next.sessions == nil {
+		next.sessions = newExchangeSessions(pool)
 	}
 	if next.limit == nil {
 		next.limit = newLimiter(limit)
@@ -125,6 +139,9 @@ func upstreamOf(srv *mcpv1alpha1.MCPServer, prev *upstream) *upstream {
 func (u *upstreams) forget(key string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if up, ok := u.byKey[key]; ok {
+		up.sessions.keys.Clear() // drops each caller's session
+	}
 	delete(u.byKey, key)
 	u.deletions++
 }
@@ -138,7 +155,7 @@ func (c *Catalog) targetOf(ctx context.Context, up *upstream) (mcpclient.Target,
 	if cached := up.target.Load(); cached != nil && cached.versions == versions {
 		return cached.target, nil
 	}
-	t, err := reach.Read(ctx, c.reader, up.server, c.opts.Egress)
+	t, err := reach.Read(ctx, c.reader, up.server, c.opts.Egress, c.opts.AuthSources)
 	if err != nil {
 		return mcpclient.Target{}, err
 	}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/menu"
 )
 
@@ -26,7 +27,7 @@ func mcpServer(name string, uid types.UID, maxCalls int32) *mcpv1alpha1.MCPServe
 
 func TestAdopt(t *testing.T) {
 	t.Run("a server the registry lacks is kept", func(t *testing.T) {
-		u := newUpstreams()
+		u := newUpstreams(&mcpclient.Pool{})
 		up, kept := u.adopt(mcpServer("a", "1", 3), u.deletionCount())
 		if !kept || u.get("team/a") != up {
 			t.Fatalf("kept %v, the registry holds %p, want the adopted %p", kept, u.get("team/a"), up)
@@ -36,7 +37,7 @@ func TestAdopt(t *testing.T) {
 		}
 	})
 	t.Run("the registry's own entry wins", func(t *testing.T) {
-		u := newUpstreams()
+		u := newUpstreams(&mcpclient.Pool{})
 		u.observe(mcpServer("a", "1", 3))
 		observed := u.get("team/a")
 		if up, _ := u.adopt(mcpServer("a", "1", 5), u.deletionCount()); up != observed {
@@ -49,7 +50,7 @@ func TestAdopt(t *testing.T) {
 	t.Run("the informer's later delivery keeps the adopted limiter", func(t *testing.T) {
 		// Else calls holding the adopted limiter's slots and calls taking
 		// the new one's would together run twice maxConcurrentCalls.
-		u := newUpstreams()
+		u := newUpstreams(&mcpclient.Pool{})
 		adopted, _ := u.adopt(mcpServer("a", "1", 3), u.deletionCount())
 		u.observe(mcpServer("a", "1", 3))
 		if u.get("team/a").limit != adopted.limit {
@@ -57,7 +58,7 @@ func TestAdopt(t *testing.T) {
 		}
 	})
 	t.Run("a read that may predate a deletion serves one call and is not kept", func(t *testing.T) {
-		u := newUpstreams()
+		u := newUpstreams(&mcpclient.Pool{})
 		before := u.deletionCount()
 		u.observe(mcpServer("a", "1", 3))
 		u.forget("team/a") // the informer delivered the deletion meanwhile
@@ -70,7 +71,7 @@ func TestAdopt(t *testing.T) {
 		}
 	})
 	t.Run("a deletion of another server also keeps the read out", func(t *testing.T) {
-		u := newUpstreams()
+		u := newUpstreams(&mcpclient.Pool{})
 		before := u.deletionCount()
 		u.observe(mcpServer("b", "2", 3))
 		u.forget("team/b")
@@ -149,7 +150,7 @@ func TestUpstreamFromCache(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			u := newUpstreams()
+			u := newUpstreams(&mcpclient.Pool{})
 			reader := &scriptedReader{}
 			reader.steps = tt.steps(u)
 			c := &Catalog{reader: reader, upstreams: u, log: logr.Discard()}
@@ -183,7 +184,7 @@ func TestUpstreamFromCacheFailures(t *testing.T) {
 		ctx, cancel := context.WithCancelCause(context.Background())
 		left := errors.New("the caller went away")
 		reader := &scriptedReader{steps: []readStep{{during: func() { cancel(left) }, err: notSynced}}}
-		c := &Catalog{reader: reader, upstreams: newUpstreams(), log: logr.Discard()}
+		c := &Catalog{reader: reader, upstreams: newUpstreams(&mcpclient.Pool{}), log: logr.Discard()}
 		_, err := c.upstreamFromCache(ctx, entry)
 		var upErr *upstreamError
 		if !errors.As(err, &upErr) || upErr.code != http.StatusGatewayTimeout || upErr.kind != "Canceled" || !errors.Is(upErr.err, left) {
@@ -194,7 +195,7 @@ func TestUpstreamFromCacheFailures(t *testing.T) {
 		var logged []string
 		log := funcr.New(func(prefix, args string) { logged = append(logged, args) }, funcr.Options{})
 		reader := &scriptedReader{steps: []readStep{{err: notSynced}}}
-		c := &Catalog{reader: reader, upstreams: newUpstreams(), log: log}
+		c := &Catalog{reader: reader, upstreams: newUpstreams(&mcpclient.Pool{}), log: log}
 		_, err := c.upstreamFromCache(context.Background(), entry)
 		var upErr *upstreamError
 		if !errors.As(err, &upErr) || upErr.code != http.StatusBadGateway || upErr.kind != "Internal" || err.Error() != "reading the server failed" {

@@ -405,7 +405,7 @@ func (c *Catalog) authorizeMenu(ctx context.Context, key viewKey) error {
 // visibleTo narrows a global view to the servers the caller may get. It
 // returns vw itself when nothing is hidden.
 func (c *Catalog) visibleTo(ctx context.Context, vw *view) (*view, error) {
-	if c.authz.mode != AuthKubernetes {
+	if !c.authz.enabled() {
 		return vw, nil
 	}
 	who := callerFrom(ctx)

@@ -119,6 +119,8 @@ func outcomeOf(err error) string {
 		return "upstream_timeout"
 	case errors.As(err, &upErr) && status == http.StatusTooManyRequests:
 		return "busy"
+	case errors.As(err, &upErr) && status == http.StatusForbidden:
+		return "upstream_auth_refused"
 	case errors.As(err, &upErr):
 		return "upstream_unreachable"
 	}

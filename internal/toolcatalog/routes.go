@@ -17,6 +17,8 @@ func (c *Catalog) Handler() http.Handler {
 	mux.HandleFunc("/v1/namespaces/{ns}/toolcollections/{name}/mcp", func(w http.ResponseWriter, r *http.Request) {
 		c.mcp.handler(viewKey{kind: collectionView, namespace: r.PathValue("ns"), name: r.PathValue("name")}).ServeHTTP(w, r)
 	})
+	mux.HandleFunc("GET "+metadataPrefix, c.authz.resources.serveMetadata)
+	mux.HandleFunc("GET "+metadataPrefix+"/", c.authz.resources.serveMetadata)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such route: "+r.Method+" "+r.URL.Path)
 	})

@@ -50,7 +50,7 @@ var (
 // newCatalog serves another catalog over the suite's manager, with its
 // own options; it stops with the test.
 func newCatalog(opts Options) (*Catalog, *httptest.Server) {
-	if opts.Auth == AuthKubernetes {
+	if opts.Auth != "" && opts.Auth != AuthNone {
 		opts.Reviewer = suiteManager.GetClient()
 	}
 	opts.Log = ctrl.Log.WithName("catalog-under-test")

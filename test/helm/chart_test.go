@@ -105,8 +105,16 @@ var _ = Describe("The Helm chart", func() {
 		Expect(manager).To(HaveKeyWithValue("image", "ghcr.io/toolmesh/mcp-operator@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"))
 		Expect(manager).To(HaveKeyWithValue("imagePullPolicy", "Always"))
 		Expect(manager["args"]).To(ContainElements(
-			"--catalog-auth=none", "--egress-deny-cidrs=", "--egress-allow-cidrs=10.0.0.0/8,fd00::/8", "--max-tools=500"))
+			"--catalog-auth=oidc", "--egress-deny-cidrs=", "--egress-allow-cidrs=10.0.0.0/8,fd00::/8", "--max-tools=500",
+			"--catalog-public-url=https://tools.example.com", "--catalog-authorization-servers=https://idp.example.com",
+			"--catalog-scopes=tools", "--catalog-oidc-issuer-url=https://idp.example.com", "--catalog-oidc-username-claim=email",
+			"--catalog-oidc-username-prefix=idp:", "--catalog-oidc-groups-claim=groups", "--catalog-oidc-groups-prefix=idp:",
+			"--catalog-oidc-audiences=mcp-catalog", "--catalog-oidc-ca-file=/etc/mcp-operator/oidc-ca/ca.crt"))
 		Expect(manager["args"]).NotTo(ContainElement("--catalog-auth=kubernetes"))
+		Expect(manager["volumeMounts"]).To(ConsistOf(map[string]any{"name": "oidc-ca", "mountPath": "/etc/mcp-operator/oidc-ca", "readOnly": true}))
+		volumes, _, _ := unstructured.NestedSlice(deployment.Object, "spec", "template", "spec", "volumes")
+		Expect(volumes).To(ConsistOf(map[string]any{"name": "oidc-ca", "configMap": map[string]any{"name": "idp-ca", "defaultMode": int64(420),
+			"items": []any{map[string]any{"key": "ca.crt", "path": "ca.crt"}}}}), "the CA file the flag names comes from the ConfigMap")
 		Expect(manager["env"]).To(ContainElements(
 			map[string]any{"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": "http://otel-collector.observability:4318"},
 			map[string]any{"name": "OTEL_SERVICE_NAME", "value": "mcp-operator"},

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/toolmesh/mcp-operator/internal/toolcatalog"
+)
+
+// bindIdentityFlags binds how the catalog presents itself as an OAuth
+// protected resource and checks JWTs of an OpenID provider (docs/auth.md).
+func bindIdentityFlags(fs *flag.FlagSet, cfg *config) {
+	opts, oidc := &cfg.catalog, &cfg.oidc
+	fs.StringVar(&opts.PublicURL, "catalog-public-url", "", "The catalog's URL as callers reach it (behind an ingress, the ingress's), e.g. https://tools.example.com: the resource its Protected Resource Metadata and 401 challenges name, and the audience JWTs checked by the catalog must have. Required with --catalog-oidc-issuer-url.")
+	fs.Func("catalog-authorization-servers", "Comma-separated authorization server URLs advertised in the Protected Resource Metadata (default: --catalog-oidc-issuer-url).", func(v string) error {
+		opts.AuthorizationServers = append(opts.AuthorizationServers, commaList(v)...)
+		return nil
+	})
+	fs.Func("catalog-scopes", "Comma-separated scopes advertised in the metadata and in 401 challenges.", func(v string) error {
+		opts.Scopes = append(opts.Scopes, commaList(v)...)
+		return nil
+	})
+	fs.StringVar(&oidc.IssuerURL, "catalog-oidc-issuer-url", "", "An OpenID provider whose JWTs the catalog checks itself (issuer discovery, JWKS with rotation, aud, exp, nbf, signature algorithm).")
+	fs.StringVar(&cfg.oidcCAFile, "catalog-oidc-ca-file", "", "PEM CA bundle to trust for the OpenID provider instead of the system roots.")
+	fs.Func("catalog-oidc-audiences", "Comma-separated audiences a JWT may name besides the endpoint it is presented to and --catalog-public-url (for providers that put a client id in aud).", func(v string) error {
+		oidc.Audiences = append(oidc.Audiences, commaList(v)...)
+		return nil
+	})
+	fs.StringVar(&oidc.UsernameClaim, "catalog-oidc-username-claim", "sub", "The JWT claim naming the user, as the API server's --oidc-username-claim.")
+	fs.StringVar(&oidc.UsernamePrefix, "catalog-oidc-username-prefix", "", "Put before every user name, as the API server's --oidc-username-prefix: default the issuer URL and '#' (nothing for the email claim); '-' for none.")
+	fs.StringVar(&oidc.GroupsClaim, "catalog-oidc-groups-claim", "", "The JWT claim listing the user's groups; empty maps none.")
+	fs.StringVar(&oidc.GroupsPrefix, "catalog-oidc-groups-prefix", "", "Put before every group name.")
+	fs.Func("catalog-oidc-signing-algs", "Comma-separated JWT signing algorithms accepted (default RS256,ES256; asymmetric ones only).", func(v string) error {
+		oidc.SigningAlgorithms = append(oidc.SigningAlgorithms, commaList(v)...)
+		return toolcatalog.CheckSigningAlgorithms(oidc.SigningAlgorithms)
+	})
+}
+
+// checkIdentity refuses identity flags that cannot work together.
+func (cfg *config) checkIdentity() error {
+	if cfg.oidc.IssuerURL == "" {
+		switch {
+		case cfg.catalog.Auth == toolcatalog.AuthOIDC:
+			return errors.New("--catalog-auth=oidc needs --catalog-oidc-issuer-url")
+		case cfg.oidcCAFile != "":
+			return errors.New("--catalog-oidc-ca-file needs --catalog-oidc-issuer-url")
+		}
+		return nil
+	}
+	if cfg.catalog.Auth == toolcatalog.AuthNone {
+		return errors.New("--catalog-oidc-issuer-url needs --catalog-auth=oidc or kubernetes")
+	}
+	if cfg.catalog.PublicURL == "" {
+		return errors.New("--catalog-oidc-issuer-url needs --catalog-public-url: the catalog accepts only tokens meant for it")
+	}
+	return nil
+}
+
+// setUpOIDC gives the catalog the OIDC options, with a client that trusts
+// --catalog-oidc-ca-file; nothing without an issuer.
+func (cfg *config) setUpOIDC() error {
+	if cfg.oidc.IssuerURL == "" {
+		return nil
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	if cfg.oidcCAFile != "" {
+		pem, err := os.ReadFile(cfg.oidcCAFile)
+		if err != nil {
+			return fmt.Errorf("--catalog-oidc-ca-file: %w", err)
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("--catalog-oidc-ca-file %s holds no PEM certificate", cfg.oidcCAFile)
+		}
+		transport := http.DefaultTransport.(*http.Transport).Clone()
+		transport.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+		client.Transport = transport
+	}
+	cfg.oidc.HTTPClient = client
+	cfg.catalog.OIDC = &cfg.oidc
+	return nil
+}
