@@ -32,14 +32,32 @@ type Env struct {
 	envtest *envtest.Environment
 }
 
+// Options change how StartWith starts the control plane.
+type Options struct {
+	// APIServerFlags are set on kube-apiserver's command line as
+	// --name=value (names without the dashes), replacing any value envtest
+	// gives the same flag: for example "authentication-config" with the
+	// path of a structured authentication configuration.
+	APIServerFlags map[string]string
+}
+
 // Start starts kube-apiserver and etcd with the CRDs installed.
-func Start(ctx context.Context) (*Env, error) {
+func Start(ctx context.Context) (*Env, error) { return StartWith(ctx, Options{}) }
+
+// StartWith is Start with options.
+func StartWith(ctx context.Context, opts Options) (*Env, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, errors.New("KUBEBUILDER_ASSETS is not set: run `make test`, which builds kube-apiserver and etcd")
 	}
 	_, here, _, _ := runtime.Caller(0)
 	crds := filepath.Join(filepath.Dir(here), "..", "..", "config", "crd", "bases")
 	e := &Env{Ctx: ctx, envtest: &envtest.Environment{CRDDirectoryPaths: []string{crds}, ErrorIfCRDPathMissing: true}}
+	if len(opts.APIServerFlags) > 0 {
+		args := e.envtest.ControlPlane.GetAPIServer().Configure()
+		for name, value := range opts.APIServerFlags {
+			args.Set(name, value)
+		}
+	}
 	cfg, err := e.envtest.Start()
 	if err != nil {
 		return nil, err
