@@ -32,7 +32,7 @@ const (
 func managerGoals(get getter) []goal {
 	var goals []goal
 	for _, s := range callScenarios {
-		for _, path := range []string{"mcp", "mcp2025", "rest"} {
+		for _, path := range []string{"mcp", "mcp2025", "rest", "mcp-jwt", "rest-jwt"} {
 			if path == "rest" && (s == "spread-1000" || s == "one-1000") {
 				continue // REST's goals are at 10 and 10,000 tools
 			}
@@ -62,6 +62,11 @@ var pathLabels = map[string]string{
 	"mcp":     "/mcp tools/call (2026-07-28, stateless)",
 	"mcp2025": "/mcp tools/call (2025-11-25 session)",
 	"rest":    "REST execute",
+	// The JWT paths: the catalog-only replica (--catalog-auth=oidc), one
+	// token valid for the whole run, its check and RBAC's answer cached
+	// (made again every 10 s, --catalog-auth-cache-ttl's default).
+	"mcp-jwt":  "/mcp tools/call (2026-07-28, stateless) with a validated JWT (oidc, cached; one token valid for the run, on the catalog-only replica)",
+	"rest-jwt": "REST execute with a validated JWT (oidc, cached; one token valid for the run, on the catalog-only replica)",
 }
 
 // callGoal is one path at one scenario against the bare proxy: added p50
@@ -260,7 +265,7 @@ func writeCallTable(out io.Writer, get getter) {
 	fmt.Fprintf(out, "| scenario | path | p50 µs | p99 µs | calls/s at 32 | CPU µs/call of the manager or proxy, sequential / at 32 |\n| --- | --- | --- | --- | --- | --- |\n")
 	for _, s := range tableScenarios {
 		name := "BenchmarkCatalog/call/" + s
-		for _, path := range []string{"direct", "proxy", "proxy-inproc", "rest", "mcp", "mcp2025"} {
+		for _, path := range []string{"direct", "proxy", "proxy-inproc", "rest", "mcp", "mcp2025", "rest-jwt", "mcp-jwt"} {
 			p50, ok := get(name, path+"-p50-µs")
 			if !ok {
 				continue
@@ -285,7 +290,13 @@ client to the mcp-go server; proxy is a bare httputil.ReverseProxy in a
 process of its own (the baseline, since the manager is one too);
 proxy-inproc is the same proxy inside the benchmark's process (the hop
 between processes is the difference); rest, mcp and mcp2025 go through the
-manager. Latency: 20 rounds, each giving every path of every scenario a
+manager; rest-jwt and mcp-jwt (tools-10) go through a second manager,
+a catalog-only replica (the first holds the leader election Lease and
+runs the controllers), with --catalog-auth=oidc: each call bears a JWT
+of a real OpenID provider (zitadel's, over TLS), valid for the whole run,
+which the replica checks itself, and RBAC (a SubjectAccessReview) decides;
+both answers are cached for 10 s (--catalog-auth-cache-ttl's default)
+and then made again. Latency: 20 rounds, each giving every path of every scenario a
 block of sequential calls, in rotating order. Throughput: 16 such rounds
 of 32 concurrent callers, each block as many calls as a path makes
 sequentially in all (BENCH_CALLS, 2,000 by default); calls/s is the

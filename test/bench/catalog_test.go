@@ -26,7 +26,10 @@ type callScenario struct {
 	tool    string
 	restURL string
 	mcpURL  string
-	paths   []*callPath
+	// jwt says the scenario is called through the JWT replica too
+	// (jwtReplica): paths rest-jwt and mcp-jwt.
+	jwt   bool
+	paths []*callPath
 }
 
 // bigServerFlags let one MCPServer hold 10,000 tools: more tools read
@@ -45,7 +48,7 @@ const bigStatusBudget = 1_560_000
 // of spread-10000 and keeps the largest server.
 func callScenarios() []*callScenario {
 	all := []*callScenario{
-		{name: "tools-10", servers: 1, toolsEach: 10, prefix: "c"},
+		{name: "tools-10", servers: 1, toolsEach: 10, prefix: "c", jwt: true},
 		{name: "spread-1000", servers: 100, toolsEach: 10, prefix: "s"},
 		{name: "spread-10000", servers: 1000, toolsEach: 10, prefix: "w"},
 		{name: "one-1000", servers: 1, toolsEach: 1000, prefix: "k"},
@@ -83,16 +86,20 @@ func (s *callScenario) create(b *testing.B, cp *controlPlane, f *fleet) *readyWa
 	return rw
 }
 
-// callEnv is the manager and the scenarios, shared by the measurements.
+// callEnv is the managers and the scenarios, shared by the measurements.
 type callEnv struct {
-	cp        *controlPlane
-	fleet     *fleet
-	manager   *manager
+	cp      *controlPlane
+	fleet   *fleet
+	manager *manager
+	// jwt is the second replica, whose callers present a JWT.
+	jwt       *jwtReplica
 	scenarios []*callScenario
 }
 
-// setUpCalls starts a manager as deployed (one replica, no leader
-// election) and the scenarios, and waits until every server is Ready.
+// setUpCalls starts the managers as the chart deploys them (two
+// replicas, leader election; the first leads and runs the controllers,
+// the second, the JWT replica, serves the catalog alone and checks JWTs)
+// and the scenarios, and waits until every server is Ready.
 func setUpCalls(b *testing.B) *callEnv {
 	cp, err := sharedPlane()
 	if err != nil {
@@ -104,7 +111,11 @@ func setUpCalls(b *testing.B) *callEnv {
 	}
 	b.Cleanup(f.stop)
 	env := &callEnv{cp: cp, fleet: f, scenarios: callScenarios()}
-	env.manager = startManager(b, cp, "calls", append([]string{"--leader-elect=false"}, bigServerFlags...)...)
+	// A Lease of their own: no other benchmark's managers contend for it.
+	leaseNS := namespace(b, cp, "calls-lease")
+	flags := append([]string{"--leader-elect", "--leader-election-namespace=" + leaseNS}, bigServerFlags...)
+	env.manager = startManager(b, cp, "calls", flags...)
+	leader := leaseHolder(b, cp, leaseNS, "")
 	started := time.Now()
 	watches := make([]*readyWatch, len(env.scenarios))
 	for i, s := range env.scenarios {
@@ -114,6 +125,10 @@ func setUpCalls(b *testing.B) *callEnv {
 		watches[i].wait(b, s.servers, time.Minute)
 	}
 	b.Logf("%d scenarios Ready in %s", len(env.scenarios), time.Since(started).Round(time.Millisecond))
+	env.jwt = startJWTReplica(b, cp, flags)
+	if got := leaseHolder(b, cp, leaseNS, ""); got != leader {
+		b.Fatalf("the Lease moved from %s to %s: the JWT replica must be a follower", leader, got)
+	}
 	for _, s := range env.scenarios {
 		s.restURL = env.manager.catalog + "/v1/namespaces/" + s.ns + "/toolcollections/all/execute"
 		s.mcpURL = env.manager.catalog + "/v1/namespaces/" + s.ns + "/toolcollections/all/mcp"
@@ -138,17 +153,19 @@ const throughputCallers = 32
 // paths builds the scenario's paths: direct to the server, through the
 // bare proxy (in a process of its own, and in this one), REST execute and
 // /mcp tools/call over the catalog in both session styles (2026-07-28
-// stateless, and a 2025-11-25 session).
-func (s *callScenario) buildPaths(b *testing.B, m *manager, proxyBase string, proxyPID int, inProcessBase string) {
+// stateless, and a 2025-11-25 session), and for a jwt scenario REST
+// execute and /mcp tools/call (2026-07-28) through the JWT replica with
+// its callers' token (rest-jwt, mcp-jwt).
+func (s *callScenario) buildPaths(b *testing.B, env *callEnv, proxyBase string, proxyPID int, inProcessBase string) {
 	body := executeBody(s.tool)
 	rest := func() error { return restCall(s.restURL, body) }
 	eventually(b, "REST execute through "+s.name, rest)
-	managerCPU, proxyCPU := m.cpuTime, func() time.Duration { return processCPU(proxyPID) }
-	mcpPath := func(name, target, revision, tool string, cpu func() time.Duration) *callPath {
+	managerCPU, proxyCPU := env.manager.cpuTime, func() time.Duration { return processCPU(proxyPID) }
+	mcpPath := func(name, target, revision, tool, token string, cpu func() time.Duration) *callPath {
 		var first *mcpclient.Session
 		eventually(b, "MCP call through "+name+" of "+s.name, func() error {
 			var err error
-			if first, err = connect(target, revision); err != nil {
+			if first, err = connect(target, revision, token); err != nil {
 				return err
 			}
 			if err := mcpCall(first, tool); err != nil {
@@ -167,22 +184,35 @@ func (s *callScenario) buildPaths(b *testing.B, m *manager, proxyBase string, pr
 		}
 		p := &callPath{name: name, cpu: cpu, one: func() error { return mcpCall(first, tool) }}
 		for range throughputCallers {
-			sess := session(b, target, revision)
+			sess := session(b, target, revision, token)
 			p.many = append(p.many, func() error { return mcpCall(sess, tool) })
 		}
 		return p
 	}
-	restPath := &callPath{name: "rest", cpu: managerCPU, one: rest}
-	for range throughputCallers {
-		restPath.many = append(restPath.many, rest)
+	restPath := func(name string, call func() error, cpu func() time.Duration) *callPath {
+		p := &callPath{name: name, cpu: cpu, one: call}
+		for range throughputCallers {
+			p.many = append(p.many, call)
+		}
+		return p
 	}
 	s.paths = []*callPath{
-		mcpPath("direct", s.echoURL, "", "echo", nil),
-		mcpPath("proxy", proxyBase+pathOf(s.echoURL), "", "echo", proxyCPU),
-		mcpPath("proxy-inproc", inProcessBase+pathOf(s.echoURL), "", "echo", nil),
-		restPath,
-		mcpPath("mcp", s.mcpURL, "", s.tool, managerCPU),
-		mcpPath("mcp2025", s.mcpURL, "2025-11-25", s.tool, managerCPU),
+		mcpPath("direct", s.echoURL, "", "echo", "", nil),
+		mcpPath("proxy", proxyBase+pathOf(s.echoURL), "", "echo", "", proxyCPU),
+		mcpPath("proxy-inproc", inProcessBase+pathOf(s.echoURL), "", "echo", "", nil),
+		restPath("rest", rest, managerCPU),
+		mcpPath("mcp", s.mcpURL, "", s.tool, "", managerCPU),
+		mcpPath("mcp2025", s.mcpURL, "2025-11-25", s.tool, "", managerCPU),
+	}
+	if s.jwt {
+		jwt := env.jwt
+		restURL := jwt.manager.catalog + pathOf(s.restURL)
+		restJWT := func() error { return restCallAs(restURL, body, jwt.token) }
+		eventually(b, "REST execute with a JWT through "+s.name, restJWT)
+		jwt.refusesAnonymous(b, restURL, body)
+		s.paths = append(s.paths,
+			restPath("rest-jwt", restJWT, jwt.manager.cpuTime),
+			mcpPath("mcp-jwt", jwt.manager.catalog+pathOf(s.mcpURL), "", s.tool, jwt.token, jwt.manager.cpuTime))
 	}
 }
 
@@ -201,7 +231,7 @@ func BenchmarkCatalog(b *testing.B) {
 	proxyBase, proxyPID := bareProxy(b, env.fleet.base)
 	inProcessBase := inProcessProxy(b, env.fleet.base)
 	for _, s := range env.scenarios {
-		s.buildPaths(b, env.manager, proxyBase, proxyPID, inProcessBase)
+		s.buildPaths(b, env, proxyBase, proxyPID, inProcessBase)
 	}
 	calls := callsPerPath()
 	stats := measureLatency(env, calls)

@@ -24,10 +24,11 @@ import (
 // session opens an MCP session with the repo's own client, as the catalog
 // opens them upstream: the 2026-07-28 revision (stateless) when revision
 // is empty and the server speaks it, else the revision named (2025-11-25:
-// initialize and an Mcp-Session-Id).
-func session(b *testing.B, url, revision string) *mcpclient.Session {
+// initialize and an Mcp-Session-Id). Every request bears token
+// (Authorization: Bearer, as an agent sends its JWT), unless it is empty.
+func session(b *testing.B, url, revision, token string) *mcpclient.Session {
 	b.Helper()
-	s, err := connect(url, revision)
+	s, err := connect(url, revision, token)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -35,9 +36,13 @@ func session(b *testing.B, url, revision string) *mcpclient.Session {
 	return s
 }
 
-func connect(url, revision string) (*mcpclient.Session, error) {
+func connect(url, revision, token string) (*mcpclient.Session, error) {
+	var headers map[string]string
+	if token != "" {
+		headers = map[string]string{"Authorization": "Bearer " + token}
+	}
 	s, err := mcpclient.Connect(context.Background(), mcpclient.Target{URL: url, Transport: mcpclient.TransportStreamableHTTP,
-		Timeout: 30 * time.Second, Revision: revision}, nil)
+		Timeout: 30 * time.Second, Revision: revision, Headers: headers}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", url, err)
 	}
@@ -108,7 +113,26 @@ func restCall(url string, body []byte) error { return executeWant(url, body, "hi
 // executeWant executes a tool through the catalog's REST execute and
 // checks its output.
 func executeWant(url string, body []byte, want string) error {
-	resp, err := restClient.Post(url, "application/json", bytes.NewReader(body))
+	return executeWantAs(url, body, want, "")
+}
+
+// restCallAs is restCall bearing token (Authorization: Bearer).
+func restCallAs(url string, body []byte, token string) error {
+	return executeWantAs(url, body, "hi", token)
+}
+
+// executeWantAs is executeWant with the request bearing token (none if
+// empty).
+func executeWantAs(url string, body []byte, want, token string) error {
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := restClient.Do(req)
 	if err != nil {
 		return err
 	}

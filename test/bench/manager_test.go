@@ -100,12 +100,23 @@ func startManager(b *testing.B, cp *controlPlane, name string, flags ...string) 
 // launchManager starts the manager with env added to this process's
 // environment, without waiting for it.
 func launchManager(cp *controlPlane, name string, env []string, flags ...string) (*manager, error) {
+	return launchManagerAt(cp, name, "", env, flags...)
+}
+
+// launchManagerAt is launchManager with the catalog on catalogAddr
+// (host:port; empty picks a free one), for a caller that must know the
+// catalog's URL before it starts: its --catalog-public-url, the audience
+// of its callers' tokens.
+func launchManagerAt(cp *controlPlane, name, catalogAddr string, env []string, flags ...string) (*manager, error) {
 	bin, err := managerBinary()
 	if err != nil {
 		return nil, err
 	}
-	addrs := make([]string, 3)
+	addrs := []string{catalogAddr, "", ""}
 	for i := range addrs {
+		if addrs[i] != "" {
+			continue
+		}
 		if addrs[i], err = freeAddr(); err != nil {
 			return nil, err
 		}

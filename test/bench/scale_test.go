@@ -200,11 +200,16 @@ func (r *scaleRun) discoverMore() {
 
 // leaseHolder waits until the leader election Lease has a holder other
 // than not, and returns it.
-func (r *scaleRun) leaseHolder(not string) string {
+func (r *scaleRun) leaseHolder(not string) string { return leaseHolder(r.b, r.cp, "default", not) }
+
+// leaseHolder waits until the leader election Lease in ns has a holder
+// other than not, and returns it.
+func leaseHolder(b *testing.B, cp *controlPlane, ns, not string) string {
+	b.Helper()
 	var holder string
-	eventually(r.b, "a manager holding the Lease", func() error {
+	eventually(b, "a manager holding the Lease", func() error {
 		var lease coordinationv1.Lease
-		if err := r.cp.client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "mcp-operator.mcp.toolmesh.io"}, &lease); err != nil {
+		if err := cp.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "mcp-operator.mcp.toolmesh.io"}, &lease); err != nil {
 			return err
 		}
 		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" || *lease.Spec.HolderIdentity == not {
