@@ -161,9 +161,8 @@ func mustField(t *testing.T, goType reflect.Type, name string) reflect.StructFie
 func walkFields(t *testing.T, path string, schema apiextensionsv1.JSONSchemaProps, goType reflect.Type,
 	check func(path string, field apiextensionsv1.JSONSchemaProps, goField reflect.StructField)) {
 	t.Helper()
-	for goField := range goType.Fields() {
-		name, _, _ := strings.Cut(goField.Tag.Get("json"), ",")
-		if _, ok := schema.Properties[name]; !ok && name != "" && name != "-" {
+	for _, name := range jsonNames(goType) {
+		if _, ok := schema.Properties[name]; !ok {
 			t.Errorf("%s.%s is a field of %s but not in the CRD: regenerate with make manifests", path, name, goType)
 		}
 	}
@@ -195,12 +194,34 @@ func walkFields(t *testing.T, path string, schema apiextensionsv1.JSONSchemaProp
 // fieldByJSONName finds the field of struct t that encodes as name.
 func fieldByJSONName(t reflect.Type, name string) (reflect.StructField, bool) {
 	for field := range t.Fields() {
-		jsonName, _, _ := strings.Cut(field.Tag.Get("json"), ",")
+		jsonName, options, _ := strings.Cut(field.Tag.Get("json"), ",")
 		if jsonName == name {
 			return field, true
 		}
+		// An embedded struct's fields (json:",inline") are its parent's.
+		if jsonName == "" && field.Anonymous && options == "inline" {
+			if inner, ok := fieldByJSONName(field.Type, name); ok {
+				return inner, true
+			}
+		}
 	}
 	return reflect.StructField{}, false
+}
+
+// jsonNames are the JSON names of a struct's fields, those of embedded
+// structs (json:",inline") included.
+func jsonNames(t reflect.Type) []string {
+	var names []string
+	for field := range t.Fields() {
+		name, options, _ := strings.Cut(field.Tag.Get("json"), ",")
+		switch {
+		case name == "" && field.Anonymous && options == "inline":
+			names = append(names, jsonNames(field.Type)...)
+		case name != "" && name != "-":
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // elemType is the type a field holds values of, behind pointers, slices and
