@@ -94,7 +94,8 @@ const (
 	ReasonAuthUnavailable = "AuthUnavailable"
 	// ReasonAuthMisconfigured: spec.auth cannot work as written (for
 	// example its token endpoint's CA bundle holds no certificate).
-	// Stalled until the spec changes.
+	// Stalled until the spec, or the Secret or ConfigMap it names,
+	// changes.
 	ReasonAuthMisconfigured = "AuthMisconfigured"
 	// ReasonWorkloadUnavailable: spec.workload's Deployment is not
 	// available (yet); the message names the image and why, from the

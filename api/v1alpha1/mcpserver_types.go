@@ -157,10 +157,11 @@ type MCPServerSpec struct {
 	// "Authorization: Bearer <token>" on every request alongside
 	// spec.headers (which may then not set Authorization): the server's
 	// own identity (oauth2ClientCredentials), or the calling agent's
-	// (tokenExchange). The catalog never forwards a caller's own token:
-	// the MCP authorization spec forbids token passthrough, since the
-	// server would then accept tokens minted for another audience and act
-	// with more than it was given. Unset: only spec.headers.
+	// (tokenExchange). The catalog never forwards a caller's own token to
+	// the server: the MCP authorization spec forbids token passthrough,
+	// since the server would then accept tokens minted for another
+	// audience and act with more than it was given. Unset: only
+	// spec.headers.
 	//
 	// Example:
 	//   auth:
@@ -360,12 +361,15 @@ type UpstreamAuth struct {
 
 	// tokenExchange exchanges the validated token of the agent making each
 	// tool call for a token meant for this server (RFC 8693), so the
-	// server sees which user calls it. Exchanged tokens are reused per
-	// caller until 30 seconds before they expire (at most 10000 callers
-	// per replica). Discovery has no caller: it uses the same client's own
-	// identity with the client credentials grant, and if the token service
-	// refuses that, Ready says so with reason AuthUnavailable. A caller
-	// without a token (a catalog run with --catalog-auth=none) is refused.
+	// server sees which user calls it. Callers' tokens are sent only to a
+	// tokenURL the operator lists in the manager's --token-exchange-urls;
+	// calls to a server with another are answered 502. Exchanged tokens
+	// are reused per caller and subject token until 30 seconds before they
+	// expire (at most 10000 per replica). Discovery has no caller: it uses
+	// the same client's own identity with the client credentials grant,
+	// and if the token service refuses that, Ready says so with reason
+	// AuthUnavailable. A caller without a token (a catalog run with
+	// --catalog-auth=none) is refused.
 	//
 	// Example:
 	//   tokenExchange:

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"time"
 
@@ -24,6 +25,15 @@ func bindIdentityFlags(fs *flag.FlagSet, cfg *config) {
 	})
 	fs.Func("catalog-scopes", "Comma-separated scopes advertised in the metadata and in 401 challenges.", func(v string) error {
 		opts.Scopes = append(opts.Scopes, commaList(v)...)
+		return nil
+	})
+	fs.Func("token-exchange-urls", "Comma-separated token endpoint URLs (exactly as in spec.auth.tokenExchange.tokenURL) that callers' tokens may be sent to for an exchange. A namespace's tenant chooses an MCPServer's tokenURL, and a caller's token is a credential: it goes only where this flag says. Default: none, and tool calls to tokenExchange servers are answered 502.", func(v string) error {
+		for _, u := range commaList(v) {
+			if parsed, err := url.Parse(u); err != nil || parsed.Host == "" || (parsed.Scheme != "https" && parsed.Scheme != "http") {
+				return fmt.Errorf("%q is not an absolute http(s) URL", u)
+			}
+			cfg.tokenExchangeURLs = append(cfg.tokenExchangeURLs, u)
+		}
 		return nil
 	})
 	fs.StringVar(&oidc.IssuerURL, "catalog-oidc-issuer-url", "", "An OpenID provider whose JWTs the catalog checks itself (issuer discovery, JWKS with rotation, aud, exp, nbf, signature algorithm).")

@@ -55,6 +55,7 @@ type config struct {
 	catalogAuth            string
 	oidc                   toolcatalog.OIDCOptions
 	oidcCAFile             string
+	tokenExchangeURLs      []string
 	showVersion            bool
 	tracing                bool
 	auditLog               string
@@ -260,7 +261,7 @@ func newManager(cfg *config) (ctrl.Manager, error) {
 // setUp adds the controllers, the catalog and the probes to the manager.
 func setUp(ctx context.Context, mgr ctrl.Manager, cfg *config) error {
 	// One token cache for spec.auth, shared by discovery and tool calls.
-	cfg.controllers.AuthSources = upstreamauth.NewSources()
+	cfg.controllers.AuthSources = upstreamauth.NewSources(cfg.tokenExchangeURLs...)
 	if err := controller.SetupWithManager(ctx, mgr, cfg.controllers); err != nil {
 		return fmt.Errorf("setting up the controllers: %w", err)
 	}

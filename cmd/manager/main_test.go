@@ -103,6 +103,8 @@ func TestConfigCheck(t *testing.T) {
 		{"a CA without an issuer", []string{"--catalog-auth=kubernetes", "--catalog-oidc-ca-file=/nonexistent"}, "--catalog-oidc-ca-file needs --catalog-oidc-issuer-url"},
 		{"a symmetric signing algorithm", []string{"--catalog-oidc-signing-algs=RS256,HS256"},
 			`invalid value "RS256,HS256" for flag -catalog-oidc-signing-algs: signing algorithm "HS256" is not accepted: use asymmetric ones (RS256, RS384, RS512, ES256, ES384, ES512, PS256, PS384, PS512, EdDSA)`},
+		{"a token exchange URL that is not one", []string{"--token-exchange-urls=https://idp.example.com/token,idp.example.com/token"},
+			`invalid value "https://idp.example.com/token,idp.example.com/token" for flag -token-exchange-urls: "idp.example.com/token" is not an absolute http(s) URL`},
 		{"oidc as it should be", []string{"--catalog-auth=oidc", "--catalog-oidc-issuer-url=https://idp.example.com", "--catalog-public-url=https://tools.example.com"}, ""},
 		{"no tools to read", []string{"--max-tools=0"}, "--max-tools (0) and --max-tool-pages (1000) must be at least 1"},
 		{"a negative page limit", []string{"--max-tool-pages=-1"}, "--max-tools (5000) and --max-tool-pages (-1) must be at least 1"},

@@ -18,6 +18,12 @@ type Credentials interface {
 	PerCaller() bool
 }
 
+// forgetting is Credentials that can drop a value the server answered 401
+// to, so that the next request gets a new token.
+type forgetting interface {
+	Forget(ctx context.Context, value string)
+}
+
 // CredentialsError is a Credentials' failure to authorize a request: the
 // token service refused (ErrAuthRefused) or could not be asked
 // (ErrAuthUnavailable). Its messages hold no token, no secret and no query
@@ -102,7 +108,8 @@ type authorizingTransport struct {
 }
 
 func (t *authorizingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	value, err := t.creds.Authorization(valuesFrom{Context: req.Context(), fallback: t.session})
+	ctx := valuesFrom{Context: req.Context(), fallback: t.session}
+	value, err := t.creds.Authorization(ctx)
 	if err != nil {
 		if req.Body != nil {
 			_ = req.Body.Close()
@@ -122,7 +129,13 @@ func (t *authorizingTransport) RoundTrip(req *http.Request) (*http.Response, err
 		authorized.Header = http.Header{}
 	}
 	authorized.Header.Set("Authorization", value)
-	return t.next.RoundTrip(&authorized)
+	resp, err := t.next.RoundTrip(&authorized)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+		if f, ok := t.creds.(forgetting); ok {
+			f.Forget(ctx, value)
+		}
+	}
+	return resp, err
 }
 
 // CloseIdleConnections lets http.Client.CloseIdleConnections reach the

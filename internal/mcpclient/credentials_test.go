@@ -251,3 +251,42 @@ func TestTheTokenClientKeepsToTheEgressPolicy(t *testing.T) {
 		t.Errorf("got %d, want the redirect itself, not followed", resp.StatusCode)
 	}
 }
+
+// forgettingCredentials hand out one token and hear which the server
+// refused.
+type forgettingCredentials struct {
+	mu        sync.Mutex
+	forgotten []string
+}
+
+func (c *forgettingCredentials) Authorization(context.Context) (string, error) {
+	return "Bearer revoked", nil
+}
+
+func (c *forgettingCredentials) PerCaller() bool { return false }
+
+func (c *forgettingCredentials) Forget(_ context.Context, value string) {
+	c.mu.Lock()
+	c.forgotten = append(c.forgotten, value)
+	c.mu.Unlock()
+}
+
+// TestARefusedTokenIsForgotten: a server's 401 makes the Credentials drop
+// the value it was sent, so the next request asks for a new token.
+func TestARefusedTokenIsForgotten(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	t.Cleanup(srv.Close)
+	creds := &forgettingCredentials{}
+	_, err := Connect(context.Background(), Target{URL: srv.URL, Transport: TransportStreamableHTTP, Timeout: 5 * time.Second, Credentials: creds}, nil)
+	if KindOf(err) != ErrUnauthorized {
+		t.Fatalf("got %v, want Unauthorized", err)
+	}
+	creds.mu.Lock()
+	defer creds.mu.Unlock()
+	if len(creds.forgotten) == 0 || creds.forgotten[0] != "Bearer revoked" {
+		t.Errorf("the credentials were told to forget %q, want the refused token", creds.forgotten)
+	}
+}

@@ -48,7 +48,13 @@ func (t Target) httpClient(opening context.Context, watch *streamWatch, listenin
 	if t.Credentials != nil {
 		// Under the recording: a stream that cannot be authorized again
 		// is lost as one the server refused would be.
-		next = &authorizingTransport{next: next, creds: t.Credentials, session: context.WithoutCancel(opening)}
+		transport := &authorizingTransport{next: next, creds: t.Credentials}
+		if t.Credentials.PerCaller() {
+			// Only a session of one caller (or of discovery) needs who
+			// opened it; a shared session keeps no caller's context.
+			transport.session = context.WithoutCancel(opening)
+		}
+		next = transport
 	}
 	return &http.Client{
 		Transport: &recordingTransport{next: next, shared: shared, watch: watch, maxBody: t.maxResponseBytes()},

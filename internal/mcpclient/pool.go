@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -225,6 +226,27 @@ func (p *Pool) Drop(key string) {
 	}
 	p.mu.Unlock()
 	p.release(key)
+}
+
+// DropPrefix drops the sessions of every key that starts with prefix (a
+// deleted server's sessions, one per caller), as Drop does each.
+func (p *Pool) DropPrefix(prefix string) {
+	p.mu.Lock()
+	var keys []string
+	for key := range p.sessions {
+		if strings.HasPrefix(key, prefix) {
+			keys = append(keys, key)
+		}
+	}
+	for key, a := range p.connecting {
+		if strings.HasPrefix(key, prefix) {
+			a.dropped = true
+		}
+	}
+	p.mu.Unlock()
+	for _, key := range keys {
+		p.release(key)
+	}
 }
 
 // release forgets and retires the session held for key, if any.

@@ -476,3 +476,25 @@ func TestA404To2026CallIsItsAnswer(t *testing.T) {
 	default:
 	}
 }
+
+// TestDropPrefixDropsEveryCallersSession: a deleted server's sessions,
+// one per caller, all go; another server's stay.
+func TestDropPrefixDropsEveryCallersSession(t *testing.T) {
+	srv := startServer(t, testmcp.Options{Transport: testmcp.StreamableHTTP})
+	srv.AddTools("echo")
+	p := &Pool{}
+	t.Cleanup(p.CloseAll)
+	target := Target{URL: srv.URL(), Timeout: 20 * time.Second}
+	keys := []string{"ns/srv\x00alice", "ns/srv\x00bob", "ns/srv-2\x00alice", "ns/srv"}
+	for _, key := range keys {
+		if _, closeAfter, err := p.Get(context.Background(), key, target); err != nil || closeAfter {
+			t.Fatalf("%q: closeAfter=%v, %v", key, closeAfter, err)
+		}
+	}
+	p.DropPrefix("ns/srv\x00")
+	for key, held := range map[string]bool{keys[0]: false, keys[1]: false, keys[2]: true, keys[3]: true} {
+		if p.Held(key) != held {
+			t.Errorf("%q held = %v, want %v", key, p.Held(key), held)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/go-logr/logr"
 )
 
 // OIDCOptions configure the catalog's own validation of JWTs from one
@@ -86,7 +87,10 @@ func CheckSigningAlgorithms(algs []string) error {
 // the provider is up), and its keys as go-oidc decides: when a token names
 // a key id it does not hold, at most once per jwksMinRefresh.
 type oidcValidator struct {
-	opts           OIDCOptions
+	opts OIDCOptions
+	// log hears why the provider could not be read (at most once per
+	// discoveryRetry): callers are told only that it could not be.
+	log            logr.Logger
 	usernamePrefix string
 	client         *http.Client
 
@@ -97,7 +101,7 @@ type oidcValidator struct {
 	failedAt time.Time
 }
 
-func newOIDCValidator(opts OIDCOptions) (*oidcValidator, error) {
+func newOIDCValidator(opts OIDCOptions, log logr.Logger) (*oidcValidator, error) {
 	if opts.IssuerURL == "" {
 		return nil, errors.New("the OIDC issuer URL is required")
 	}
@@ -127,7 +131,7 @@ func newOIDCValidator(opts OIDCOptions) (*oidcValidator, error) {
 	}
 	client := *base
 	client.Transport = &jwksThrottle{next: next, minRefresh: jwksMinRefresh, failedWait: discoveryRetry}
-	return &oidcValidator{opts: opts, usernamePrefix: prefix, client: &client}, nil
+	return &oidcValidator{opts: opts, log: log, usernamePrefix: prefix, client: &client}, nil
 }
 
 // tokenIssuer is the iss claim of a JWT, read without checking anything:
@@ -190,6 +194,7 @@ func (v *oidcValidator) ready(ctx context.Context) (*oidc.IDTokenVerifier, error
 	provider, err := oidc.NewProvider(ctx, v.opts.IssuerURL)
 	if err != nil {
 		v.failedAt = time.Now()
+		v.log.Error(err, "Reading the OpenID provider's discovery document failed; tokens are answered 503 until it can be read", "issuer", v.opts.IssuerURL)
 		return nil, errProviderUnavailable
 	}
 	var meta struct {
@@ -197,6 +202,7 @@ func (v *oidcValidator) ready(ctx context.Context) (*oidc.IDTokenVerifier, error
 	}
 	if err := provider.Claims(&meta); err != nil || meta.JWKSURL == "" {
 		v.failedAt = time.Now()
+		v.log.Error(err, "The OpenID provider's discovery document names no jwks_uri", "issuer", v.opts.IssuerURL)
 		return nil, errProviderUnavailable
 	}
 	keys := &keySet{remote: oidc.NewRemoteKeySet(oidc.ClientContext(context.Background(), v.client), meta.JWKSURL)}

@@ -176,7 +176,7 @@ func (a *authorizer) configure(opts Options) error {
 	if public == "" {
 		return errors.New("OIDC validation needs the catalog's public URL: tokens must be meant for it")
 	}
-	v, err := newOIDCValidator(*opts.OIDC)
+	v, err := newOIDCValidator(*opts.OIDC, opts.Log)
 	if err != nil {
 		return err
 	}

@@ -60,6 +60,16 @@ func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments
 		}
 		if up.sessions == nil {
 			defer c.pool.Drop(key) // an upstream kept for this call only
+		} else {
+			// Tracked again after the call: a key evicted while its
+			// session was being opened would leave that session untracked;
+			// and a server deleted meanwhile takes it with it.
+			defer func() {
+				up.sessions.keys.Add(key, nil)
+				if now := c.upstreams.get(up.key); now == nil || now.sessions != up.sessions {
+					c.pool.Drop(key)
+				}
+			}()
 		}
 	}
 	var result mcpclient.CallResult

@@ -75,7 +75,7 @@ type Options struct {
 	// has spec.maxConcurrentCalls calls in flight (default 2s).
 	QueueTimeout time.Duration
 	// CallerRate, when above zero, is how many tool calls per second one
-	// authenticated caller may make (with AuthKubernetes), in bursts of
+	// authenticated caller may make (with AuthKubernetes or AuthOIDC), in bursts of
 	// CallerBurst; past it calls are answered 429.
 	CallerRate  float64
 	CallerBurst int
@@ -245,7 +245,8 @@ func (c *Catalog) observeServer(obj any, deleted bool) {
 	}
 	key := srv.Namespace + "/" + srv.Name
 	c.upstreams.forget(key)
-	c.pool.Drop(key) // never waits on the server
+	c.pool.Drop(key)                // never waits on the server
+	c.pool.DropPrefix(key + "\x00") // and each caller's session with it
 	c.menus.forget(viewKey{kind: serverView, namespace: srv.Namespace, name: srv.Name})
 }
 

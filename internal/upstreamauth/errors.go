@@ -21,6 +21,10 @@ import (
 // nobody.
 var errNoCaller = errors.New("no authenticated caller")
 
+// errNotAllowed is a token exchange at an endpoint not in the operator's
+// --token-exchange-urls.
+var errNotAllowed = errors.New("token endpoint not allowed for token exchange")
+
 // errNotAToken is an answer of the token endpoint that holds no usable
 // token.
 var errNotAToken = errors.New("the answer holds no usable token")
@@ -58,6 +62,13 @@ func cleanCode(code string, secrets ...string) string {
 	return code
 }
 
+// callerRefusals are the OAuth error codes of a token exchange that
+// refuse the caller (its token, or what it may get), not the client: the
+// caller is answered 403. Any other refusal (invalid_client,
+// unauthorized_client, a refused client credentials grant) is the
+// operator's to fix, and the caller is answered 502.
+var callerRefusals = map[string]bool{"invalid_grant": true, "invalid_target": true, "access_denied": true, "invalid_scope": true}
+
 // refused is a refusal by the token endpoint of what doing asked for.
 func (c Config) refused(doing string, e *oauthError) error {
 	why := "refused " + doing
@@ -65,7 +76,11 @@ func (c Config) refused(doing string, e *oauthError) error {
 		why += ": " + e.code
 	}
 	why += fmt.Sprintf(" (HTTP %d)", e.status)
-	return &mcpclient.CredentialsError{Kind: mcpclient.ErrAuthRefused, Code: e.code,
+	kind := mcpclient.ErrAuthUnavailable
+	if doing == doingExchange && callerRefusals[e.code] {
+		kind = mcpclient.ErrAuthRefused
+	}
+	return &mcpclient.CredentialsError{Kind: kind, Code: e.code,
 		Message: fmt.Sprintf("the token endpoint %s %s", c.endpoint(), why),
 		Public:  "the token endpoint " + why, Err: e}
 }

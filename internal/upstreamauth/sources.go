@@ -1,6 +1,7 @@
 package upstreamauth
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -24,6 +25,8 @@ type Sources struct {
 	// callerToken.
 	exchanged *lru.Cache
 	now       func() time.Time
+	// exchangeURLs are the token endpoints callers' tokens may be sent to.
+	exchangeURLs []string
 }
 
 // sourceKey identifies one server's Credentials: its name and everything
@@ -34,8 +37,22 @@ type sourceKey struct {
 	timeout             time.Duration
 }
 
-// NewSources makes the Sources of a process.
-func NewSources() *Sources { return newSources(MaxServers, MaxCallers, time.Now) }
+// NewSources makes the Sources of a process. exchangeURLs are the token
+// endpoints callers' tokens may be sent to for an exchange (the
+// operator's --token-exchange-urls): a namespace's tenant chooses
+// spec.auth.tokenExchange.tokenURL, and a caller's token is a credential
+// (a ServiceAccount's, or one the API server trusts), so it goes only
+// where the operator said. None: token exchange is refused.
+func NewSources(exchangeURLs ...string) *Sources {
+	s := newSources(MaxServers, MaxCallers, time.Now)
+	s.exchangeURLs = exchangeURLs
+	return s
+}
+
+// ExchangesAt says callers' tokens may be sent to tokenURL.
+func (s *Sources) ExchangesAt(tokenURL string) bool {
+	return slices.Contains(s.exchangeURLs, tokenURL)
+}
 
 func newSources(servers, callers int, now func() time.Time) *Sources {
 	return &Sources{
@@ -73,7 +90,7 @@ func (s *Sources) newCredentials(cfg Config) mcpclient.Credentials {
 	if cfg.Grant != GrantTokenExchange {
 		return service
 	}
-	return &exchanged{c: c, service: service, tokens: s.exchanged}
+	return &exchanged{c: c, service: service, tokens: s.exchanged, allowed: s.ExchangesAt(cfg.TokenURL)}
 }
 
 func (s *serviceToken) client() *client { return s.c }

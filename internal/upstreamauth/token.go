@@ -2,6 +2,7 @@ package upstreamauth
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -122,13 +123,17 @@ func (c *client) clientCredentials(ctx context.Context) (issued, error) {
 	return issued{value: value, refreshAt: c.refreshAt(lifetime)}, nil
 }
 
+// doingExchange names the token exchange in messages, and tells its
+// refusals from the client credentials grant's.
+const doingExchange = "the token exchange"
+
 // maxAnswer bounds the token endpoint's answer.
 const maxAnswer = 1 << 20
 
 // exchange exchanges subject, a caller's token, for a token for the
 // server (RFC 8693 section 2).
 func (c *client) exchange(ctx context.Context, subject string) (issued, error) {
-	const doing = "the token exchange"
+	const doing = doingExchange
 	requested := c.cfg.RequestedTokenType
 	if requested == "" {
 		requested = TokenTypeAccessToken
@@ -257,6 +262,17 @@ func (s *serviceToken) Authorization(ctx context.Context) (string, error) {
 
 func (s *serviceToken) PerCaller() bool { return false }
 
+// Forget drops the token if it is value, which the server refused (it
+// was revoked, or the server's keys rotated): the next request gets a new
+// one instead of failing until the token would have been refreshed.
+func (s *serviceToken) Forget(_ context.Context, value string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.current.value == value {
+		s.current = issued{}
+	}
+}
+
 // exchanged is the Credentials of a server whose tokens are exchanged per
 // caller. Its exchanged tokens are kept in tokens, shared by every such
 // server of a Sources, keyed by callerToken.
@@ -267,15 +283,39 @@ type exchanged struct {
 	// exchanging shares one exchange among the concurrent first requests
 	// of one caller.
 	exchanging singleflight.Group
+	// allowed: the token endpoint is one the operator lets callers'
+	// tokens go to (NewSources). Discovery, which sends none, works
+	// either way.
+	allowed bool
 }
 
-// callerToken keys a caller's exchanged token for one server.
+// callerToken keys a caller's exchanged token for one server: per
+// subject token, not only per user, since two tokens of one user (an
+// IDE's, an automation's read-only one) may be granted different things.
 type callerToken struct {
 	server   *exchanged
 	identity string
+	subject  [sha256.Size]byte
 }
 
 func (e *exchanged) PerCaller() bool { return true }
+
+// Forget drops the caller's exchanged token if it is value, which the
+// server refused; the service's, for discovery.
+func (e *exchanged) Forget(ctx context.Context, value string) {
+	caller, ok := CallerOf(ctx)
+	if !ok {
+		e.service.Forget(ctx, value)
+		return
+	}
+	key := callerToken{server: e, identity: caller.Identity, subject: sha256.Sum256([]byte(caller.Token))}
+	if key.identity == "" {
+		key.identity = "token\x00" + caller.Token
+	}
+	if v, found := e.tokens.Get(key); found && v.(issued).value == value {
+		e.tokens.Remove(key)
+	}
+}
 
 func (e *exchanged) Authorization(ctx context.Context) (string, error) {
 	caller, ok := CallerOf(ctx)
@@ -293,16 +333,21 @@ func (e *exchanged) Authorization(ctx context.Context) (string, error) {
 }
 
 func (e *exchanged) forCaller(ctx context.Context, caller Caller) (string, error) {
+	if !e.allowed {
+		return "", &mcpclient.CredentialsError{Kind: mcpclient.ErrAuthUnavailable, Err: errNotAllowed,
+			Message: "spec.auth.tokenExchange.tokenURL " + e.c.cfg.endpoint() + " is not a token endpoint the operator sends callers' tokens to (--token-exchange-urls)",
+			Public:  "spec.auth.tokenExchange.tokenURL is not a token endpoint the operator sends callers' tokens to (--token-exchange-urls)"}
+	}
 	identity := caller.Identity
 	if identity == "" {
 		// Not said who: the token itself is all that tells callers apart.
 		identity = "token\x00" + caller.Token
 	}
-	key := callerToken{server: e, identity: identity}
+	key := callerToken{server: e, identity: identity, subject: sha256.Sum256([]byte(caller.Token))}
 	if value, ok := e.cached(key); ok {
 		return value, nil
 	}
-	tok, err := e.c.fetch(ctx, &e.exchanging, identity, func(ctx context.Context) (issued, error) {
+	tok, err := e.c.fetch(ctx, &e.exchanging, identity+"\x00"+string(key.subject[:]), func(ctx context.Context) (issued, error) {
 		if value, ok := e.cached(key); ok {
 			return issued{value: value}, nil
 		}

@@ -224,7 +224,7 @@ func TestATokenWithoutExpiryIsReusedBriefly(t *testing.T) {
 // Early is used once, on the wall clock too.
 func TestATokenValidFor30SecondsIsNotReused(t *testing.T) {
 	e := startTokenEndpoint(t, issuing(30))
-	creds := NewSources().Credentials("team/tools", "v1", config(e, GrantClientCredentials))
+	creds := NewSources(config(e, GrantClientCredentials).TokenURL).Credentials("team/tools", "v1", config(e, GrantClientCredentials))
 	for i := 1; i <= 2; i++ {
 		if got, err := creds.Authorization(context.Background()); err != nil || got != fmt.Sprintf("Bearer service-%d", i) {
 			t.Fatalf("request %d: got %q, %v", i, got, err)
@@ -240,7 +240,9 @@ func TestTokensAreExchangedPerCaller(t *testing.T) {
 	now := newClock()
 	cfg := config(e, GrantTokenExchange)
 	cfg.RequestedTokenType = "urn:ietf:params:oauth:token-type:jwt"
-	creds := newSources(8, 8, now.Now).Credentials("team/issues", "v1", cfg)
+	sources := newSources(8, 8, now.Now)
+	sources.exchangeURLs = []string{cfg.TokenURL}
+	creds := sources.Credentials("team/issues", "v1", cfg)
 	if !creds.PerCaller() {
 		t.Error("exchanged credentials say they do not depend on the caller")
 	}
@@ -291,10 +293,12 @@ func TestTokensAreExchangedPerCaller(t *testing.T) {
 	}
 }
 
-// TestRefusalsKeepTheCodeAndNoSecret: a token service's refusal is
-// ErrAuthRefused with its OAuth code, and what is said of it shows no
-// token, no client secret and no query of the token URL, whatever the
-// service echoed; a refusal is not remembered.
+// TestRefusalsKeepTheCodeAndNoSecret: a token service's refusal keeps
+// its OAuth code; it is ErrAuthRefused (the caller is answered 403) when
+// the exchange refused the caller, and ErrAuthUnavailable (502) when the
+// client was refused, which is the operator's to fix. What is said of it
+// shows no token, no client secret and no query of the token URL,
+// whatever the service echoed; a refusal is not remembered.
 func TestRefusalsKeepTheCodeAndNoSecret(t *testing.T) {
 	const subject = "subject-alice"
 	for _, tt := range []struct {
@@ -303,12 +307,16 @@ func TestRefusalsKeepTheCodeAndNoSecret(t *testing.T) {
 		status int
 		code   string
 		want   string // the code said
+		kind   mcpclient.ErrorKind
 	}{
-		{"an expired subject token", GrantTokenExchange, http.StatusBadRequest, "invalid_grant", "invalid_grant"},
-		{"an audience the service does not know", GrantTokenExchange, http.StatusBadRequest, "invalid_target", "invalid_target"},
-		{"a client the service does not know", GrantClientCredentials, http.StatusUnauthorized, "unauthorized_client", "unauthorized_client"},
-		{"a code that is the subject token", GrantTokenExchange, http.StatusBadRequest, subject, ""},
-		{"a code that is not one", GrantTokenExchange, http.StatusBadRequest, "bad " + clientSecret, ""},
+		{"an expired subject token", GrantTokenExchange, http.StatusBadRequest, "invalid_grant", "invalid_grant", mcpclient.ErrAuthRefused},
+		{"an audience the caller may not have", GrantTokenExchange, http.StatusBadRequest, "invalid_target", "invalid_target", mcpclient.ErrAuthRefused},
+		{"scopes the caller may not have", GrantTokenExchange, http.StatusBadRequest, "invalid_scope", "invalid_scope", mcpclient.ErrAuthRefused},
+		{"the exchanging client refused", GrantTokenExchange, http.StatusUnauthorized, "invalid_client", "invalid_client", mcpclient.ErrAuthUnavailable},
+		{"a client the service does not know", GrantClientCredentials, http.StatusUnauthorized, "unauthorized_client", "unauthorized_client", mcpclient.ErrAuthUnavailable},
+		{"client credentials with a bad scope", GrantClientCredentials, http.StatusBadRequest, "invalid_scope", "invalid_scope", mcpclient.ErrAuthUnavailable},
+		{"a code that is the subject token", GrantTokenExchange, http.StatusBadRequest, subject, "", mcpclient.ErrAuthUnavailable},
+		{"a code that is not one", GrantTokenExchange, http.StatusBadRequest, "bad " + clientSecret, "", mcpclient.ErrAuthUnavailable},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := startTokenEndpoint(t, func(w http.ResponseWriter, form url.Values) {
@@ -318,10 +326,10 @@ func TestRefusalsKeepTheCodeAndNoSecret(t *testing.T) {
 			})
 			cfg := config(e, tt.grant)
 			cfg.TokenURL += "?tenant=t3nant-key"
-			creds := NewSources().Credentials("team/issues", "v1", cfg)
+			creds := NewSources(cfg.TokenURL).Credentials("team/issues", "v1", cfg)
 			_, err := creds.Authorization(caller("alice"))
-			if mcpclient.KindOf(err) != mcpclient.ErrAuthRefused || mcpclient.AuthErrorCode(err) != tt.want {
-				t.Fatalf("got %v (kind %s, code %q), want AuthRefused with code %q", err, mcpclient.KindOf(err), mcpclient.AuthErrorCode(err), tt.want)
+			if mcpclient.KindOf(err) != tt.kind || mcpclient.AuthErrorCode(err) != tt.want {
+				t.Fatalf("got %v (kind %s, code %q), want %s with code %q", err, mcpclient.KindOf(err), mcpclient.AuthErrorCode(err), tt.kind, tt.want)
 			}
 			var ce *mcpclient.CredentialsError
 			if !errors.As(err, &ce) {
@@ -410,7 +418,7 @@ func TestAnUnavailableTokenServiceIsSaidSo(t *testing.T) {
 			t.Run(tt.name+"/"+string(grant), func(t *testing.T) {
 				cfg := Config{Grant: grant, TokenURL: tt.url(t), ClientID: clientID, ClientSecret: clientSecret,
 					Timeout: 200 * time.Millisecond, Egress: tt.egress}
-				_, err := NewSources().Credentials("team/issues", "v1", cfg).Authorization(caller("alice"))
+				_, err := NewSources(cfg.TokenURL).Credentials("team/issues", "v1", cfg).Authorization(caller("alice"))
 				if mcpclient.KindOf(err) != mcpclient.ErrAuthUnavailable {
 					t.Fatalf("got %v (kind %s), want AuthUnavailable", err, mcpclient.KindOf(err))
 				}
@@ -434,7 +442,7 @@ func TestAnUnavailableTokenServiceIsSaidSo(t *testing.T) {
 // the same client's own token with what the spec asks for.
 func TestACallWithoutACallerIsRefused(t *testing.T) {
 	e := startTokenEndpoint(t, issuing(600))
-	creds := NewSources().Credentials("team/issues", "v1", config(e, GrantTokenExchange))
+	creds := NewSources(config(e, GrantTokenExchange).TokenURL).Credentials("team/issues", "v1", config(e, GrantTokenExchange))
 	for name, ctx := range map[string]context.Context{
 		"no caller":                context.Background(),
 		"a caller without a token": WithCaller(context.Background(), Caller{Identity: "anonymous"}),
@@ -475,7 +483,7 @@ func TestOneCallerLeavingFailsNoOther(t *testing.T) {
 		<-release
 		issuing(600)(w, form)
 	})
-	creds := NewSources().Credentials("team/issues", "v1", config(e, GrantTokenExchange))
+	creds := NewSources(config(e, GrantTokenExchange).TokenURL).Credentials("team/issues", "v1", config(e, GrantTokenExchange))
 
 	ctx, cancel := context.WithCancel(caller("alice"))
 	first := make(chan error, 1)
@@ -509,6 +517,7 @@ func TestSourcesKeepCredentialsAndAreBounded(t *testing.T) {
 	e := startTokenEndpoint(t, issuing(600))
 	sources := newSources(2, 2, time.Now)
 	cfg := config(e, GrantTokenExchange)
+	sources.exchangeURLs = []string{cfg.TokenURL}
 	a := sources.Credentials("team/a", "v1", cfg)
 	if sources.Credentials("team/a", "v1", cfg) != a {
 		t.Error("the same server and config got new Credentials")
@@ -536,5 +545,78 @@ func TestSourcesKeepCredentialsAndAreBounded(t *testing.T) {
 	}
 	if _, err := creds.Authorization(caller("alice")); err != nil || e.requests.Load() != before+1 {
 		t.Errorf("the least recent caller's token was kept past the bound")
+	}
+}
+
+// TestEachSubjectTokenIsExchangedApart: two tokens of one user may be
+// granted different things, so each is exchanged for itself; the same
+// token again reuses its exchange.
+func TestEachSubjectTokenIsExchangedApart(t *testing.T) {
+	e := startTokenEndpoint(t, issuing(600))
+	creds := NewSources(config(e, GrantTokenExchange).TokenURL).Credentials("team/issues", "v1", config(e, GrantTokenExchange))
+	ide := WithCaller(context.Background(), Caller{Identity: "user:alice", Token: "subject-alice-ide"})
+	readOnly := WithCaller(context.Background(), Caller{Identity: "user:alice", Token: "subject-alice-readonly"})
+	first, err := creds.Authorization(ide)
+	if err != nil || first != "Bearer exchanged-1-for-alice-ide" {
+		t.Fatalf("the IDE token got %q, %v", first, err)
+	}
+	second, err := creds.Authorization(readOnly)
+	if err != nil || second != "Bearer exchanged-2-for-alice-readonly" {
+		t.Fatalf("alice's read-only token got %q, %v; want an exchange of its own", second, err)
+	}
+	again, err := creds.Authorization(ide)
+	if err != nil || again != first || e.requests.Load() != 2 {
+		t.Fatalf("the IDE token again got %q, %v after %d exchanges; want %q reused", again, err, e.requests.Load(), first)
+	}
+}
+
+// TestARefusedTokenIsForgotten: a token the server answered 401 to is
+// dropped, so the next request gets a new one instead of failing until
+// the old one would have been refreshed; a token that was already
+// replaced is not.
+func TestARefusedTokenIsForgotten(t *testing.T) {
+	type forgetting interface {
+		Forget(context.Context, string)
+	}
+	for _, grant := range []Grant{GrantClientCredentials, GrantTokenExchange} {
+		t.Run(string(grant), func(t *testing.T) {
+			e := startTokenEndpoint(t, issuing(3600))
+			creds := NewSources(config(e, grant).TokenURL).Credentials("team/issues", "v1", config(e, grant))
+			ctx := caller("alice")
+			first, err := creds.Authorization(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			creds.(forgetting).Forget(ctx, "Bearer not-the-current-one")
+			if again, _ := creds.Authorization(ctx); again != first || e.requests.Load() != 1 {
+				t.Fatalf("forgetting another value replaced the token: %q after %d requests", again, e.requests.Load())
+			}
+			creds.(forgetting).Forget(ctx, first)
+			next, err := creds.Authorization(ctx)
+			if err != nil || next == first || e.requests.Load() != 2 {
+				t.Fatalf("after the server refused %q: got %q, %v after %d requests; want a new token", first, next, err, e.requests.Load())
+			}
+		})
+	}
+}
+
+// TestCallersTokensGoOnlyWhereTheOperatorSaid: a token exchange at an
+// endpoint the process was not given (--token-exchange-urls) sends no
+// caller's token and says why; discovery, which sends none, still gets
+// the client's own token there.
+func TestCallersTokensGoOnlyWhereTheOperatorSaid(t *testing.T) {
+	e := startTokenEndpoint(t, issuing(600))
+	cfg := config(e, GrantTokenExchange)
+	creds := NewSources("https://idp.example.com/oauth/v2/token").Credentials("team/issues", "v1", cfg)
+	_, err := creds.Authorization(caller("alice"))
+	if mcpclient.KindOf(err) != mcpclient.ErrAuthUnavailable || !strings.Contains(err.Error(), "--token-exchange-urls") {
+		t.Fatalf("got %v (kind %s), want AuthUnavailable naming --token-exchange-urls", err, mcpclient.KindOf(err))
+	}
+	if n := e.requests.Load(); n != 0 {
+		t.Fatalf("the token endpoint saw %d requests, want none: alice's token went to it", n)
+	}
+	service, err := creds.Authorization(WithServiceIdentity(context.Background()))
+	if err != nil || service != "Bearer service-1" {
+		t.Fatalf("discovery got %q, %v; want the client's own token", service, err)
 	}
 }

@@ -109,7 +109,8 @@ var _ = Describe("The Helm chart", func() {
 			"--catalog-public-url=https://tools.example.com", "--catalog-authorization-servers=https://idp.example.com",
 			"--catalog-scopes=tools", "--catalog-oidc-issuer-url=https://idp.example.com", "--catalog-oidc-username-claim=email",
 			"--catalog-oidc-username-prefix=idp:", "--catalog-oidc-groups-claim=groups", "--catalog-oidc-groups-prefix=idp:",
-			"--catalog-oidc-audiences=mcp-catalog", "--catalog-oidc-ca-file=/etc/mcp-operator/oidc-ca/ca.crt"))
+			"--catalog-oidc-audiences=mcp-catalog", "--catalog-oidc-ca-file=/etc/mcp-operator/oidc-ca/ca.crt",
+			"--token-exchange-urls=https://idp.example.com/oauth/v2/token"))
 		Expect(manager["args"]).NotTo(ContainElement("--catalog-auth=kubernetes"))
 		Expect(manager["volumeMounts"]).To(ConsistOf(map[string]any{"name": "oidc-ca", "mountPath": "/etc/mcp-operator/oidc-ca", "readOnly": true}))
 		volumes, _, _ := unstructured.NestedSlice(deployment.Object, "spec", "template", "spec", "volumes")
@@ -178,11 +179,14 @@ var _ = Describe("The Helm chart", func() {
 
 	It("refuses values the manager would refuse, naming the value", func() {
 		for value, path := range map[string]string{
-			"catalog.auth=oauth":              "/catalog/auth",
-			"egress.allowCIDRs={10.0.0.1}":    "/egress/allowCIDRs/0",
-			"tracing.sampler=sometimes":       "/tracing/sampler",
-			"extraArgs={catalog-auth=none}":   "/extraArgs/0",
-			"podDisruptionBudget.enable=true": "enable",
+			"catalog.auth=oauth":                             "/catalog/auth",
+			"catalog.auth=oidc":                              "issuerURL",
+			"catalog.oidc.issuerURL=https://idp.example.com": "publicURL",
+			"tokenExchangeURLs={idp.example.com/token}":      "/tokenExchangeURLs/0",
+			"egress.allowCIDRs={10.0.0.1}":                   "/egress/allowCIDRs/0",
+			"tracing.sampler=sometimes":                      "/tracing/sampler",
+			"extraArgs={catalog-auth=none}":                  "/extraArgs/0",
+			"podDisruptionBudget.enable=true":                "enable",
 		} {
 			out, err := helm("template", release, chartDir, "--namespace", namespace, "--set", value)
 			Expect(err).To(HaveOccurred(), "--set %s rendered:\n%s", value, out)

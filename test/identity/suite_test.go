@@ -46,6 +46,7 @@ import (
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
 	"github.com/toolmesh/mcp-operator/internal/testoidc"
 	"github.com/toolmesh/mcp-operator/internal/toolcatalog"
+	"github.com/toolmesh/mcp-operator/internal/upstreamauth"
 )
 
 const (
@@ -79,6 +80,10 @@ var (
 	// audits is every catalog's audit trail.
 	logs   testenv.LockedBuffer
 	audits = map[string]*testenv.LockedBuffer{}
+	// authSources is the process's token cache for spec.auth, shared by
+	// the controllers and every catalog as the manager shares it; callers'
+	// tokens may be exchanged at the provider's token endpoint only.
+	authSources *upstreamauth.Sources
 	// used holds every token the suite got or saw, for the leak check.
 	used tokenSet
 
@@ -168,7 +173,8 @@ var _ = BeforeSuite(func() {
 	By("running the controllers and two catalogs over one manager")
 	mgr, err = env.NewManager()
 	Expect(err).NotTo(HaveOccurred())
-	Expect(controller.SetupWithManager(ctx, mgr, controller.Options{})).To(Succeed())
+	authSources = upstreamauth.NewSources(provider.TokenURL)
+	Expect(controller.SetupWithManager(ctx, mgr, controller.Options{AuthSources: authSources})).To(Succeed())
 	kubeCatalog = serve(kubeLn, "kubernetes", toolcatalog.Options{Auth: toolcatalog.AuthKubernetes, PublicURL: kubeURL})
 	oidcCatalog = serve(oidcLn, "oidc", toolcatalog.Options{Auth: toolcatalog.AuthOIDC, PublicURL: oidcURL,
 		OIDC: &toolcatalog.OIDCOptions{IssuerURL: provider.Issuer, HTTPClient: provider.HTTPClient()}})
@@ -240,6 +246,9 @@ func serve(ln net.Listener, name string, opts toolcatalog.Options) *served {
 	audit := &testenv.LockedBuffer{}
 	audits[name] = audit
 	opts.Reviewer = mgr.GetClient()
+	if opts.AuthSources == nil {
+		opts.AuthSources = authSources
+	}
 	opts.Log = ctrl.Log.WithName("catalog-" + name)
 	opts.Audit = audit
 	opts.AuthCacheTTL = time.Second

@@ -372,6 +372,22 @@ var _ = Describe("Upstream identity", Ordered, ContinueOnFailure, func() {
 		Expect(outputOf(a)).To(Equal(serviceID))
 	})
 
+	It("sends no caller's token to a token endpoint the operator did not list (--token-exchange-urls)", func() {
+		ln, _ := listen()
+		unlisted := serve(ln, "unlisted", toolcatalog.Options{Auth: toolcatalog.AuthOIDC, PublicURL: oidcCatalog.URL,
+			OIDC:        &toolcatalog.OIDCOptions{IssuerURL: provider.Issuer, HTTPClient: provider.HTTPClient()},
+			AuthSources: upstreamauth.NewSources("https://idp.example.com/oauth/v2/token")})
+		alice := token("agent-a")
+		waitServed(unlisted.URL, alice, "exch")
+
+		requests, calls := provider.TokenRequests(), up.toolCalls()
+		a := executeTool(unlisted.URL, alice, "exch")
+		Expect(a.Code).To(Equal(http.StatusBadGateway), a.Body)
+		Expect(a.Error).To(ContainSubstring("--token-exchange-urls"))
+		Expect(provider.TokenRequests()).To(Equal(requests), "alice's token went to the token endpoint")
+		Expect(up.toolCallsSince(calls)).To(BeEmpty())
+	})
+
 	It("never logs, audits or answers a token or a client secret, and the upstream refused nothing", func() {
 		Expect(up.refusals()).To(BeEmpty(), "every request the catalog and the controller sent carried a token minted for the upstream")
 		Expect(up.crossedSessions()).To(BeEmpty())
