@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -21,24 +19,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/testenv"
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
 )
-
-// installCatalogRoles creates the ClusterRoles shipped in config/rbac, so
-// that the tests exercise the roles an admin binds.
-func installCatalogRoles() {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", "catalog_roles.yaml"))
-	Expect(err).NotTo(HaveOccurred())
-	for _, doc := range strings.Split(string(raw), "\n---\n") {
-		var role rbacv1.ClusterRole
-		Expect(yaml.Unmarshal([]byte(doc), &role)).To(Succeed())
-		Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, &role))).To(Succeed())
-	}
-}
 
 // serviceAccountToken creates a ServiceAccount and returns a token for it
 // from the TokenRequest API, as a pod would get.
@@ -67,7 +52,7 @@ var _ = Describe("Kubernetes authorization", func() {
 	const addCall = `{"name":"mcp_calc_add","arguments":{"a":1,"b":2}}`
 
 	BeforeEach(func() {
-		installCatalogRoles()
+		env.InstallCatalogRoles()
 		ns = env.Namespace()
 		readyServer(ns, "calc", calcServer().URL())
 		collection(ns, "kit", "calc")

@@ -125,7 +125,7 @@ var _ = Describe("Backpressure", func() {
 	})
 
 	It("limits each authenticated caller's rate, and only theirs", func() {
-		installCatalogRoles()
+		env.InstallCatalogRoles()
 		ns := env.Namespace()
 		readyServer(ns, "calc", calcServer().URL())
 		collection(ns, "kit", "calc")

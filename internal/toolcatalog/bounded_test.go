@@ -89,7 +89,7 @@ var _ = Describe("Memory a caller can grow", func() {
 	})
 
 	It("remembers junk tokens apart, so they do not flush an idle real caller's answer", func() {
-		installCatalogRoles()
+		env.InstallCatalogRoles()
 		ns := env.Namespace()
 		real := serviceAccountToken(ns, "steady")
 		var reviewsOfReal atomic.Int64

@@ -271,7 +271,7 @@ func (rcv *otlpReceiver) byID(id []byte) *tracepb.Span {
 
 var _ = Describe("The audit trail", func() {
 	It("has one line per call, allowed or refused, with who, what and how it ended, and never a value or a header", func() {
-		installCatalogRoles()
+		env.InstallCatalogRoles()
 		ns := env.Namespace()
 		readyServer(ns, "calc", calcServer().URL())
 		collection(ns, "kit", "calc")

@@ -290,7 +290,7 @@ var _ = Describe("A collection with exposure Search over MCP", func() {
 
 var _ = Describe("A collection with exposure Search and authorization", func() {
 	It("lets a reader find tools, and answers their call_tool as their direct call: forbidden", func() {
-		installCatalogRoles()
+		env.InstallCatalogRoles()
 		ns := env.Namespace()
 		readyServer(ns, "calc", calcServer().URL())
 		base := searchedCollection(ns, "kit", nil, "calc")

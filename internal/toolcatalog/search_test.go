@@ -316,7 +316,7 @@ var _ = Describe("Tool search over REST", func() {
 var _ = Describe("Tool search and authorization", func() {
 	var ns string
 	BeforeEach(func() {
-		installCatalogRoles()
+		env.InstallCatalogRoles()
 		ns = env.Namespace()
 		readyServer(ns, "calc", calcServer().URL())
 		collection(ns, "kit", "calc")

@@ -9,15 +9,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
+	"github.com/toolmesh/mcp-operator/internal/testenv"
 	"github.com/toolmesh/mcp-operator/internal/testoidc"
 )
 
@@ -95,18 +94,14 @@ func startJWTReplica(b *testing.B, cp *controlPlane, flags []string) *jwtReplica
 func bindCatalogCaller(b *testing.B, cp *controlPlane, user string) {
 	b.Helper()
 	ctx := context.Background()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", "catalog_roles.yaml"))
+	roles, err := testenv.CatalogRoles()
 	if err != nil {
 		b.Fatal(err)
 	}
 	found := false
-	for _, doc := range strings.Split(string(raw), "\n---\n") {
-		var role rbacv1.ClusterRole
-		if err := yaml.Unmarshal([]byte(doc), &role); err != nil {
-			b.Fatalf("reading config/rbac/catalog_roles.yaml: %v", err)
-		}
-		found = found || role.Name == callerRole
-		if err := cp.client.Create(ctx, &role); client.IgnoreAlreadyExists(err) != nil {
+	for i := range roles {
+		found = found || roles[i].Name == callerRole
+		if err := cp.client.Create(ctx, &roles[i]); client.IgnoreAlreadyExists(err) != nil {
 			b.Fatal(err)
 		}
 	}

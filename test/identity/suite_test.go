@@ -189,7 +189,7 @@ var _ = BeforeSuite(func() {
 
 	By("giving the catalogs a server and a collection of it")
 	Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	installCatalogRoles()
+	env.InstallCatalogRoles()
 	upstream := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
 	upstream.AddToolFunc("add", "Adds two numbers",
 		`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`,
@@ -260,17 +260,6 @@ func serve(ln net.Listener, name string, opts toolcatalog.Options) *served {
 	srv.Start()
 	DeferCleanup(srv.Close)
 	return &served{URL: srv.URL, Catalog: c, Rec: rec, Audit: audit}
-}
-
-// installCatalogRoles creates the ClusterRoles shipped in config/rbac.
-func installCatalogRoles() {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", "catalog_roles.yaml"))
-	Expect(err).NotTo(HaveOccurred())
-	for _, doc := range strings.Split(string(raw), "\n---\n") {
-		var role rbacv1.ClusterRole
-		Expect(yaml.Unmarshal([]byte(doc), &role)).To(Succeed())
-		Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, &role))).To(Succeed())
-	}
 }
 
 // bindUser binds the shipped catalog-caller ClusterRole (get, list and
