@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -158,17 +159,10 @@ func (a *authorizer) authenticate(ctx context.Context, r *http.Request) (*caller
 	if len(token) > maxTokenBytes {
 		return nil, invalidToken(fmt.Sprintf("the token is longer than %d bytes", maxTokenBytes))
 	}
-	local := a.oidc != nil && tokenIssuer(token) == a.oidc.opts.IssuerURL
-	if !local && a.mode != AuthKubernetes {
-		return nil, invalidToken("the token was not issued by " + a.oidc.opts.IssuerURL)
-	}
 	// A token the catalog checks is checked against the resource it is
-	// presented to: the answer is that pair's.
-	resource := ""
-	if local {
-		resource = a.resources.of(r).uri
-	}
-	key := sha256.Sum256([]byte(resource + "\x00" + token))
+	// presented to: answers are that pair's. Looked up first: a call with
+	// a known token costs a hash, not a parse.
+	key := a.keyOf(r, token)
 	now := time.Now()
 	if value, hit := a.tokens.Get(key); hit && now.Before(value.(cachedCaller).expires) {
 		return value.(cachedCaller).caller, nil
@@ -177,6 +171,10 @@ func (a *authorizer) authenticate(ctx context.Context, r *http.Request) (*caller
 		return nil, value.(rejection).err
 	}
 	expires := now.Add(a.ttl)
+	local := a.oidc != nil && tokenIssuer(token) == a.oidc.opts.IssuerURL
+	if !local && a.mode != AuthKubernetes {
+		return nil, a.reject(key, expires, invalidToken("the token was not issued by "+a.oidc.opts.IssuerURL))
+	}
 	if exp := tokenExpiry(token); !exp.IsZero() && exp.Before(expires) {
 		expires = exp
 	}
@@ -210,6 +208,21 @@ func (a *authorizer) authenticate(ctx context.Context, r *http.Request) (*caller
 		return nil, err
 	}
 	return who.(*caller), nil
+}
+
+// keyOf is the cache key of token presented with r: the SHA-256 of the
+// resource r is for and the token.
+func (a *authorizer) keyOf(r *http.Request, token string) [sha256.Size]byte {
+	h := sha256.New()
+	_, _ = io.WriteString(h, a.resources.base(r))
+	if a.resources.perEndpoint && isMCPEndpoint(r.URL.Path) {
+		_, _ = io.WriteString(h, r.URL.Path)
+	}
+	_, _ = h.Write([]byte{0})
+	_, _ = io.WriteString(h, token)
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	return key
 }
 
 // rejection is a refused token's answer, reused until it expires.

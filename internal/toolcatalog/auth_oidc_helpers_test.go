@@ -481,7 +481,7 @@ func (ans oidcAnswer) noLeak(t testing.TB, token string) {
 
 // oidcMetadataURL is where the metadata of the resource at path is.
 func oidcMetadataURL(path string) string {
-	if mcpEndpoint.MatchString(path) {
+	if isMCPEndpoint(path) {
 		return oidcPublicURL + metadataPrefix + path
 	}
 	return oidcPublicURL + metadataPrefix

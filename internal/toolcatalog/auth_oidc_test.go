@@ -170,7 +170,7 @@ func TestChallengeWithoutToken(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := oidcPublicURL
-			if mcpEndpoint.MatchString(path) {
+			if isMCPEndpoint(path) {
 				want += path
 			}
 			if doc.Resource != want {
@@ -928,4 +928,19 @@ func TestOIDCEdges(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestProtectedResourcePaths: the paths that are MCP endpoints, each a
+// resource of its own, and those that are not.
+func TestProtectedResourcePaths(t *testing.T) {
+	for path, want := range map[string]bool{
+		"/mcp": true, "/v1/namespaces/a/toolcollections/b/mcp": true,
+		"/mcp/": false, "//mcp": false, "/v1/namespaces//toolcollections/b/mcp": false, "/v1/namespaces/a/toolcollections//mcp": false,
+		"/v1/namespaces/a/toolcollections/b/mcp/": false, "/v1/namespaces/a/b/toolcollections/c/mcp": false,
+		"/v1/namespaces/a/mcpservers/b/mcp": false, "/v1/tools": false, "/v1/namespaces/a/toolcollections/b/execute": false, "": false,
+	} {
+		if got := isMCPEndpoint(path); got != want {
+			t.Errorf("isMCPEndpoint(%q) = %v, want %v", path, got, want)
+		}
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 )
 
@@ -42,8 +41,27 @@ type resource struct {
 	uri, metadata string
 }
 
-// mcpEndpoint matches the paths of the catalog's MCP endpoints.
-var mcpEndpoint = regexp.MustCompile(`^/(mcp|v1/namespaces/[^/]+/toolcollections/[^/]+/mcp)$`)
+// isMCPEndpoint says path is one of the catalog's MCP endpoints: /mcp or
+// /v1/namespaces/{ns}/toolcollections/{name}/mcp. Asked on every
+// authenticated request, so no regular expression.
+func isMCPEndpoint(path string) bool {
+	if path == "/mcp" {
+		return true
+	}
+	rest, ok := strings.CutPrefix(path, "/v1/namespaces/")
+	if !ok {
+		return false
+	}
+	ns, rest, ok := strings.Cut(rest, "/")
+	if !ok || ns == "" {
+		return false
+	}
+	if rest, ok = strings.CutPrefix(rest, "toolcollections/"); !ok {
+		return false
+	}
+	name, rest, ok := strings.Cut(rest, "/")
+	return ok && name != "" && rest == "mcp"
+}
 
 // of is the resource a request is for: its MCP endpoint, or the REST API.
 func (rs *resources) of(r *http.Request) resource {
@@ -51,7 +69,7 @@ func (rs *resources) of(r *http.Request) resource {
 }
 
 func (rs *resources) forPath(base, path string) resource {
-	if !mcpEndpoint.MatchString(path) {
+	if !isMCPEndpoint(path) {
 		return resource{uri: base, metadata: base + metadataPrefix}
 	}
 	if !rs.perEndpoint {
@@ -100,7 +118,7 @@ type protectedResourceMetadata struct {
 // for the REST API and each MCP endpoint; other paths are no resource.
 func (rs *resources) serveMetadata(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimPrefix(r.URL.Path, metadataPrefix)
-	if path != "" && !mcpEndpoint.MatchString(path) {
+	if path != "" && !isMCPEndpoint(path) {
 		writeError(w, http.StatusNotFound, "no protected resource at "+path+": the catalog's are its MCP endpoints and, at the well-known path itself, its REST API")
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"k8s.io/utils/lru"
 
@@ -21,13 +22,39 @@ const maxExchangeSessions = 1024
 // server may bind a session to the user that opened it. Evicting a key
 // drops its session from the pool.
 type exchangeSessions struct {
+	pool *mcpclient.Pool
+	mu   sync.Mutex
+	// keys is made on first use: every server has an exchangeSessions,
+	// few ever exchange, and an LRU per server was 20 bytes per tool.
 	keys *lru.Cache
 }
 
 func newExchangeSessions(pool *mcpclient.Pool) *exchangeSessions {
-	return &exchangeSessions{keys: lru.NewWithEvictionFunc(maxExchangeSessions, func(key lru.Key, _ any) {
-		pool.Drop(key.(string))
-	})}
+	return &exchangeSessions{pool: pool}
+}
+
+// add tracks key, dropping the least recently used caller's session past
+// maxExchangeSessions.
+func (s *exchangeSessions) add(key string) {
+	s.mu.Lock()
+	if s.keys == nil {
+		s.keys = lru.NewWithEvictionFunc(maxExchangeSessions, func(key lru.Key, _ any) {
+			s.pool.Drop(key.(string))
+		})
+	}
+	keys := s.keys
+	s.mu.Unlock()
+	keys.Add(key, nil)
+}
+
+// clear drops every caller's session.
+func (s *exchangeSessions) clear() {
+	s.mu.Lock()
+	keys := s.keys
+	s.mu.Unlock()
+	if keys != nil {
+		keys.Clear()
+	}
 }
 
 // asCaller readies a call to a server whose token is exchanged for the
@@ -42,7 +69,7 @@ func (up *upstream) asCaller(ctx context.Context) (context.Context, string, erro
 	}
 	key := up.key + "\x00" + who.identity
 	if up.sessions != nil {
-		up.sessions.keys.Add(key, nil)
+		up.sessions.add(key)
 	}
 	return upstreamauth.WithCaller(ctx, upstreamauth.Caller{Identity: who.identity, Token: who.token}), key, nil
 }

@@ -65,7 +65,7 @@ func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments
 			// session was being opened would leave that session untracked;
 			// and a server deleted meanwhile takes it with it.
 			defer func() {
-				up.sessions.keys.Add(key, nil)
+				up.sessions.add(key)
 				if now := c.upstreams.get(up.key); now == nil || now.sessions != up.sessions {
 					c.pool.Drop(key)
 				}

@@ -140,7 +140,7 @@ func (u *upstreams) forget(key string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if up, ok := u.byKey[key]; ok {
-		up.sessions.keys.Clear() // the pool drops their sessions (observeServer)
+		up.sessions.clear() // the pool drops their sessions (observeServer)
 	}
 	delete(u.byKey, key)
 	u.deletions++
