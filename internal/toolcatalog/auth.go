@@ -171,11 +171,12 @@ func (a *authorizer) authenticate(ctx context.Context, r *http.Request) (*caller
 		return nil, value.(rejection).err
 	}
 	expires := now.Add(a.ttl)
-	local := a.oidc != nil && tokenIssuer(token) == a.oidc.opts.IssuerURL
+	claims := peek(token)
+	local := a.oidc != nil && claims.Issuer == a.oidc.opts.IssuerURL
 	if !local && a.mode != AuthKubernetes {
 		return nil, a.reject(key, expires, invalidToken("the token was not issued by "+a.oidc.opts.IssuerURL))
 	}
-	if exp := tokenExpiry(token); !exp.IsZero() && exp.Before(expires) {
+	if exp := claims.expiry(); !exp.IsZero() && exp.Before(expires) {
 		expires = exp
 	}
 	who, err := a.ask(ctx, "token\x00"+string(key[:]), func(ctx context.Context) (any, error) {

@@ -134,46 +134,34 @@ func newOIDCValidator(opts OIDCOptions, log logr.Logger) (*oidcValidator, error)
 	return &oidcValidator{opts: opts, log: log, usernamePrefix: prefix, client: &client}, nil
 }
 
-// tokenIssuer is the iss claim of a JWT, read without checking anything:
-// it only says which validator to ask. Empty when the token is not a JWT.
-func tokenIssuer(token string) string {
-	claims := unverifiedClaims(token)
-	if claims == nil {
-		return ""
-	}
-	return claims.Issuer
-}
-
-// tokenExpiry is a JWT's exp, unchecked, or zero: it only shortens how
-// long an answer about the token is reused.
-func tokenExpiry(token string) time.Time {
-	claims := unverifiedClaims(token)
-	if claims == nil || claims.Expiry == 0 {
-		return time.Time{}
-	}
-	return time.Unix(int64(claims.Expiry), 0)
-}
-
+// peekedClaims are a JWT's iss and exp, read without checking anything:
+// iss only says which validator to ask, exp only shortens how long an
+// answer about the token is reused. Zero when the token is not a JWT.
 type peekedClaims struct {
 	Issuer string `json:"iss"`
 	// Expiry is a NumericDate, which may have a fraction.
 	Expiry float64 `json:"exp"`
 }
 
-func unverifiedClaims(token string) *peekedClaims {
+func peek(token string) peekedClaims {
+	var claims peekedClaims
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
-		return nil
+		return claims
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return nil
+	if err != nil || json.Unmarshal(payload, &claims) != nil {
+		return peekedClaims{}
 	}
-	var claims peekedClaims
-	if json.Unmarshal(payload, &claims) != nil {
-		return nil
+	return claims
+}
+
+// expiry is exp as a time, zero when the token has none.
+func (c peekedClaims) expiry() time.Time {
+	if c.Expiry == 0 {
+		return time.Time{}
 	}
-	return &claims
+	return time.Unix(int64(c.Expiry), 0)
 }
 
 // ready returns the verifier, reading the provider's discovery document

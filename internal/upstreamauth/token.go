@@ -308,10 +308,7 @@ func (e *exchanged) Forget(ctx context.Context, value string) {
 		e.service.Forget(ctx, value)
 		return
 	}
-	key := callerToken{server: e, identity: caller.Identity, subject: sha256.Sum256([]byte(caller.Token))}
-	if key.identity == "" {
-		key.identity = "token\x00" + caller.Token
-	}
+	key := e.keyOf(caller)
 	if v, found := e.tokens.Get(key); found && v.(issued).value == value {
 		e.tokens.Remove(key)
 	}
@@ -338,16 +335,11 @@ func (e *exchanged) forCaller(ctx context.Context, caller Caller) (string, error
 			Message: "spec.auth.tokenExchange.tokenURL " + e.c.cfg.endpoint() + " is not a token endpoint the operator sends callers' tokens to (--token-exchange-urls)",
 			Public:  "spec.auth.tokenExchange.tokenURL is not a token endpoint the operator sends callers' tokens to (--token-exchange-urls)"}
 	}
-	identity := caller.Identity
-	if identity == "" {
-		// Not said who: the token itself is all that tells callers apart.
-		identity = "token\x00" + caller.Token
-	}
-	key := callerToken{server: e, identity: identity, subject: sha256.Sum256([]byte(caller.Token))}
+	key := e.keyOf(caller)
 	if value, ok := e.cached(key); ok {
 		return value, nil
 	}
-	tok, err := e.c.fetch(ctx, &e.exchanging, identity+"\x00"+string(key.subject[:]), func(ctx context.Context) (issued, error) {
+	tok, err := e.c.fetch(ctx, &e.exchanging, string(key.subject[:])+caller.Identity, func(ctx context.Context) (issued, error) {
 		if value, ok := e.cached(key); ok {
 			return issued{value: value}, nil
 		}
@@ -359,6 +351,12 @@ func (e *exchanged) forCaller(ctx context.Context, caller Caller) (string, error
 		return tok, nil
 	})
 	return tok.value, err
+}
+
+// keyOf is where the caller's exchanged token is kept: the subject
+// token's digest tells callers apart even when no identity is said.
+func (e *exchanged) keyOf(caller Caller) callerToken {
+	return callerToken{server: e, identity: caller.Identity, subject: sha256.Sum256([]byte(caller.Token))}
 }
 
 func (e *exchanged) cached(key callerToken) (string, bool) {

@@ -6,14 +6,18 @@
 // A token is reused until Early before it expires, then fetched again in
 // one request however many requests wait for it; a token issued without
 // expires_in is reused for DefaultLifetime. Exchanged tokens are kept per
-// caller, at most MaxCallers of them per Sources (per replica). A failed
-// request for a token is never remembered: the next request asks again.
+// caller and subject token, at most MaxCallers of them per Sources (per
+// replica), and only exchanged at token endpoints the Sources was given.
+// A failed request for a token is never remembered: the next request asks
+// again; a token a server answered 401 to is forgotten.
 //
-// Errors are *mcpclient.CredentialsError: ErrAuthRefused when the token
-// service answered with an OAuth error (its code is kept, its description
-// is not, since a token service may echo what it was sent), or when a
-// call to a server whose tokens are exchanged has no caller to exchange
-// for; ErrAuthUnavailable when the token service could not be asked. No
+// Errors are *mcpclient.CredentialsError, keeping the token service's
+// OAuth code but not its description (a token service may echo what it
+// was sent): ErrAuthRefused when an exchange refused the caller
+// (invalid_grant, invalid_target, invalid_scope, access_denied) or a call
+// to a server whose tokens are exchanged has no caller to exchange for;
+// ErrAuthUnavailable for every other refusal (the client's, which the
+// operator must fix) and when the token service could not be asked. No
 // message holds a token, the client secret, or the query of the token
 // endpoint's URL.
 package upstreamauth
@@ -53,7 +57,7 @@ const (
 // Caller is who a tool call is made for.
 type Caller struct {
 	// Identity is an opaque key unique to the caller (the catalog's
-	// caller identity): exchanged tokens are kept per Identity.
+	// caller identity): exchanged tokens are kept per Identity and Token.
 	Identity string
 	// Token is the caller's validated bearer token, the subject of a token
 	// exchange; empty when the caller has none.
