@@ -380,8 +380,14 @@ func TestStopEndsHeldRequests(t *testing.T) {
 		_, err := p.ClientCredentialsToken(context.Background(), "plain", "plain-secret")
 		done <- err
 	}()
-	// Stop must not wait for the held request; it may run before or after
-	// the request arrives, either way the request fails.
+	// Stop must not wait for the request it holds: wait until it holds it.
+	deadline := time.Now().Add(20 * time.Second)
+	for p.TokenRequests() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the request never reached the token endpoint")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	p.Stop()
 	p.Stop()
 	select {
