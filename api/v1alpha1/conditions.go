@@ -170,6 +170,11 @@ const (
 	// spec.alwaysInclude names a tool the menu does not offer. Absent
 	// otherwise.
 	ConditionUnmatchedAlwaysInclude = "UnmatchedAlwaysInclude"
+	// ConditionPolicyInvalid is True when spec.policy does not compile: the
+	// message says where and why, and the catalog enforces
+	// status.appliedPolicy (the last policy that compiled) until it is
+	// fixed, or denies every call when there is none. Absent otherwise.
+	ConditionPolicyInvalid = "PolicyInvalid"
 )
 
 // Reasons for ToolCollection conditions.
@@ -197,4 +202,8 @@ const (
 	// ReasonAlwaysIncludeTargetMissing: spec.alwaysInclude names a tool the
 	// menu does not offer.
 	ReasonAlwaysIncludeTargetMissing = "AlwaysIncludeTargetMissing"
+	// ReasonInvalidPolicy: spec.policy does not compile (an expression
+	// with a syntax or type error, not a bool, over the cost limit, or a
+	// bad glob).
+	ReasonInvalidPolicy = "InvalidPolicy"
 )

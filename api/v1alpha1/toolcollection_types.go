@@ -79,6 +79,23 @@ type ToolCollectionSpec struct {
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=64
 	AlwaysInclude []string `json:"alwaysInclude,omitempty"`
+
+	// policy decides, per tool and per call, which callers may call the
+	// collection's tools with which arguments, in CEL over the caller, the
+	// tool and its annotations, and the arguments (see docs/policy.md).
+	// Absent, every caller RBAC lets through may call every tool.
+	//
+	// Example:
+	//   policy:
+	//     rules:
+	//     - name: destructive-for-oncall
+	//       effect: Deny
+	//       match:
+	//         annotations: {destructiveHint: true}
+	//       expression: '!("oncall" in caller.groups)'
+	//       message: destructive tools are for the on-call group
+	// +optional
+	Policy *ToolPolicy `json:"policy,omitempty"`
 }
 
 // Exposure says how a collection's MCP endpoint offers its tools.
@@ -243,7 +260,8 @@ type ToolCollectionStatus struct {
 	// +kubebuilder:default=-1
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions: Ready, Degraded, Conflicts, Reconciling and Stalled.
+	// conditions: Ready, Degraded, Conflicts, PolicyInvalid, Reconciling
+	// and Stalled.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -296,6 +314,14 @@ type ToolCollectionStatus struct {
 	// spec.alwaysInclude).
 	// +optional
 	Exposure Exposure `json:"exposure,omitempty"`
+
+	// appliedPolicy is the last spec.policy that compiled, with its
+	// generation: what the catalog enforces while spec.policy is invalid
+	// (condition PolicyInvalid). Absent when spec.policy is absent; while
+	// a policy that never compiled is absent too, and the catalog then
+	// denies every call of the collection.
+	// +optional
+	AppliedPolicy *AppliedPolicy `json:"appliedPolicy,omitempty"`
 }
 
 // CollectionServer is one selected MCPServer.
