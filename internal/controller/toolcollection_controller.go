@@ -50,8 +50,11 @@ func (r *ToolCollectionReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		}
 	}()
 
+	// The policy's outcome is recorded even when the menu cannot be
+	// resolved; it is the catalog's to enforce either way.
+	policyProblem := collectionPolicy(&tc)
 	if err := menu.Validate(&tc.Spec); err != nil {
-		collectionStalled(&tc, err.Error()+"; fix the spec to resume")
+		collectionStalled(&tc, mcpv1alpha1.ReasonInvalidSpec, err.Error()+"; fix the spec to resume")
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 	// The cache's own objects, not copies: a collection is reconciled
@@ -64,7 +67,7 @@ func (r *ToolCollectionReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{}, fmt.Errorf("listing MCPServers in %s: %w", tc.Namespace, err)
 	}
 	m := menu.ForCollection(&tc.Spec, servers.Items)
-	collectionStatus(&tc, m)
+	collectionStatus(&tc, m, policyProblem)
 	withheld := 0
 	if tc.Spec.Pinning != nil && tc.Spec.Pinning.Mode != mcpv1alpha1.PinningWarn {
 		withheld = len(m.Unapproved)
@@ -74,14 +77,20 @@ func (r *ToolCollectionReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 }
 
 // collectionEvents are the Events a collection's status transition calls
-// for: a spec that turned invalid, and conflicts or unapproved tools that
-// changed.
+// for: a spec or a policy that turned invalid, and conflicts or
+// unapproved tools that changed.
 func collectionEvents(before, after *mcpv1alpha1.ToolCollection) []statusEvent {
 	var list []statusEvent
 	warn := func(c *metav1.Condition) {
 		list = append(list, statusEvent{eventType: corev1.EventTypeWarning, reason: c.Reason, action: "Resolve", message: c.Message})
 	}
-	if c := conditionChanged(before.Status.Conditions, after.Status.Conditions, mcpv1alpha1.ConditionStalled); c != nil {
+	// A policy that does not compile stalls the collection too, with the
+	// same message: PolicyInvalid tells of it, once.
+	if c := conditionChanged(before.Status.Conditions, after.Status.Conditions, mcpv1alpha1.ConditionStalled); c != nil &&
+		c.Reason != mcpv1alpha1.ReasonInvalidPolicy {
+		warn(c)
+	}
+	if c := conditionChanged(before.Status.Conditions, after.Status.Conditions, mcpv1alpha1.ConditionPolicyInvalid); c != nil {
 		warn(c)
 	}
 	if c := meta.FindStatusCondition(after.Status.Conditions, mcpv1alpha1.ConditionConflicts); c != nil &&

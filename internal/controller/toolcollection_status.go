@@ -12,7 +12,10 @@ import (
 )
 
 // collectionStatus renders a resolved menu as status, conditions included.
-func collectionStatus(tc *mcpv1alpha1.ToolCollection, m menu.Menu) {
+// policyProblem is collectionPolicy's verdict: when spec.policy does not
+// compile, the menu is still served (under the last policy that did), but
+// Ready and Stalled say the spec cannot work as written.
+func collectionStatus(tc *mcpv1alpha1.ToolCollection, m menu.Menu, policyProblem string) {
 	st := &tc.Status
 	st.Servers = make([]mcpv1alpha1.CollectionServer, len(m.Servers))
 	var notReady []string
@@ -87,6 +90,13 @@ func collectionStatus(tc *mcpv1alpha1.ToolCollection, m menu.Menu) {
 		set(mcpv1alpha1.ConditionTooManyTools, false, "", "")
 	}
 
+	// Ready and Stalled are decided once, here: set and then replaced,
+	// they would get a new lastTransitionTime, and status a write, on
+	// every reconcile.
+	if policyProblem != "" {
+		collectionStalled(tc, mcpv1alpha1.ReasonInvalidPolicy, policyProblem)
+		return
+	}
 	ready := metav1.Condition{Type: mcpv1alpha1.ConditionReady, ObservedGeneration: tc.Generation}
 	switch {
 	case len(m.Servers) == 0:
@@ -106,12 +116,13 @@ func collectionStatus(tc *mcpv1alpha1.ToolCollection, m menu.Menu) {
 	st.ObservedGeneration = tc.Generation
 }
 
-// collectionStalled records a spec that cannot be resolved until it changes.
-func collectionStalled(tc *mcpv1alpha1.ToolCollection, message string) {
+// collectionStalled records a spec that cannot work as written until it
+// changes: InvalidSpec (the menu cannot be resolved) or InvalidPolicy.
+func collectionStalled(tc *mcpv1alpha1.ToolCollection, reason, message string) {
 	meta.SetStatusCondition(&tc.Status.Conditions, metav1.Condition{Type: mcpv1alpha1.ConditionStalled, Status: metav1.ConditionTrue,
-		Reason: mcpv1alpha1.ReasonInvalidSpec, Message: message, ObservedGeneration: tc.Generation})
+		Reason: reason, Message: message, ObservedGeneration: tc.Generation})
 	meta.SetStatusCondition(&tc.Status.Conditions, metav1.Condition{Type: mcpv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
-		Reason: mcpv1alpha1.ReasonInvalidSpec, Message: message, ObservedGeneration: tc.Generation})
+		Reason: reason, Message: message, ObservedGeneration: tc.Generation})
 	meta.RemoveStatusCondition(&tc.Status.Conditions, mcpv1alpha1.ConditionReconciling)
 	tc.Status.ObservedGeneration = tc.Generation
 }
