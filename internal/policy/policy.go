@@ -127,9 +127,15 @@ func issuesOf(iss *cel.Issues) error {
 }
 
 // DenyAll is the policy of a collection whose policy never compiled: it
-// denies every call, telling the caller why.
-func DenyAll(message string) *Policy {
-	return &Policy{deny: true, rules: []rule{{name: "invalid-policy", message: message}}, hash: "deny-all"}
+// denies every call, telling the caller why; in mode Audit (what the
+// invalid policy asked for) it only records so.
+func DenyAll(message string, mode mcpv1alpha1.PolicyMode) *Policy {
+	audit := mode == mcpv1alpha1.PolicyAudit
+	hash := "deny-all"
+	if audit {
+		hash = "deny-all-audit"
+	}
+	return &Policy{deny: true, audit: audit, rules: []rule{{name: "invalid-policy", message: message}}, hash: hash}
 }
 
 // Hash identifies the policy: two policies with the same hash decide

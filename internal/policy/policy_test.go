@@ -765,7 +765,7 @@ func TestAuditMode(t *testing.T) {
 }
 
 func TestDenyAll(t *testing.T) {
-	p := DenyAll("spec.policy is invalid: rule x does not compile")
+	p := DenyAll("spec.policy is invalid: rule x does not compile", mcpv1alpha1.PolicyEnforce)
 	for _, c := range []*Caller{alice, bob, carol} {
 		for _, tl := range []*Tool{deleteRepo, listIssues, postMessage} {
 			d := p.Decide(c, tl, json.RawMessage(`{"any":"thing"}`))
@@ -783,6 +783,15 @@ func TestDenyAll(t *testing.T) {
 	}
 	if p.Hash() == "" || p.Hash() == mustCompile(t, &mcpv1alpha1.ToolPolicy{Default: mcpv1alpha1.PolicyDeny}).Hash() {
 		t.Errorf("Hash() = %q", p.Hash())
+	}
+	// An invalid policy that asked for Audit records the denial and
+	// refuses nothing: rolling a policy out never shuts a collection.
+	audit := DenyAll("invalid", mcpv1alpha1.PolicyAudit)
+	if d := audit.Decide(alice, deleteRepo, nil); d.Allowed || d.Enforced || d.Refused() || d.Rule != "invalid-policy" {
+		t.Errorf("Audit DenyAll: Decide = %+v, want denied, not enforced", d)
+	}
+	if !audit.MayCall(alice, deleteRepo) || audit.Enforced() || audit.Hash() == p.Hash() {
+		t.Errorf("Audit DenyAll: MayCall %v, Enforced %v, Hash %q", audit.MayCall(alice, deleteRepo), audit.Enforced(), audit.Hash())
 	}
 }
 

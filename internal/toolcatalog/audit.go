@@ -47,10 +47,13 @@ type AuditRecord struct {
 	Server       string `json:"server,omitempty"`
 	// Outcome is how it ended, as the metrics name it: success,
 	// tool_error, invalid_arguments, unknown_tool, forbidden,
-	// unauthorized, rate_limited, busy, upstream_unreachable, upstream_auth_refused,
+	// policy_denied, unauthorized, rate_limited, busy, upstream_unreachable, upstream_auth_refused,
 	// upstream_timeout, …; Status the HTTP status of a REST answer.
 	Outcome string `json:"outcome"`
 	Status  int    `json:"status,omitempty"`
+	// Policy is the decision of the collection's spec.policy, when it has
+	// one (outcome policy_denied when it refused the call).
+	Policy *AuditPolicy `json:"policy,omitempty"`
 	// DurationMs is from receiving the call to answering it.
 	DurationMs float64 `json:"durationMs"`
 	// ResultBytes is the size of the result's text and content, 0 when

@@ -41,6 +41,11 @@ func (r *AuditRecord) appendJSON(b []byte) []byte {
 		b = append(b, `,"status":`...)
 		b = strconv.AppendInt(b, int64(r.Status), 10)
 	}
+	if p := r.Policy; p != nil {
+		b = appendStringField(b, `,"policy":{"decision":`, p.Decision)
+		b = appendOptionalField(b, `,"rule":`, p.Rule)
+		b = append(appendStringField(b, `,"mode":`, p.Mode), '}')
+	}
 	b = append(b, `,"durationMs":`...)
 	b = appendJSONFloat(b, r.DurationMs)
 	b = append(b, `,"resultBytes":`...)

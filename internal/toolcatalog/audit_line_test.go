@@ -13,7 +13,7 @@ func TestAuditLineIsWhatJSONMarshalWrites(t *testing.T) {
 	full := AuditRecord{Time: "2026-12-02T01:02:03.123456789Z", RequestID: "0123456789abcdef", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736",
 		User: "system:serviceaccount:team-a:agent", Groups: []string{"system:serviceaccounts", "system:authenticated"}, Issuer: "https://idp.example.com", Via: "mcp",
 		Collection: "team-a/all", Tool: "mcp_calc_echo", OriginalName: "echo", Server: "team-a/calc", Outcome: "success",
-		Status: 200, DurationMs: 1.234, ResultBytes: 42}
+		Status: 200, Policy: &AuditPolicy{Decision: "deny", Rule: "oncall-only", Mode: "Audit"}, DurationMs: 1.234, ResultBytes: 42}
 	cases := map[string]AuditRecord{
 		"every field":       full,
 		"only the required": {Time: "t", RequestID: "r", User: "anonymous", Via: "rest", Tool: "x", Outcome: "unknown_tool"},
@@ -31,6 +31,8 @@ func TestAuditLineIsWhatJSONMarshalWrites(t *testing.T) {
 		"a huge duration":                                {DurationMs: 1e22},
 		"a negative status":                              {Status: -1, ResultBytes: -5},
 		"a third of a ms":                                {DurationMs: 1.0 / 3},
+		"a policy's default decided":                     {Policy: &AuditPolicy{Decision: "allow", Mode: "Enforce"}},
+		"a rule name with quotes":                        {Policy: &AuditPolicy{Decision: "deny", Rule: `a"b`, Mode: "Enforce"}},
 	}
 	// A field added to AuditRecord must be added to appendJSON: the case
 	// with every field must have them all set.

@@ -19,6 +19,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/policy"
 )
 
 // AuthMode says how the catalog decides who may see and call what.
@@ -71,6 +72,8 @@ type caller struct {
 	// of the caller's cached decisions: a token of the same user with
 	// other extra (a scoped token) may be decided otherwise.
 	identity string
+	// policy is the caller as a collection's policy reads it.
+	policy *policy.Caller
 }
 
 type callerKey struct{}
@@ -199,7 +202,7 @@ func (a *authorizer) authenticate(ctx context.Context, r *http.Request) (*caller
 			if !review.Status.Authenticated {
 				return nil, a.reject(key, expires, errInvalidToken)
 			}
-			who = newCaller(review.Status.User)
+			who = newCaller(review.Status.User, "")
 		}
 		who.token = token
 		a.tokens.Add(key, cachedCaller{caller: who, expires: expires})
@@ -282,13 +285,16 @@ func authenticationUser(name string, groups []string) authenticationv1.UserInfo 
 	return authenticationv1.UserInfo{Username: name, Groups: groups}
 }
 
-// newCaller is the user a TokenReview (or the OIDC validator) vouched for.
-func newCaller(user authenticationv1.UserInfo) *caller {
-	who := &caller{username: user.Username, uid: user.UID, groups: user.Groups, extra: map[string]authorizationv1.ExtraValue{}}
+// newCaller is the user a TokenReview, or the OIDC validator of issuer,
+// vouched for.
+func newCaller(user authenticationv1.UserInfo, issuer string) *caller {
+	who := &caller{username: user.Username, uid: user.UID, groups: user.Groups, extra: map[string]authorizationv1.ExtraValue{},
+		issuer: issuer, policy: &policy.Caller{Name: user.Username, UID: user.UID, Groups: user.Groups, Issuer: issuer, Extra: map[string][]string{}}}
 	// Separators no name contains, so that two callers never share one.
-	parts := []string{user.Username, user.UID, strings.Join(user.Groups, "\x01")}
+	parts := []string{issuer, user.Username, user.UID, strings.Join(user.Groups, "\x01")}
 	for _, k := range slices.Sorted(maps.Keys(user.Extra)) {
 		who.extra[k] = authorizationv1.ExtraValue(user.Extra[k])
+		who.policy.Extra[k] = user.Extra[k]
 		parts = append(parts, k+"\x02"+strings.Join(user.Extra[k], "\x01"))
 	}
 	who.identity = strings.Join(parts, "\x00")

@@ -291,9 +291,7 @@ func (v *oidcValidator) callerOf(claims map[string]json.RawMessage) (*caller, er
 			groups[i] = v.opts.GroupsPrefix + groups[i]
 		}
 	}
-	who := newCaller(authenticationUser(v.usernamePrefix+name, groups))
-	who.issuer = v.opts.IssuerURL
-	return who, nil
+	return newCaller(authenticationUser(v.usernamePrefix+name, groups), v.opts.IssuerURL), nil
 }
 
 // invalidToken is a 401 whose challenge says error="invalid_token" and

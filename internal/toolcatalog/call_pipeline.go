@@ -24,12 +24,14 @@ import (
 //     tool (2026-07-28's Mcp-Param-* headers).
 //  3. authorize: execute on the collection, or through the global menu
 //     on the tool's MCPServer. The caller was authenticated before, with
-//     the request (auth.go); a per-tool policy decides right after this.
-//  4. limit: the caller's rate.
-//  5. validate: the arguments against the tool's input schema.
-//  6. invoke: the call on the server's session, long output cut, a
+//     the request (auth.go).
+//  4. decide: the collection's policy, for this caller, tool and
+//     arguments (call_policy.go).
+//  5. limit: the caller's rate.
+//  6. validate: the arguments against the tool's input schema.
+//  7. invoke: the call on the server's session, long output cut, a
 //     failure told as the caller may read it.
-//  7. record: metrics, debug log, audit line and span attributes, once,
+//  8. record: metrics, debug log, audit line and span attributes, once,
 //     whatever the outcome (call_record.go).
 
 // callRequest is one tool call as an entry point decoded it.
@@ -44,7 +46,7 @@ type callRequest struct {
 	view *view
 	// check, if set, is step 2.
 	check func(*menu.Entry) error
-	// authorized, if set, hears that the call passed step 3: a REST
+	// authorized, if set, hears that the call passed step 4: a REST
 	// caller that asked for events has them from there on, and a plain
 	// answer with its status before.
 	authorized func()
@@ -60,12 +62,15 @@ func (c *Catalog) runCall(ctx context.Context, key viewKey, req *callRequest) (*
 }
 
 func (c *Catalog) callSteps(ctx context.Context, key viewKey, req *callRequest) (*menu.Entry, Envelope, error) {
-	entry, withheld, err := c.resolveCall(ctx, key, req)
+	vw, entry, withheld, err := c.resolveCall(ctx, key, req)
 	switch {
 	case err != nil:
 		return entry, Envelope{}, err
 	case withheld:
 		if err := c.authorizeCall(ctx, key, entry); err != nil {
+			return entry, Envelope{}, err
+		}
+		if err := c.decide(ctx, vw, entry, req.arguments); err != nil {
 			return entry, Envelope{}, err
 		}
 		return entry, Envelope{}, c.notReady(entry)
@@ -76,6 +81,9 @@ func (c *Catalog) callSteps(ctx context.Context, key viewKey, req *callRequest) 
 		}
 	}
 	if err := c.authorizeCall(ctx, key, entry); err != nil {
+		return entry, Envelope{}, err
+	}
+	if err := c.decide(ctx, vw, entry, req.arguments); err != nil {
 		return entry, Envelope{}, err
 	}
 	if req.authorized != nil {
@@ -101,23 +109,23 @@ func (c *Catalog) callSteps(ctx context.Context, key viewKey, req *callRequest) 
 
 // resolveCall finds the called tool in the addressed menu; withheld says
 // it is there only as a tool whose server is not Ready.
-func (c *Catalog) resolveCall(ctx context.Context, key viewKey, req *callRequest) (entry *menu.Entry, withheld bool, err error) {
-	vw := req.view
+func (c *Catalog) resolveCall(ctx context.Context, key viewKey, req *callRequest) (vw *view, entry *menu.Entry, withheld bool, err error) {
+	vw = req.view
 	if vw == nil {
 		if vw, err = c.menus.view(ctx, key); err != nil {
-			return nil, false, &requestError{code: http.StatusServiceUnavailable, message: "the catalog cannot read its cache yet; retry"}
+			return nil, nil, false, &requestError{code: http.StatusServiceUnavailable, message: "the catalog cannot read its cache yet; retry"}
 		}
 	}
 	if vw.missing != "" {
-		return nil, false, &requestError{code: http.StatusNotFound, message: vw.missing}
+		return vw, nil, false, &requestError{code: http.StatusNotFound, message: vw.missing}
 	}
 	if entry, ok := vw.byName[req.name]; ok {
-		return entry, false, nil
+		return vw, entry, false, nil
 	}
 	if down, ok := vw.withheld[req.name]; ok {
-		return down, true, nil
+		return vw, down, true, nil
 	}
-	return nil, false, &unknownToolError{name: req.name}
+	return vw, nil, false, &unknownToolError{name: req.name}
 }
 
 // unknownToolError: the addressed menu has no tool of that name.

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolmesh/mcp-operator/internal/menu"
+	"github.com/toolmesh/mcp-operator/internal/policy"
 	"github.com/toolmesh/mcp-operator/internal/tracing"
 )
 
@@ -31,6 +32,8 @@ type callNote struct {
 	// reason is why a call to the server failed (upstreamError's kind:
 	// Unreachable, Timeout, NotReady, NotFound, ...), for the debug log.
 	reason string
+	// policy is the collection's policy's decision, when it has one.
+	policy *policy.Decision
 }
 
 type callNoteKey struct{}
@@ -195,6 +198,14 @@ func (c *Catalog) record(ctx context.Context, key viewKey, tool string, entry *m
 			span.SetStatus(codes.Error, outcome)
 		}
 	}
+	var decided *AuditPolicy
+	if note.policy != nil {
+		decided = policyRecord(note.policy)
+		decided.count(collection)
+		if span.IsRecording() {
+			span.SetAttributes(decided.attributes()...)
+		}
+	}
 
 	user, groups, issuer := "anonymous", []string(nil), ""
 	if who := callerFrom(ctx); who != nil {
@@ -202,7 +213,7 @@ func (c *Catalog) record(ctx context.Context, key viewKey, tool string, entry *m
 	}
 	c.audit.write(AuditRecord{
 		Time: auditTime(time.Now()), RequestID: note.requestID, User: user, Groups: groups, Issuer: issuer, Via: note.via,
-		Collection: collection, Tool: tool, OriginalName: original, Server: server, Outcome: outcome, Status: note.status,
+		Collection: collection, Tool: tool, OriginalName: original, Server: server, Outcome: outcome, Status: note.status, Policy: decided,
 		DurationMs: float64(elapsed.Microseconds()) / 1000, ResultBytes: note.resultBytes,
 		TraceID: traceIDOf(span),
 	})

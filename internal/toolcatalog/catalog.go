@@ -107,6 +107,7 @@ type Catalog struct {
 	pool      *mcpclient.Pool
 	upstreams *upstreams
 	menus     *menuCache
+	policies  *policies
 	schemas   *schemaCache
 	authz     *authorizer
 	callers   *callerLimits
@@ -153,7 +154,7 @@ func New(reader client.Reader, opts Options) (*Catalog, error) {
 		opts.AuthSources = upstreamauth.NewSources()
 	}
 	pool := &mcpclient.Pool{Owner: "catalog"}
-	c := &Catalog{reader: reader, opts: opts, log: opts.Log, pool: pool, schemas: newSchemaCache(),
+	c := &Catalog{reader: reader, opts: opts, log: opts.Log, pool: pool, schemas: newSchemaCache(), policies: newPolicies(),
 		upstreams: newUpstreams(pool), callers: newCallerLimits(opts.CallerRate, opts.CallerBurst)}
 	c.streams, c.endStreams = context.WithCancel(context.Background())
 	c.menus = newMenuCache(c)
@@ -194,6 +195,7 @@ func (c *Catalog) WatchChanges(ctx context.Context, cache ctrlcache.Cache) error
 			key := viewKey{kind: collectionView, namespace: tc.Namespace, name: tc.Name}
 			c.mcp.forget(key)
 			c.menus.forget(key)
+			forgetPolicyDecisions(tc.Namespace + "/" + tc.Name)
 		}
 	}}
 	for _, watch := range []struct {

@@ -117,16 +117,22 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 
 // answerFailure answers a failed tools/call, recorded already. What the
 // model can act on (bad arguments: SEP-1303 in MCP 2025-11-25; a server
-// down) is a tool result with isError; being told to slow down (the
-// caller's rate, a busy server) or refused is a JSON-RPC error the
-// client's code handles, as 429 and 403 are over REST.
+// down; a collection's policy denying this tool or these arguments, whose
+// rule says why) is a tool result with isError; being told to slow down
+// (the caller's rate, a busy server) or refused access to the collection
+// is a JSON-RPC error the client's code handles, as 429 and 403 are over
+// REST.
 func answerFailure(stream *callStream, err error, stateless bool) {
 	var reqErr *requestError
 	var upErr *upstreamError
+	var denied *policyDeniedError
 	switch outcome := outcomeOf(err); {
 	case outcome == "rate_limited" || outcome == "busy":
 	case errors.As(err, &reqErr):
 		stream.result(resultOf(mcp.NewToolResultError(reqErr.message), stateless))
+		return
+	case errors.As(err, &denied):
+		stream.result(resultOf(mcp.NewToolResultError(denied.message), stateless))
 		return
 	case errors.As(err, &upErr):
 		stream.result(resultOf(mcp.NewToolResultError(upErr.Error()), stateless))

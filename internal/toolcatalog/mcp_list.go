@@ -28,8 +28,9 @@ import (
 // initialize, discovery, log levels and the listening streams.
 //
 // A page that is the same for every caller who may read the menu (a
-// collection's; the whole menu's when callers are not told apart) is kept
-// once per revision and era, so a page costs a map lookup.
+// collection's without a policy that narrows it per caller; the whole
+// menu's when callers are not told apart) is kept once per revision and
+// era, so a page costs a map lookup.
 
 // maxKeptListBytes bounds the pages one endpoint keeps of a revision: a
 // whole 100,000-tool menu listed in both eras would be twice its encoded
@@ -101,9 +102,9 @@ func (m *mcpHandlers) serveList(w http.ResponseWriter, r *http.Request, h *mcpHa
 		return
 	}
 	key := listKey{stateless: stateless, cursor: cursor}
-	shared := h.key.kind == collectionView || !m.catalog.authz.enabled()
 	h.mu.Lock()
 	revision := h.revision
+	shared := !h.perCaller && (h.key.kind == collectionView || !m.catalog.authz.enabled())
 	page, kept := h.listed.pages[key]
 	reachable := key.cursor == "" || h.listed.cursors[key.cursor]
 	h.mu.Unlock()
@@ -112,15 +113,11 @@ func (m *mcpHandlers) serveList(w http.ResponseWriter, r *http.Request, h *mcpHa
 		return
 	}
 	vw, err := m.catalog.menus.view(r.Context(), h.key)
-	entries := []menu.Entry(nil)
-	if err == nil {
-		entries = vw.menu.Tools
+	if err == nil && vw.policy != nil && vw.policy.Enforced() {
+		shared = false // the menu moved to a policy since the handler's sync
 	}
 	if err == nil && !shared {
-		var visible *view
-		if visible, err = m.catalog.visibleTo(r.Context(), vw); err == nil {
-			entries = visible.menu.Tools
-		}
+		vw, err = m.catalog.callerView(r.Context(), h.key, vw)
 	}
 	if err != nil {
 		// The menu cannot be read yet, or the caller's permissions cannot
@@ -132,7 +129,7 @@ func (m *mcpHandlers) serveList(w http.ResponseWriter, r *http.Request, h *mcpHa
 		writeRPCError(w, http.StatusServiceUnavailable, msg.ID, mcp.INTERNAL_ERROR, message)
 		return
 	}
-	page, next, err := m.listPage(vw, entries, h.name, stateless, cursor != "", after)
+	page, next, err := m.listPage(vw, vw.menu.Tools, h.name, stateless, cursor != "", after)
 	if err != nil {
 		writeRPCError(w, http.StatusInternalServerError, msg.ID, mcp.INTERNAL_ERROR, "the page could not be encoded")
 		return

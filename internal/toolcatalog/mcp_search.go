@@ -160,7 +160,7 @@ func (m *mcpHandlers) serveSearchCall(ctx context.Context, w http.ResponseWriter
 	c := m.catalog
 	switch msg.Params.Name {
 	case findToolsName:
-		result, err := c.findTools(vw, msg.Params.Arguments)
+		result, err := c.findTools(vw.forCaller(callerFrom(ctx)), msg.Params.Arguments)
 		if err != nil {
 			c.recordCall(ctx, key, msg.Params.Name, nil, Envelope{}, err)
 			answerFailure(newCallStream(w, msg.ID), err, stateless)

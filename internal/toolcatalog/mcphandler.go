@@ -47,6 +47,9 @@ type mcpHandler struct {
 	mu     sync.Mutex
 	// revision is the view's mcpRevision whose tools the server lists.
 	revision string
+	// perCaller says the revision's policy lists each caller its own
+	// tools, so that no page is shared.
+	perCaller bool
 	// listed holds the revision's tools/list pages (mcp_list.go).
 	listed listPages
 }
@@ -205,6 +208,7 @@ func (m *mcpHandlers) sync(ctx context.Context, h *mcpHandler) error {
 	}
 	refusedTools.WithLabelValues(menuLabel(h.key)).Set(float64(len(vw.menu.Refused)))
 	h.revision = vw.mcpRevision
+	h.perCaller = vw.policy != nil && vw.policy.Enforced()
 	h.listed = newListPages()
 	h.server.SendNotificationToAllClients(string(mcp.MethodNotificationToolsListChanged), nil)
 	return nil

@@ -18,6 +18,7 @@ import (
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/menu"
+	"github.com/toolmesh/mcp-operator/internal/policy"
 )
 
 // viewKey names a menu: the global one (optionally of one namespace), a
@@ -56,6 +57,16 @@ type view struct {
 	// used says a caller asked for the view, so that the next version's
 	// is built before anyone asks again (see menu_warm.go).
 	used atomic.Bool
+	// policy is the collection's compiled policy (nil without one), and
+	// callers the views of it its callers are served (menu_policy.go).
+	policy  *policy.Policy
+	callers *callerViews
+	// base is the view a caller's view narrows (nil for a menu's own):
+	// searches rank the base's tools, keeping the caller's.
+	base *view
+	// renders are a caller's view's renderings, by format; a menu's own
+	// are in the menu cache.
+	renders sync.Map
 }
 
 // menuCache keeps resolved views and rendered bodies until the catalog's
@@ -268,6 +279,7 @@ var sharedFromCache = client.UnsafeDisableDeepCopy
 func (c *Catalog) buildView(ctx context.Context, key viewKey) (*view, error) {
 	var m menu.Menu
 	var exposure menu.Exposure
+	var pol *policy.Policy
 	switch key.kind {
 	case globalView:
 		var servers mcpv1alpha1.MCPServerList
@@ -291,6 +303,7 @@ func (c *Catalog) buildView(ctx context.Context, key viewKey) (*view, error) {
 			m = menu.ForCollection(&tc.Spec, servers.Items)
 			exposure = menu.ExposureOf(&tc.Spec, &m)
 		}
+		pol = c.policies.of(&tc)
 	case serverView:
 		var srv mcpv1alpha1.MCPServer
 		if err := c.reader.Get(ctx, types.NamespacedName{Namespace: key.namespace, Name: key.name}, &srv); err != nil {
@@ -302,6 +315,12 @@ func (c *Catalog) buildView(ctx context.Context, key viewKey) (*view, error) {
 		m = menu.Global([]mcpv1alpha1.MCPServer{srv})
 	}
 	vw := &view{menu: m, revision: m.Hash(), byName: make(map[string]*menu.Entry, len(m.Tools)), withheld: map[string]*menu.Entry{}, exposure: exposure}
+	if pol != nil {
+		// Who sees and calls what changes with the policy, so its menus'
+		// ETags and their MCP endpoint's list do.
+		vw.policy, vw.callers = pol, newCallerViews()
+		vw.revision = hashParts(vw.revision, pol.Hash())
+	}
 	vw.mcpRevision = mcpRevisionOf(vw.revision, exposure)
 	for i := range m.Tools {
 		vw.byName[m.Tools[i].Name] = &m.Tools[i]

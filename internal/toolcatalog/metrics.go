@@ -56,7 +56,8 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(toolCalls, toolCallDuration, upstreamErrors, toolsServed, menuRevisions, busyCalls, refusedTools, mcpSyncFailures, catalogSessions)
+	metrics.Registry.MustRegister(toolCalls, toolCallDuration, upstreamErrors, toolsServed, menuRevisions, busyCalls, refusedTools, mcpSyncFailures, catalogSessions,
+		policyDecisions)
 }
 
 // menuLabel names a view for metrics.

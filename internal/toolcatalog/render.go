@@ -369,25 +369,36 @@ func (c *Catalog) serveMenu(w http.ResponseWriter, req *http.Request, key viewKe
 	if !ok {
 		return
 	}
-	if key.kind == globalView {
-		visible, err := c.visibleTo(req.Context(), vw)
-		if err != nil {
-			writeAuthError(w, err)
-			return
+	visible, err := c.callerView(req.Context(), key, vw)
+	switch {
+	case err != nil:
+		writeAuthError(w, err)
+	case visible == vw:
+		serveRendered(w, req, c.menus.rendering(key, vw, format))
+	case key.kind == globalView:
+		// A caller who may not see every server gets a menu of their own,
+		// not shared and so not cached: rendered in the one encoding it
+		// goes out in.
+		limit := math.MaxInt
+		if acceptsGzip(req.Header.Get("Accept-Encoding")) {
+			limit = 0
 		}
-		if visible != vw {
-			// A caller who may not see every server gets a menu of their own,
-			// not shared and so not cached: rendered in the one encoding it
-			// goes out in.
-			limit := math.MaxInt
-			if acceptsGzip(req.Header.Get("Accept-Encoding")) {
-				limit = 0
-			}
-			serveRendered(w, req, renderWithin(visible, format, limit))
-			return
-		}
+		serveRendered(w, req, renderWithin(visible, format, limit))
+	default:
+		// A caller's view under a collection's policy is kept, and
+		// shared by the callers it leaves the same tools.
+		serveRendered(w, req, visible.rendering(format))
 	}
-	serveRendered(w, req, c.menus.rendering(key, vw, format))
+}
+
+// callerView is the view of a menu a caller is served: the global menu
+// narrowed to the servers they may get, a collection's to the tools its
+// policy lets them call; vw itself when nothing is hidden.
+func (c *Catalog) callerView(ctx context.Context, key viewKey, vw *view) (*view, error) {
+	if key.kind == globalView {
+		return c.visibleTo(ctx, vw)
+	}
+	return vw.forCaller(callerFrom(ctx)), nil
 }
 
 // authorizeMenu requires get on the collection or server a menu belongs
@@ -429,7 +440,7 @@ func (c *Catalog) visibleTo(ctx context.Context, vw *view) (*view, error) {
 		return vw, nil
 	}
 	m := menu.Menu{Tools: kept}
-	narrowed := &view{menu: m, revision: m.Hash(), byName: make(map[string]*menu.Entry, len(kept))}
+	narrowed := &view{menu: m, revision: m.Hash(), byName: make(map[string]*menu.Entry, len(kept)), base: vw}
 	for i := range m.Tools {
 		narrowed.byName[m.Tools[i].Name] = &m.Tools[i]
 	}

@@ -63,9 +63,12 @@ func failureOf(err error) failure {
 	var authErr *authError
 	var unknown *unknownToolError
 	var protoErr *protocolError
+	var denied *policyDeniedError
 	switch {
 	case errors.As(err, &authErr):
 		return failure{status: authErr.code, message: authErr.message}
+	case errors.As(err, &denied):
+		return failure{status: deniedStatus, message: denied.message}
 	case errors.As(err, &reqErr):
 		return failure{status: reqErr.code, message: reqErr.message, details: reqErr.details, retryAfter: reqErr.retryAfter}
 	case errors.As(err, &upErr):
@@ -111,10 +114,13 @@ func statusOf(err error) int { return failureOf(err).status }
 func outcomeOf(err error) string {
 	var upErr *upstreamError
 	var authErr *authError
+	var denied *policyDeniedError
 	status := failureOf(err).status
 	switch {
 	case errors.As(err, &authErr):
 		return "forbidden"
+	case errors.As(err, &denied):
+		return "policy_denied"
 	case errors.As(err, &upErr) && status == http.StatusGatewayTimeout:
 		return "upstream_timeout"
 	case errors.As(err, &upErr) && status == http.StatusTooManyRequests:

@@ -7,8 +7,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-
-	"github.com/toolmesh/mcp-operator/internal/menu"
 )
 
 // Search limits: how many tools one search returns, and how long a query
@@ -55,9 +53,9 @@ func searchParamsOf(values url.Values) (searchParams, error) {
 }
 
 // serveSearch is the shared body of the three search routes: the menu's
-// checks and authorization, then its tools ranked against q. A caller of
-// the global menu who may not see every server gets the best of the tools
-// they may see, and the revision of the menu they would be served.
+// checks and authorization, then its tools ranked against q. A caller who
+// may not see every tool (callerView) gets the best of the tools they may
+// see, and the revision of the menu they would be served.
 func (c *Catalog) serveSearch(w http.ResponseWriter, req *http.Request, key viewKey) {
 	format, err := formatOf(req)
 	if err != nil {
@@ -73,21 +71,13 @@ func (c *Catalog) serveSearch(w http.ResponseWriter, req *http.Request, key view
 	if !ok {
 		return
 	}
-	revision := vw.revision
-	var keep func(*menu.Entry) bool
-	if key.kind == globalView {
-		visible, err := c.visibleTo(req.Context(), vw)
-		if err != nil {
-			writeAuthError(w, err)
-			return
-		}
-		if visible != vw {
-			revision = visible.revision
-			keep = func(e *menu.Entry) bool { _, ok := visible.byName[e.Name]; return ok }
-		}
+	visible, err := c.callerView(req.Context(), key, vw)
+	if err != nil {
+		writeAuthError(w, err)
+		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, searchResult(revision, vw.rank(params.query, params.limit, keep), format))
+	writeJSON(w, http.StatusOK, searchResult(visible.revision, visible.rank(params.query, params.limit, nil), format))
 }
 
 // searchResult renders ranked tools in a format.

@@ -87,11 +87,18 @@ type rankedTool struct {
 
 // rank returns up to limit of the view's tools that keep lets through (nil
 // keeps all), best first. The index holds every tool of the menu; a caller
-// who may see only some (the global menu, filtered per caller) or an
-// endpoint that serves only some (MCP leaves refused tools out) gets the
-// best of those, asking the index for more hits until limit are kept or
-// none are left.
+// who may see only some (a caller's view: the global menu narrowed to the
+// servers they may see, a collection's to what its policy lets them call)
+// or an endpoint that serves only some (MCP leaves refused tools out) gets
+// the best of those, asking the index for more hits until limit are kept
+// or none are left.
 func (vw *view) rank(query string, limit int, keep func(*menu.Entry) bool) []rankedTool {
+	if vw.base != nil {
+		// A caller's view of a menu: the menu's index, the caller's tools.
+		return vw.base.rank(query, limit, func(e *menu.Entry) bool {
+			return vw.byName[e.Name] != nil && (keep == nil || keep(e))
+		})
+	}
 	ix := vw.index.of(vw.menu.Tools)
 	want := limit
 	for {
