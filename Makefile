@@ -113,7 +113,7 @@ BENCH_MANAGER = BENCH_PROFILE_DIR=$(abspath $(BENCH_OUT)) go test -v -run '^$$' 
 bench: bench-search-results ## Every benchmark against same-run baselines; writes docs/benchmarks.md and fails when a goal is missed (about 20 minutes).
 	@mkdir -p $(BENCH_OUT)
 	@assets=$$(hack/envtest-assets.sh) && export KUBEBUILDER_ASSETS="$$assets" && \
-	go test -run '^$$' -bench . -benchmem -benchtime=$(BENCH_TIME) ./internal/toolname ./internal/toolcatalog | tee $(BENCH_OUT)/micro.txt && \
+	go test -run '^$$' -bench . -benchmem -benchtime=$(BENCH_TIME) ./internal/toolname ./internal/toolcatalog ./internal/policy | tee $(BENCH_OUT)/micro.txt && \
 	go test -run '^$$' -bench . -benchmem -benchtime=20x ./internal/menu | tee -a $(BENCH_OUT)/micro.txt && \
 	($(BENCH_MANAGER) -bench 'BenchmarkCatalog|BenchmarkHeapInProcess'; first=$$?; \
 	  $(BENCH_MANAGER) -bench 'BenchmarkScale$$'; second=$$?; \
@@ -127,7 +127,7 @@ bench: bench-search-results ## Every benchmark against same-run baselines; write
 	@go tool pprof -sample_index=inuse_space -top -cum -focus='toolmesh|controller-runtime|client-go' -nodecount=40 \
 	  $(BENCH_OUT)/heap-inprocess.pprof 2>/dev/null | tail -n +5 >> $(BENCH_OUT)/profiles.txt
 	cat $(BENCH_OUT)/micro.txt $(BENCH_OUT)/manager.txt $(BENCH_OUT)/search.txt | \
-	  go run ./hack/benchreport -require $(SEARCH_BENCHMARKS) -profiles $(BENCH_OUT)/profiles.txt > $(BENCH_OUT)/benchmarks.md; \
+	  go run ./hack/benchreport -require $(SEARCH_BENCHMARKS),BenchmarkDecide -profiles $(BENCH_OUT)/profiles.txt > $(BENCH_OUT)/benchmarks.md; \
 	  status=$$?; cp $(BENCH_OUT)/benchmarks.md docs/benchmarks.md && echo "wrote docs/benchmarks.md"; exit $$status
 
 # bench-search-results runs tool search's benchmarks into $(BENCH_OUT)/search.txt:
@@ -147,7 +147,7 @@ bench-search: bench-search-results ## Tool search's benchmarks alone, merged int
 .PHONY: bench-smoke
 bench-smoke: ## Every benchmark once at small sizes, profile passes included, no thresholds: keeps them from rotting (CI; about 3 minutes).
 	@assets=$$(hack/envtest-assets.sh) && export KUBEBUILDER_ASSETS="$$assets" && \
-	go test -run '^$$' -bench . -benchtime=1x ./internal/toolname ./internal/menu ./internal/toolcatalog ./internal/toolsearch && \
+	go test -run '^$$' -bench . -benchtime=1x ./internal/toolname ./internal/menu ./internal/toolcatalog ./internal/toolsearch ./internal/policy && \
 	profiles=$$(mktemp -d) && BENCH_PROFILE_DIR=$$profiles go test -run '^$$' -bench . -skip 'BenchmarkScale$$' -benchtime=1x -timeout 20m ./test/bench; \
 	  status=$$?; rm -rf $$profiles; exit $$status
 

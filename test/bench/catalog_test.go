@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,7 +28,8 @@ type callScenario struct {
 	restURL string
 	mcpURL  string
 	// jwt says the scenario is called through the JWT replica too
-	// (jwtReplica): paths rest-jwt and mcp-jwt.
+	// (jwtReplica): paths rest-jwt and mcp-jwt, and through the guarded
+	// collection's 20-rule policy, rest-jwt-policy and mcp-jwt-policy.
 	jwt   bool
 	paths []*callPath
 }
@@ -82,6 +84,9 @@ func (s *callScenario) create(b *testing.B, cp *controlPlane, f *fleet) *readyWa
 	s.echoURL, s.tool = urls[last], "mcp_"+s.serverName(last)+"_echo"
 	rw := watchReady(b, cp, s.ns, s.toolsEach)
 	collectionOfAll(b, cp, s.ns, "all")
+	if s.jwt {
+		createGuarded(b, cp, s.ns)
+	}
 	createServers(b, cp, s.ns, s.servers, s.serverName, func(i int) string { return urls[i] }, nil)
 	return rw
 }
@@ -155,7 +160,9 @@ const throughputCallers = 32
 // /mcp tools/call over the catalog in both session styles (2026-07-28
 // stateless, and a 2025-11-25 session), and for a jwt scenario REST
 // execute and /mcp tools/call (2026-07-28) through the JWT replica with
-// its callers' token (rest-jwt, mcp-jwt).
+// its callers' token (rest-jwt, mcp-jwt), and the same through the
+// guarded collection, whose policy decides each call (rest-jwt-policy,
+// mcp-jwt-policy).
 func (s *callScenario) buildPaths(b *testing.B, env *callEnv, proxyBase string, proxyPID int, inProcessBase string) {
 	body := executeBody(s.tool)
 	rest := func() error { return restCall(s.restURL, body) }
@@ -210,9 +217,16 @@ func (s *callScenario) buildPaths(b *testing.B, env *callEnv, proxyBase string, 
 		restJWT := func() error { return restCallAs(restURL, body, jwt.token) }
 		eventually(b, "REST execute with a JWT through "+s.name, restJWT)
 		jwt.refusesAnonymous(b, restURL, body)
+		guarded := strings.Replace(restURL, "/toolcollections/all/", "/toolcollections/"+guardedCollection+"/", 1)
+		restPolicy := func() error { return restCallAs(guarded, body, jwt.token) }
+		eventually(b, "REST execute with a JWT under a policy through "+s.name, restPolicy)
+		refusedByPolicy(b, guarded, s.tool, jwt.token)
 		s.paths = append(s.paths,
 			restPath("rest-jwt", restJWT, jwt.manager.cpuTime),
-			mcpPath("mcp-jwt", jwt.manager.catalog+pathOf(s.mcpURL), "", s.tool, jwt.token, jwt.manager.cpuTime))
+			mcpPath("mcp-jwt", jwt.manager.catalog+pathOf(s.mcpURL), "", s.tool, jwt.token, jwt.manager.cpuTime),
+			restPath("rest-jwt-policy", restPolicy, jwt.manager.cpuTime),
+			mcpPath("mcp-jwt-policy", strings.Replace(jwt.manager.catalog+pathOf(s.mcpURL), "/toolcollections/all/", "/toolcollections/"+guardedCollection+"/", 1),
+				"", s.tool, jwt.token, jwt.manager.cpuTime))
 	}
 }
 
