@@ -35,7 +35,9 @@ type ToolPolicy struct {
 	Default PolicyEffect `json:"default,omitempty"`
 
 	// rules, in order; the first that applies to a call decides it. At
-	// most 64, with unique names.
+	// most 64, with unique names. (The bounds on a rule's fields keep a
+	// policy under 480 KB, so that it fits in the object twice: once in
+	// spec, once in status.appliedPolicy.)
 	//
 	// Example:
 	//   rules:
@@ -121,11 +123,11 @@ type PolicyRule struct {
 	// (Kubernetes' limit on a CRD validation rule), over arguments of up to
 	// 1 MiB, makes the policy invalid (condition PolicyInvalid). Arguments
 	// over 1 MiB are not read: a rule reading them fails to evaluate. At
-	// most 2048 characters.
+	// most 1024 characters.
 	//
 	// Example: expression: 'arguments.owner == caller.name'
 	// +optional
-	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:MaxLength=1024
 	Expression string `json:"expression,omitempty"`
 
 	// message is what a caller denied by this rule is told, after the
@@ -141,23 +143,23 @@ type PolicyRule struct {
 // match; a list matches when any of its items does.
 type PolicyMatch struct {
 	// tools are glob patterns (path.Match syntax) over the tool's exposed
-	// name in this collection. At most 32 of at most 128 characters.
+	// name in this collection. At most 16 of at most 128 characters.
 	//
 	// Example: tools: ["mcp_github_delete_*", "mcp_github_merge_*"]
 	// +optional
 	// +listType=set
-	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=128
 	Tools []string `json:"tools,omitempty"`
 
-	// servers are names of MCPServers whose tools match. At most 32 of at
+	// servers are names of MCPServers whose tools match. At most 16 of at
 	// most 253 characters.
 	//
 	// Example: servers: ["github"]
 	// +optional
 	// +listType=set
-	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=253
 	Servers []string `json:"servers,omitempty"`

@@ -24,6 +24,12 @@ func TestDocExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The README's shorter own-namespace rule decides alike.
+	_, err = Compile(&mcpv1alpha1.ToolPolicy{Rules: []mcpv1alpha1.PolicyRule{{Name: "own-namespace", Effect: mcpv1alpha1.PolicyDeny,
+		Expression: `!has(arguments.namespace) || !caller.name.startsWith("system:serviceaccount:") || arguments.namespace != caller.name.split(":")[2]`}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	agent := &Caller{Name: "system:serviceaccount:team-a:agent", Issuer: "https://login.example.com"}
 	alice := &Caller{Name: "idp:alice", Issuer: "https://login.example.com"}
 	k8s := &Tool{Name: "mcp_k8s_delete_pod", Server: "k8s", Annotations: AnnotationsOf(nil)}

@@ -5,7 +5,6 @@
 package policy
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -103,10 +102,12 @@ func compileRule(env *cel.Env, spec *mcpv1alpha1.PolicyRule) (rule, error) {
 	// no cost is tracked as it runs. cel-go's runtime tracker costs time
 	// quadratic in a comprehension's length (an exists over 340,000
 	// items of the largest arguments took 2m42s with it, 86 ms without).
-	if r.program, err = env.Program(ast); err != nil {
+	// OptOptimize folds constants and compiles constant regular
+	// expressions here, once: a bad one is an error now, not at each call.
+	if r.program, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize)); err != nil {
 		return r, fmt.Errorf("expression: %w", err)
 	}
-	if r.partial, err = env.Program(ast, cel.EvalOptions(cel.OptPartialEval)); err != nil {
+	if r.partial, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize, cel.OptPartialEval)); err != nil {
 		return r, fmt.Errorf("expression: %w", err)
 	}
 	for _, ref := range ast.NativeRep().ReferenceMap() {
@@ -126,6 +127,10 @@ func issuesOf(iss *cel.Issues) error {
 	return errors.New(strings.Join(parts, "; "))
 }
 
+// InvalidPolicyRule names the rule of DenyAll in decisions: no rule of a
+// spec can have it (rule names are DNS labels).
+const InvalidPolicyRule = "(invalid-policy)"
+
 // DenyAll is the policy of a collection whose policy never compiled: it
 // denies every call, telling the caller why; in mode Audit (what the
 // invalid policy asked for) it only records so.
@@ -135,7 +140,7 @@ func DenyAll(message string, mode mcpv1alpha1.PolicyMode) *Policy {
 	if audit {
 		hash = "deny-all-audit"
 	}
-	return &Policy{deny: true, audit: audit, rules: []rule{{name: "invalid-policy", message: message}}, hash: hash}
+	return &Policy{deny: true, audit: audit, rules: []rule{{name: InvalidPolicyRule, message: message}}, hash: hash}
 }
 
 // Hash identifies the policy: two policies with the same hash decide
@@ -258,7 +263,11 @@ func (p *Policy) MayCall(caller *Caller, tool *Tool) bool {
 
 func (p *Policy) decided(r *rule, err error) Decision {
 	d := Decision{Allowed: r.allow, Rule: r.name, Enforced: !p.audit}
-	if !r.allow {
+	switch {
+	case r.name == InvalidPolicyRule:
+		d.Message = "denied by policy: " + r.message
+		return d
+	case !r.allow:
 		d.Message = "denied by policy rule " + r.name
 		if r.message != "" {
 			d.Message += ": " + r.message
@@ -276,24 +285,6 @@ func (p *Policy) byDefault() Decision {
 		d.Message = "denied by policy: no rule allows this call"
 	}
 	return d
-}
-
-// decodeArguments decodes a call's arguments for the expressions: a JSON
-// object, absent or null read as {}. Arguments over MaxArgumentsSize are
-// not read, so that no evaluation costs more than compiling estimated.
-func decodeArguments(raw json.RawMessage) (map[string]any, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return map[string]any{}, nil
-	}
-	if len(raw) > MaxArgumentsSize {
-		return nil, fmt.Errorf("the arguments are over %d bytes, more than a policy reads", MaxArgumentsSize)
-	}
-	var args map[string]any
-	if err := json.Unmarshal(raw, &args); err != nil || args == nil {
-		return nil, errors.New("the arguments are not a JSON object")
-	}
-	return args, nil
 }
 
 func (r *rule) matches(t *Tool) bool {
