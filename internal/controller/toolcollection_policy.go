@@ -36,7 +36,7 @@ func collectionPolicy(tc *mcpv1alpha1.ToolCollection) (problem string) {
 		return ""
 	}
 	if _, err := compiledPolicies.Compile(tc.Spec.Policy); err != nil {
-		problem = policyProblem(err, st.AppliedPolicy)
+		problem = policyProblem(err, st.AppliedPolicy, tc.Spec.Policy.Mode)
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: mcpv1alpha1.ConditionPolicyInvalid, Status: metav1.ConditionTrue,
 			Reason: mcpv1alpha1.ReasonInvalidPolicy, Message: problem, ObservedGeneration: tc.Generation})
 		return problem
@@ -52,10 +52,15 @@ func collectionPolicy(tc *mcpv1alpha1.ToolCollection) (problem string) {
 }
 
 // policyProblem says why spec.policy does not compile and what the
-// catalog enforces meanwhile.
-func policyProblem(err error, applied *mcpv1alpha1.AppliedPolicy) string {
+// catalog enforces meanwhile: the last policy that compiled, else a
+// denial of every call (only recorded, when the invalid policy asked for
+// mode Audit).
+func policyProblem(err error, applied *mcpv1alpha1.AppliedPolicy, mode mcpv1alpha1.PolicyMode) string {
 	why := clip(err.Error(), maxPolicyProblem)
-	if applied == nil {
+	switch {
+	case applied == nil && mode == mcpv1alpha1.PolicyAudit:
+		return why + "; no earlier policy compiled, so the catalog records every call of this collection as denied (mode Audit) until it is fixed"
+	case applied == nil:
 		return why + "; no earlier policy compiled, so the catalog denies every call of this collection until it is fixed"
 	}
 	return fmt.Sprintf("%s; the catalog enforces the policy of generation %d (status.appliedPolicy) until it is fixed", why, applied.Generation)

@@ -215,6 +215,8 @@ func TestCollectionPolicy(t *testing.T) {
 			&mcpv1alpha1.AppliedPolicy{Generation: 1, Policy: *valid}, "undefined field 'username'; the catalog enforces the policy of generation 1 (status.appliedPolicy) until it is fixed"},
 		{"a policy that never compiled denies every call", collection(3, invalid, nil, invalidCond), nil,
 			"; no earlier policy compiled, so the catalog denies every call of this collection until it is fixed"},
+		{"in mode Audit, a policy that never compiled only records denials", collection(3, auditing(invalid), nil), nil,
+			"; no earlier policy compiled, so the catalog records every call of this collection as denied (mode Audit) until it is fixed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -234,6 +236,13 @@ func TestCollectionPolicy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// auditing is p in mode Audit.
+func auditing(p *mcpv1alpha1.ToolPolicy) *mcpv1alpha1.ToolPolicy {
+	p = p.DeepCopy()
+	p.Mode = mcpv1alpha1.PolicyAudit
+	return p
 }
 
 func TestCollectionPolicyDoesNotAliasSpec(t *testing.T) {
