@@ -14,8 +14,8 @@ import (
 )
 
 // CatalogRoles are the ClusterRoles config/rbac ships for the catalog's
-// callers (catalog-reader, catalog-caller), so that tests exercise the
-// roles an admin binds.
+// callers (catalog-reader, catalog-caller, catalog-collection-caller), so
+// that tests exercise the roles an admin binds.
 func CatalogRoles() ([]rbacv1.ClusterRole, error) {
 	_, here, _, _ := runtime.Caller(0)
 	file := filepath.Join(filepath.Dir(here), "..", "..", "config", "rbac", "catalog_roles.yaml")

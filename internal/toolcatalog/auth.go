@@ -3,6 +3,7 @@ package toolcatalog
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"maps"
@@ -19,6 +20,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/menu"
 	"github.com/toolmesh/mcp-operator/internal/policy"
 )
 
@@ -290,15 +292,25 @@ func authenticationUser(name string, groups []string) authenticationv1.UserInfo 
 func newCaller(user authenticationv1.UserInfo, issuer string) *caller {
 	who := &caller{username: user.Username, uid: user.UID, groups: user.Groups, extra: map[string]authorizationv1.ExtraValue{},
 		issuer: issuer, policy: &policy.Caller{Name: user.Username, UID: user.UID, Groups: user.Groups, Issuer: issuer, Extra: map[string][]string{}}}
-	// Separators no name contains, so that two callers never share one.
-	parts := []string{issuer, user.Username, user.UID, strings.Join(user.Groups, "\x01")}
+	// Each part length-prefixed, so that two callers never share one.
+	id := menu.AppendPart(menu.AppendPart(menu.AppendPart(nil, issuer), user.Username), user.UID)
+	id = appendList(id, user.Groups)
 	for _, k := range slices.Sorted(maps.Keys(user.Extra)) {
 		who.extra[k] = authorizationv1.ExtraValue(user.Extra[k])
 		who.policy.Extra[k] = user.Extra[k]
-		parts = append(parts, k+"\x02"+strings.Join(user.Extra[k], "\x01"))
+		id = appendList(menu.AppendPart(id, k), user.Extra[k])
 	}
-	who.identity = strings.Join(parts, "\x00")
+	who.identity = string(id)
 	return who
+}
+
+// appendList appends a list's length and its items, each length-prefixed.
+func appendList(buf []byte, items []string) []byte {
+	buf = binary.BigEndian.AppendUint64(buf, uint64(len(items)))
+	for _, item := range items {
+		buf = menu.AppendPart(buf, item)
+	}
+	return buf
 }
 
 // allowed asks whether the caller may do verb on one object.

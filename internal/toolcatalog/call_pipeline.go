@@ -25,9 +25,9 @@ import (
 //  3. authorize: execute on the collection, or through the global menu
 //     on the tool's MCPServer. The caller was authenticated before, with
 //     the request (auth.go).
-//  4. decide: the collection's policy, for this caller, tool and
+//  4. limit: the caller's rate, which denied calls spend too.
+//  5. decide: the collection's policy, for this caller, tool and
 //     arguments (call_policy.go).
-//  5. limit: the caller's rate.
 //  6. validate: the arguments against the tool's input schema.
 //  7. invoke: the call on the server's session, long output cut, a
 //     failure told as the caller may read it.
@@ -46,7 +46,7 @@ type callRequest struct {
 	view *view
 	// check, if set, is step 2.
 	check func(*menu.Entry) error
-	// authorized, if set, hears that the call passed step 4: a REST
+	// authorized, if set, hears that the call passed step 5: a REST
 	// caller that asked for events has them from there on, and a plain
 	// answer with its status before.
 	authorized func()
@@ -83,14 +83,14 @@ func (c *Catalog) callSteps(ctx context.Context, key viewKey, req *callRequest) 
 	if err := c.authorizeCall(ctx, key, entry); err != nil {
 		return entry, Envelope{}, err
 	}
+	if err := c.callers.allow(ctx); err != nil {
+		return entry, Envelope{}, err
+	}
 	if err := c.decide(ctx, vw, entry, req.arguments); err != nil {
 		return entry, Envelope{}, err
 	}
 	if req.authorized != nil {
 		req.authorized()
-	}
-	if err := c.callers.allow(ctx); err != nil {
-		return entry, Envelope{}, err
 	}
 	arguments := req.arguments
 	if len(bytes.TrimSpace(arguments)) == 0 || string(arguments) == "null" {

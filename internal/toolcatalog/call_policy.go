@@ -12,7 +12,7 @@ import (
 	"github.com/toolmesh/mcp-operator/internal/policy"
 )
 
-// decide is the call pipeline's step 4: the collection's policy decides
+// decide is the call pipeline's step 5: the collection's policy decides
 // the call for its caller, tool and arguments. A denied call is refused
 // (403 over REST, an isError result over MCP: the model reads the rule's
 // message and can choose otherwise) and never reaches its server; in mode

@@ -58,10 +58,10 @@ type callerViews struct {
 	bySet    map[string]*view
 }
 
-// A collection's view keeps the views of its last maxPolicyCallers
-// callers, and at most maxPolicyViews distinct ones; past that a caller's
-// view is built for it and not kept. Both go with the collection's view,
-// at the next change.
+// A collection's view keeps at most maxPolicyViews distinct views, and
+// which of them its last maxPolicyCallers callers were served; a caller
+// whose view is not one of those kept gets one built for it each time.
+// Both go with the collection's view, at the next change.
 const (
 	maxPolicyCallers = 1024
 	maxPolicyViews   = 64
@@ -91,13 +91,17 @@ func (vw *view) forCaller(who *caller) *view {
 	narrowed := vw.narrow(input)
 	cv := vw.callers
 	cv.mu.Lock()
-	if shared, ok := cv.bySet[narrowed.revision]; ok {
+	shared, kept := cv.bySet[narrowed.revision]
+	switch {
+	case kept:
 		narrowed = shared
-	} else if len(cv.bySet) < maxPolicyViews {
-		cv.bySet[narrowed.revision] = narrowed
+	case len(cv.bySet) < maxPolicyViews:
+		cv.bySet[narrowed.revision], kept = narrowed, true
 	}
 	cv.mu.Unlock()
-	cv.byCaller.Add(key, narrowed)
+	if kept {
+		cv.byCaller.Add(key, narrowed)
+	}
 	return narrowed
 }
 

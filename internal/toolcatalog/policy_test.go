@@ -26,6 +26,7 @@ import (
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
+	"github.com/toolmesh/mcp-operator/internal/policy"
 	"github.com/toolmesh/mcp-operator/internal/testenv"
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
 )
@@ -44,7 +45,7 @@ const (
 const (
 	deniedTicket      = "denied by policy rule ticket-owner: a ticket is updated by its owner only"
 	deniedDestructive = "denied by policy rule destructive-for-alice: destructive tools are for alice"
-	deniedInvalid     = "denied by policy rule invalid-policy: the collection's spec.policy does not compile and no earlier policy did; see its PolicyInvalid condition"
+	deniedInvalid     = "denied by policy: the collection's spec.policy does not compile and no earlier policy did; see its PolicyInvalid condition"
 )
 
 // opsUpstream is a real MCP server with the four tools, counting the
@@ -258,6 +259,33 @@ var _ = Describe("A collection's policy", func() {
 	decisions := func(collection, rule, decision, mode string) float64 {
 		return testutil.ToFloat64(policyDecisions.WithLabelValues(ns+"/"+collection, rule, decision, mode))
 	}
+
+	It("holds an agent bound to catalog-collection-caller to the policy: the global and server menus give it nothing", func() {
+		base := collectionOf("kit", "", nil, opsPolicy(ns, ops))
+		dave := policyCaller{name: "system:serviceaccount:" + ns + ":dave", token: serviceAccountToken(ns, "dave")}
+		bind(ns, "dave", "catalog-collection-caller", "dave")
+		dropCall := `{"name":"` + opsDropTable + `","arguments":{"table":"t"}}`
+
+		By("through the collection, the policy decides")
+		Eventually(func() []string { return menuOf(base, dave).names }).Should(ConsistOf(opsReadLogs, opsUpdateTicket))
+		r := execute(base, dave, dropCall)
+		Expect(r.code).To(Equal(http.StatusForbidden))
+		Expect(r.json()["error"]).To(Equal(deniedDestructive))
+
+		By("around it, nothing: no server to list, no server to call")
+		global := doAt(url, http.MethodGet, "/v1/tools?namespace="+ns, "", dave.bearer()...)
+		Expect(global.code).To(Equal(http.StatusOK))
+		Expect(global.json()["tools"]).To(BeEmpty())
+		Expect(doAt(url, http.MethodGet, "/v1/namespaces/"+ns+"/mcpservers/ops/tools", "", dave.bearer()...).code).To(Equal(http.StatusForbidden))
+		direct := callTo(url, "/v1/execute", dropCall, dave.bearer()...)
+		Expect(direct.code).To(Equal(http.StatusForbidden))
+		Expect(direct.json()["error"]).To(ContainSubstring("lacks execute on mcpservers/ops"))
+		Expect(up.reached("drop_table")).To(BeZero())
+
+		By("catalog-caller, which grants servers too, calls around the policy: bind it to operators, not to agents")
+		Expect(callTo(url, "/v1/execute", dropCall, bob.bearer()...).code).To(Equal(http.StatusOK))
+		Expect(up.reached("drop_table")).To(BeEquivalentTo(1))
+	})
 
 	It("lists each caller only the tools it may call, over REST and MCP, each menu with an ETag of its own", func() {
 		base := collectionOf("kit", "", nil, opsPolicy(ns, ops))
@@ -585,7 +613,7 @@ var _ = Describe("A collection's policy", func() {
 		for name := range up.calls {
 			Expect(up.reached(name)).To(BeZero(), name)
 		}
-		Expect(decisions("broken", "invalid-policy", "deny", "Enforce")).To(BeEquivalentTo(10))
+		Expect(decisions("broken", policy.InvalidPolicyRule, "deny", "Enforce")).To(BeEquivalentTo(10))
 
 		By("a policy in status.appliedPolicy")
 		Eventually(func() error {
