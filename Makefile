@@ -113,7 +113,8 @@ BENCH_MANAGER = BENCH_PROFILE_DIR=$(abspath $(BENCH_OUT)) go test -v -run '^$$' 
 bench: bench-search-results ## Every benchmark against same-run baselines; writes docs/benchmarks.md and fails when a goal is missed (about 20 minutes).
 	@mkdir -p $(BENCH_OUT)
 	@assets=$$(hack/envtest-assets.sh) && export KUBEBUILDER_ASSETS="$$assets" && \
-	go test -run '^$$' -bench . -benchmem -benchtime=$(BENCH_TIME) ./internal/toolname ./internal/toolcatalog ./internal/policy | tee $(BENCH_OUT)/micro.txt && \
+	go test -run '^$$' -bench . -benchmem -benchtime=$(BENCH_TIME) ./internal/toolname ./internal/toolcatalog | tee $(BENCH_OUT)/micro.txt && \
+	go test -run '^$$' -bench . -benchmem -benchtime=20000x ./internal/policy | tee -a $(BENCH_OUT)/micro.txt && \
 	go test -run '^$$' -bench . -benchmem -benchtime=20x ./internal/menu | tee -a $(BENCH_OUT)/micro.txt && \
 	($(BENCH_MANAGER) -bench 'BenchmarkCatalog|BenchmarkHeapInProcess'; first=$$?; \
 	  $(BENCH_MANAGER) -bench 'BenchmarkScale$$'; second=$$?; \
@@ -164,6 +165,7 @@ fuzz-smoke: ## Each fuzz target briefly, on top of its committed seed corpus (CI
 	go test -run '^$$' -fuzz '^FuzzDecodeTool$$' -fuzztime $(FUZZ_TIME) ./internal/mcpclient
 	go test -run '^$$' -fuzz '^FuzzDecodeCall$$' -fuzztime $(FUZZ_TIME) ./internal/toolcatalog
 	go test -run '^$$' -fuzz '^FuzzMCPEndpoint$$' -fuzztime $(FUZZ_TIME) ./internal/toolcatalog
+	go test -run '^$$' -fuzz '^FuzzDecodeArguments$$' -fuzztime $(FUZZ_TIME) ./internal/policy
 
 ##@ Build
 

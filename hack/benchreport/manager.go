@@ -305,7 +305,7 @@ which the replica checks itself, and RBAC (a SubjectAccessReview) decides;
 both answers are cached for 10 s (--catalog-auth-cache-ttl's default)
 and then made again; rest-jwt-policy and mcp-jwt-policy do the same
 through a second collection of the same servers whose spec.policy of 20
-rules decides each call (16 rules checked, 7 expressions evaluated,
+rules decides each call (16 rules checked, 5 expressions evaluated,
 before the 17th allows it). Latency: 20 rounds, each giving every path of every scenario a
 block of sequential calls, in rotating order. Throughput: 16 such rounds
 of 32 concurrent callers, each block as many calls as a path makes

@@ -17,9 +17,9 @@ const guardedCollection = "guarded"
 
 // benchPolicy is a policy of 20 rules as a platform team would write
 // one, ordered so that a call of the benchmark's echo tool by the JWT
-// replica's caller is checked against 16 rules (7 of them expressions,
-// 2 reading the arguments) before the 17th allows it; the default
-// denies.
+// replica's caller is checked against 16 rules (5 of them expressions
+// that it evaluates, 2 of those reading the arguments) before the 17th
+// allows it; the default denies.
 func benchPolicy() *mcpv1alpha1.ToolPolicy {
 	yes := true
 	rule := func(name string, effect mcpv1alpha1.PolicyEffect, match *mcpv1alpha1.PolicyMatch, expression string) mcpv1alpha1.PolicyRule {
