@@ -18,14 +18,9 @@ type Envelope struct {
 	IsError           bool              `json:"isError"`
 	Content           []json.RawMessage `json:"content"`
 	StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
-	Message           *ToolMessage      `json:"message,omitempty"`
-}
-
-// ToolMessage is the conversation message an OpenAI-style agent appends.
-type ToolMessage struct {
-	Role       string `json:"role"`
-	ToolCallID string `json:"tool_call_id"`
-	Content    string `json:"content"`
+	// Message is the message to append to the conversation, in the shape
+	// of the API the call came in (rest_shapes.go); none for a plain call.
+	Message any `json:"message,omitempty"`
 }
 
 // envelopeOf turns a tools/call result into the uniform envelope.

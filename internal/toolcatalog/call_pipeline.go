@@ -96,7 +96,7 @@ func (c *Catalog) callSteps(ctx context.Context, key viewKey, req *callRequest) 
 	if len(bytes.TrimSpace(arguments)) == 0 || string(arguments) == "null" {
 		arguments = json.RawMessage(`{}`)
 	}
-	if err := c.validate(entry.Tool, arguments); err != nil {
+	if err := c.validate(entry.Name, entry.Tool, arguments); err != nil {
 		return entry, Envelope{}, err
 	}
 	envelope, err := c.callUpstream(ctx, entry, arguments, req.opts)

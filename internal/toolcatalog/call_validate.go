@@ -85,8 +85,9 @@ func validationMessages(err error) []string {
 }
 
 // validate checks arguments against the tool's input schema, compiled once
-// per definition.
-func (c *Catalog) validate(tool *mcpv1alpha1.Tool, arguments json.RawMessage) error {
+// per definition. name is the tool's name as the caller called it (a
+// collection's rename, not the server's), which the error names.
+func (c *Catalog) validate(name string, tool *mcpv1alpha1.Tool, arguments json.RawMessage) error {
 	schema := c.schemas.validator(tool.Hash, tool.InputSchema.Raw)
 	if schema == nil {
 		return nil
@@ -98,7 +99,7 @@ func (c *Catalog) validate(tool *mcpv1alpha1.Tool, arguments json.RawMessage) er
 	if err := schema.Validate(instance); err != nil {
 		details := validationMessages(err)
 		return &requestError{code: http.StatusUnprocessableEntity,
-			message: fmt.Sprintf("arguments do not match the input schema of %s: %s", tool.Name, strings.Join(details, "; ")),
+			message: fmt.Sprintf("arguments do not match the input schema of %s: %s", name, strings.Join(details, "; ")),
 			details: details}
 	}
 	return nil

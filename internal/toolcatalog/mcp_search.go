@@ -107,7 +107,7 @@ func objectOrEmpty(arguments json.RawMessage) json.RawMessage {
 // not listed.
 func (c *Catalog) findTools(vw *view, arguments json.RawMessage) (*mcp.CallToolResult, error) {
 	arguments = objectOrEmpty(arguments)
-	if err := c.validate(&findToolsTool, arguments); err != nil {
+	if err := c.validate(findToolsName, &findToolsTool, arguments); err != nil {
 		return nil, err
 	}
 	var args struct {
@@ -139,7 +139,7 @@ func (c *Catalog) findTools(vw *view, arguments json.RawMessage) (*mcp.CallToolR
 // direct call's arguments are against the tool's.
 func (c *Catalog) callToolTarget(arguments json.RawMessage) (string, json.RawMessage, error) {
 	arguments = objectOrEmpty(arguments)
-	if err := c.validate(&callToolTool, arguments); err != nil {
+	if err := c.validate(callToolName, &callToolTool, arguments); err != nil {
 		return "", nil, err
 	}
 	var target struct {

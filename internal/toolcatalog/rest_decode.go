@@ -8,26 +8,15 @@ import (
 	"net/http"
 )
 
-// executeRequest accepts both shapes: {"name", "arguments": {...}} and an
-// OpenAI tool call as a model returns it, whose arguments are a JSON string.
-type executeRequest struct {
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-	Function  *struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-	} `json:"function"`
-}
-
 // call is a decoded execute request.
 type call struct {
 	name      string
 	arguments json.RawMessage
-	// toolCallID is set for OpenAI-shaped requests, which get a message
-	// ready to append to the conversation.
-	toolCallID string
-	openAI     bool
+	// shape is the API the call came shaped for, and callID the id it
+	// gave the call: the answer's message is in that shape, for that id
+	// (rest_shapes.go).
+	shape  callShape
+	callID string
 }
 
 // requestError is a bad request, with the status code it answers.
@@ -41,39 +30,22 @@ type requestError struct {
 
 func (e *requestError) Error() string { return e.message }
 
+// decodeCall reads an execute body in any of the shapes rest_shapes.go
+// names.
 func decodeCall(body []byte) (call, error) {
-	var req executeRequest
+	var fields map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&req); err != nil {
+	if err := dec.Decode(&fields); err != nil {
 		return call{}, &requestError{code: http.StatusBadRequest, message: "the body is not valid JSON: " + err.Error()}
 	}
-	c := call{name: req.Name, arguments: req.Arguments}
-	if req.Function != nil {
-		c = call{name: req.Function.Name, openAI: true, toolCallID: req.ID}
-		args := bytes.TrimSpace(req.Function.Arguments)
-		// Models send arguments as a JSON string holding an object.
-		if len(args) > 0 && args[0] == '"' {
-			var text string
-			if err := json.Unmarshal(args, &text); err != nil {
-				return call{}, &requestError{code: http.StatusBadRequest, message: "function.arguments is not a valid JSON string"}
-			}
-			args = []byte(text)
-		}
-		c.arguments = args
+	if fields == nil {
+		return call{}, badShape("not a JSON object")
 	}
-	if c.name == "" {
-		return call{}, &requestError{code: http.StatusBadRequest, message: `the request names no tool: send {"name": ..., "arguments": {...}} or an OpenAI tool call`}
+	shape, err := shapeOf(fields)
+	if err != nil {
+		return call{}, err
 	}
-	args := bytes.TrimSpace(c.arguments)
-	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
-		args = []byte("{}")
-	}
-	// An object, checked without decoding it: validation decodes it next.
-	if args[0] != '{' || !json.Valid(args) {
-		return call{}, &requestError{code: http.StatusBadRequest, message: "arguments must be a JSON object"}
-	}
-	c.arguments = args
-	return c, nil
+	return decodeShaped(shape, fields)
 }
 
 func readBody(w http.ResponseWriter, req *http.Request, limit int64) ([]byte, error) {

@@ -16,6 +16,10 @@ type apiError struct {
 	Error string `json:"error"`
 	// Details lists validation messages, when there are several.
 	Details []string `json:"details,omitempty"`
+	// Message is, for a call in a model API's shape, the failure as the
+	// message to append to the conversation (rest_shapes.go), so that the
+	// model reads it as the tool's answer and can try again.
+	Message any `json:"message,omitempty"`
 }
 
 func writeError(w http.ResponseWriter, code int, message string, details ...string) {
@@ -47,6 +51,21 @@ func writeFailure(w http.ResponseWriter, err error) {
 	f := failureOf(err)
 	retryAfter(w, f.retryAfter)
 	writeError(w, f.status, f.message, f.details...)
+}
+
+// writeCallFailure answers a failed call as writeFailure does, with the
+// failure as the message the call's shape asks for, but for a refusal of
+// the caller itself (401, 403 of RBAC), which its code handles, not its
+// model.
+func writeCallFailure(w http.ResponseWriter, err error, cl *call) {
+	var authErr *authError
+	if errors.As(err, &authErr) || cl.shape == shapePlain {
+		writeFailure(w, err)
+		return
+	}
+	f := failureOf(err)
+	retryAfter(w, f.retryAfter)
+	writeJSON(w, f.status, apiError{Error: f.message, Details: f.details, Message: cl.messageOf(&Envelope{}, f.message)})
 }
 
 // failure is what a REST caller is told of a failed call.

@@ -1,8 +1,14 @@
 package toolcatalog
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
+	"sync"
+	"time"
 
 	"github.com/toolmesh/mcp-operator/internal/wire"
 )
@@ -16,6 +22,10 @@ func (c *Catalog) execute(w http.ResponseWriter, req *http.Request, key viewKey)
 	body, err := readBody(w, req, c.opts.MaxRequestBytes)
 	if err != nil {
 		c.answerError(ctx, w, key, err)
+		return
+	}
+	if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && trimmed[0] == '[' {
+		c.executeBatch(ctx, w, key, trimmed)
 		return
 	}
 	cl, err := decodeCall(body)
@@ -45,19 +55,79 @@ func (c *Catalog) execute(w http.ResponseWriter, req *http.Request, key viewKey)
 		events.failure(err)
 		return
 	case err != nil:
-		writeFailure(w, err)
+		writeCallFailure(w, err, &cl)
 		return
 	}
-	if cl.openAI {
-		content := envelope.Output
-		if envelope.IsError && envelope.Error != "" && content == "" {
-			content = envelope.Error
-		}
-		envelope.Message = &ToolMessage{Role: "tool", ToolCallID: cl.toolCallID, Content: content}
-	}
+	envelope.Message = cl.messageOf(&envelope, "")
 	if events != nil {
 		events.send("result", envelope)
 		return
 	}
 	writeJSON(w, http.StatusOK, envelope)
+}
+
+// maxBatchCalls bounds the calls of one batch: a model's parallel tool
+// calls are a handful.
+const maxBatchCalls = 64
+
+// batchFailure is a batch's answer for a call that failed: its status,
+// the error, and the message to append to the conversation.
+type batchFailure struct {
+	Status int `json:"status"`
+	apiError
+}
+
+// executeBatch runs an array of calls (a model's parallel tool calls),
+// each in any shape, at once, and answers their results in the order
+// given: an envelope for each call that ran, a batchFailure for each that
+// did not. Each call goes through the call pipeline alone: its own
+// authorization, policy decision, rate, server limits and audit line
+// (whose request id is the batch's, with the call's index).
+func (c *Catalog) executeBatch(ctx context.Context, w http.ResponseWriter, key viewKey, body []byte) {
+	var items []json.RawMessage
+	if err := json.Unmarshal(body, &items); err != nil {
+		c.answerError(ctx, w, key, &requestError{code: http.StatusBadRequest, message: "the batch is not a JSON array of calls: " + err.Error()})
+		return
+	}
+	if len(items) == 0 || len(items) > maxBatchCalls {
+		c.answerError(ctx, w, key, &requestError{code: http.StatusBadRequest,
+			message: fmt.Sprintf("a batch holds 1 to %d calls, not %d", maxBatchCalls, len(items))})
+		return
+	}
+	parent := noteOf(ctx)
+	answers := make([]any, len(items))
+	var wg sync.WaitGroup
+	for i, item := range items {
+		wg.Go(func() {
+			note := &callNote{requestID: fmt.Sprintf("%s#%d", parent.requestID, i), via: "rest", started: time.Now()}
+			answers[i] = c.batchCall(context.WithValue(ctx, callNoteKey{}, note), key, item)
+		})
+	}
+	wg.Wait()
+	writeJSON(w, http.StatusOK, answers)
+}
+
+// batchCall runs one call of a batch and answers it.
+func (c *Catalog) batchCall(ctx context.Context, key viewKey, item json.RawMessage) any {
+	fail := func(err error, cl *call) any {
+		f := failureOf(err)
+		answer := batchFailure{Status: f.status, apiError: apiError{Error: f.message, Details: f.details}}
+		var authErr *authError
+		if cl != nil && !errors.As(err, &authErr) {
+			answer.Message = cl.messageOf(&Envelope{}, f.message)
+		}
+		return answer
+	}
+	cl, err := decodeCall(item)
+	if err != nil {
+		noteOf(ctx).status = statusOf(err)
+		c.recordFailure(ctx, key, "", nil, err)
+		return fail(err, nil)
+	}
+	_, envelope, err := c.runCall(ctx, key, &callRequest{name: cl.name, arguments: cl.arguments})
+	if err != nil {
+		return fail(err, &cl)
+	}
+	envelope.Message = cl.messageOf(&envelope, "")
+	return envelope
 }

@@ -7,14 +7,17 @@ import (
 	"testing"
 )
 
-// FuzzDecodeCall: any execute body is either a call with a tool name and
-// a JSON object of arguments, or a 400 with a message; never a panic.
+// FuzzDecodeCall: any execute body, in any shape, is either a call with a
+// tool name and a JSON object of arguments, or a 400 with a message; never
+// a panic.
 func FuzzDecodeCall(f *testing.F) {
 	for _, seed := range []string{
 		`{"name":"mcp_calc_add","arguments":{"a":1,"b":2}}`,
 		`{"id":"call_1","type":"function","function":{"name":"mcp_calc_add","arguments":"{\"a\": 1}"}}`,
 		`{"name":"x","arguments":[1]}`, `{"function":{"name":"x","arguments":"[1]"}}`, `{"name":"x","arguments":null}`,
 		`{"function":{"name":"x","arguments":"\"nested\""}}`, `{"name":`, `null`, `"text"`, `{}`,
+		`{"type":"function_call","call_id":"c","name":"x","arguments":"{}"}`, `{"type":"tool_use","id":"t","name":"x","input":{}}`,
+		`{"functionCall":{"name":"x","args":{"a":1}}}`, `{"type":"tool_use","name":"x","arguments":{}}`, `{"functionCall":[]}`,
 	} {
 		f.Add([]byte(seed))
 	}
