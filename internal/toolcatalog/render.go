@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,10 +23,25 @@ import (
 
 // Menu formats: the shapes the major model APIs take tools in.
 const (
-	formatOpenAI    = "openai"
+	// formatOpenAI is Chat Completions' {"type": "function", "function":
+	// {name, description, parameters}}.
+	formatOpenAI = "openai"
+	// formatOpenAIResponses is the Responses API's flat function tool,
+	// {"type": "function", name, description, parameters}.
+	formatOpenAIResponses = "openai-responses"
+	// formatAnthropic is the Messages API's {name, description,
+	// input_schema}.
 	formatAnthropic = "anthropic"
-	formatMCP       = "mcp"
+	// formatGemini is a Gemini function declaration, {name, description,
+	// parametersJsonSchema}: the schema as it is, which Gemini takes in
+	// parametersJsonSchema, rather than rewritten into the OpenAPI subset
+	// its parameters field takes, which would lose what that subset lacks.
+	formatGemini = "gemini"
+	formatMCP    = "mcp"
 )
+
+// formats are the formats a menu or search is served in.
+var formats = []string{formatOpenAI, formatOpenAIResponses, formatAnthropic, formatGemini, formatMCP}
 
 type renderKey struct {
 	view   viewKey
@@ -107,6 +123,19 @@ type openAIFunction struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	Parameters  json.RawMessage `json:"parameters"`
+}
+
+type openAIResponsesTool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+type geminiDeclaration struct {
+	Name                 string          `json:"name"`
+	Description          string          `json:"description"`
+	ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
 }
 
 type anthropicTool struct {
@@ -192,6 +221,10 @@ func renderTool(e *menu.Entry, format string) any {
 	switch format {
 	case formatAnthropic:
 		return anthropicTool{Name: e.Name, Description: e.Description, InputSchema: schema}
+	case formatOpenAIResponses:
+		return openAIResponsesTool{Type: "function", Name: e.Name, Description: e.Description, Parameters: schema}
+	case formatGemini:
+		return geminiDeclaration{Name: e.Name, Description: e.Description, ParametersJSONSchema: schema}
 	case formatMCP:
 		t := mcpTool{Name: e.Name, Title: e.Tool.Title, Description: e.Description, InputSchema: schema}
 		if e.Tool.OutputSchema != nil {
@@ -332,10 +365,11 @@ func formatOf(req *http.Request) (string, error) {
 	switch format := req.URL.Query().Get("format"); format {
 	case "":
 		return formatOpenAI, nil
-	case formatOpenAI, formatAnthropic, formatMCP:
-		return format, nil
 	default:
-		return "", fmt.Errorf("unknown format %s: use openai, anthropic or mcp", format)
+		if slices.Contains(formats, format) {
+			return format, nil
+		}
+		return "", fmt.Errorf("unknown format %s: use %s", format, strings.Join(formats, ", "))
 	}
 }
 

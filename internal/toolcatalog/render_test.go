@@ -102,7 +102,7 @@ func TestRenderWithinKeepsWhatFits(t *testing.T) {
 	for i := range escaped.menu.Tools {
 		escaped.menu.Tools[i].Description = strings.Repeat("<&>", 100) // six bytes each, written
 	}
-	for _, format := range []string{formatOpenAI, formatAnthropic, formatMCP} {
+	for _, format := range formats {
 		for _, tc := range []struct {
 			name      string
 			vw        *view

@@ -100,7 +100,7 @@ func TestMCPAnswersCarryIconsMetaAndExecution(t *testing.T) {
 		}
 		check(t, body)
 	})
-	for _, format := range []string{formatOpenAI, formatAnthropic} {
+	for _, format := range []string{formatOpenAI, formatOpenAIResponses, formatAnthropic, formatGemini} {
 		t.Run("REST format "+format, func(t *testing.T) {
 			body := string(render(vw, format).body)
 			for field := range want {

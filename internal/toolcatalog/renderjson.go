@@ -88,12 +88,23 @@ func appendMenuIn(buf []byte, vw *view, format string, flush func([]byte) []byte
 func appendTool(buf []byte, e *menu.Entry, format string) []byte {
 	schema := e.Tool.InputSchema.Raw
 	switch format {
-	case formatAnthropic:
+	case formatAnthropic, formatGemini:
 		buf = append(buf, `{"name":`...)
 		buf = wire.AppendString(buf, e.Name)
 		buf = append(buf, `,"description":`...)
 		buf = wire.AppendString(buf, e.Description)
-		buf = append(buf, `,"input_schema":`...)
+		if format == formatGemini {
+			buf = append(buf, `,"parametersJsonSchema":`...)
+		} else {
+			buf = append(buf, `,"input_schema":`...)
+		}
+		buf = appendRaw(buf, schema)
+	case formatOpenAIResponses:
+		buf = append(buf, `{"type":"function","name":`...)
+		buf = wire.AppendString(buf, e.Name)
+		buf = append(buf, `,"description":`...)
+		buf = wire.AppendString(buf, e.Description)
+		buf = append(buf, `,"parameters":`...)
 		buf = appendRaw(buf, schema)
 	case formatMCP:
 		buf = append(buf, `{"name":`...)

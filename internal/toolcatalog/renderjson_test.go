@@ -76,7 +76,7 @@ func TestRenderMatchesEncodingJSON(t *testing.T) {
 		withConflicts := m
 		withConflicts.Conflicts = conflicts
 		vw := &view{menu: withConflicts, revision: "rev<1>"}
-		for _, format := range []string{formatOpenAI, formatAnthropic, formatMCP} {
+		for _, format := range formats {
 			got, want := render(vw, format).body, renderByReflection(vw, format)
 			if !bytes.Equal(got, want) {
 				t.Errorf("%s, %d conflicts:\n got %s\nwant %s", format, len(conflicts), got, want)

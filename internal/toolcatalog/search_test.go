@@ -142,8 +142,8 @@ var _ = Describe("Tool search over REST", func() {
 		Expect(searchOf(get(base + "/search?q=" + q("get list read write create search update delete file issue message entity") + "&limit=50")).Tools).To(HaveLen(50))
 	})
 
-	It("renders each tool as the menu does, in the three formats", func() {
-		for _, format := range []string{"openai", "anthropic", "mcp"} {
+	It("renders each tool as the menu does, in every format", func() {
+		for _, format := range formats {
 			var menuBody struct {
 				Tools []json.RawMessage `json:"tools"`
 			}
@@ -180,7 +180,7 @@ var _ = Describe("Tool search over REST", func() {
 			{base + "/search?q=file&limit=51", `limit must be a whole number from 1 to 50, not "51"`},
 			{base + "/search?q=file&limit=2.5", `limit must be a whole number from 1 to 50, not "2.5"`},
 			{base + "/search?q=file&limit=ten", `limit must be a whole number from 1 to 50, not "ten"`},
-			{base + "/search?q=file&format=xml", "unknown format xml: use openai, anthropic or mcp"},
+			{base + "/search?q=file&format=xml", "unknown format xml: use openai, openai-responses, anthropic, gemini, mcp"},
 			{"/v1/tools/search?limit=3", "q is required: say what the tool should do, for example q=read+a+file"},
 		} {
 			r := get(tc.path)
