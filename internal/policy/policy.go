@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/glob"
@@ -177,8 +178,10 @@ type Decision struct {
 // Refused reports whether the call is refused: denied and enforced.
 func (d Decision) Refused() bool { return !d.Allowed && d.Enforced }
 
-// Decide decides one call. arguments are the call's arguments as sent (a
-// JSON object), read only when a rule that reads them matches the tool.
+// Decide decides one call, as Plan(caller, tool).Decide(arguments) does,
+// in one pass: each expression is evaluated once, with the arguments
+// (read only when a rule that reads them matches the tool). For a
+// caller's first call of a tool; the catalog keeps the plan for the next.
 func (p *Policy) Decide(caller *Caller, tool *Tool, arguments json.RawMessage) Decision {
 	act := &activation{caller: caller, tool: tool}
 	var argsErr error
@@ -195,13 +198,14 @@ func (p *Policy) Decide(caller *Caller, tool *Tool, arguments json.RawMessage) D
 			decoded = true
 			act.arguments, argsErr = decodeArguments(arguments)
 		}
-		if r.readsArguments && argsErr != nil {
-			if r.allow {
-				continue
-			}
-			return p.decided(r, argsErr)
-		}
 		out, _, err := r.program.Eval(act)
+		if r.readsArguments && argsErr != nil {
+			// Arguments that cannot be read decide only what does not
+			// depend on them, as a plan would.
+			if out, err = r.withoutArguments(act); err == nil && types.IsUnknown(out) {
+				err = argsErr
+			}
+		}
 		switch {
 		case err != nil:
 			if !r.allow {
@@ -214,51 +218,122 @@ func (p *Policy) Decide(caller *Caller, tool *Tool, arguments json.RawMessage) D
 	return p.byDefault()
 }
 
+// withoutArguments evaluates the rule with the arguments unknown: true or
+// false when its value does not depend on them, unknown when it does.
+func (r *rule) withoutArguments(act *activation) (ref.Val, error) {
+	known := *act
+	known.arguments = nil
+	vars, err := cel.PartialVars(&known, cel.AttributePattern("arguments"))
+	if err != nil {
+		return nil, err
+	}
+	out, _, err := r.partial.Eval(vars)
+	return out, err
+}
+
 // MayCall reports whether the policy could allow the caller some call of
 // the tool: rules that read arguments and cannot be decided without them
 // are passed over when they deny and taken when they allow. In mode Audit
 // every tool may be called.
 func (p *Policy) MayCall(caller *Caller, tool *Tool) bool {
-	if p.audit {
-		return true
-	}
-	act := &activation{caller: caller, tool: tool}
-	var unknownArguments any
+	return p.Plan(caller, tool).MayCall()
+}
+
+// Plan is the policy's decision for one caller and tool, all but what the
+// arguments decide: the rules left to evaluate with them, in order, and
+// the decision when none of those applies. A caller's calls of a tool
+// share one plan (the catalog keeps them), so that a call evaluates only
+// the rules that read its arguments.
+type Plan struct {
+	policy *Policy
+	act    activation
+	// steps are the rules that apply to the tool, read the arguments and
+	// cannot be decided without them, before the rule that decides.
+	steps []*rule
+	// final is the decision when no step applies: the first rule that
+	// applies without the arguments, or the default.
+	final Decision
+}
+
+// Plan decides what the caller and the tool decide, evaluating each
+// expression that reads arguments with them unknown: one whose value does
+// not depend on them (true, or false, or an error, either way) is decided
+// here like any other.
+func (p *Policy) Plan(caller *Caller, tool *Tool) *Plan {
+	pl := &Plan{policy: p, act: activation{caller: caller, tool: tool}}
 	for i := range p.rules {
 		r := &p.rules[i]
 		if !r.matches(tool) {
 			continue
 		}
 		if r.program == nil {
-			return r.allow
+			pl.final = p.decided(r, nil)
+			return pl
 		}
-		prg := r.program
-		var vars any = act
+		var out ref.Val
+		var err error
 		if r.readsArguments {
-			if unknownArguments == nil {
-				partial, err := cel.PartialVars(act, cel.AttributePattern("arguments"))
-				if err != nil {
-					return false
-				}
-				unknownArguments = partial
-			}
-			prg, vars = r.partial, unknownArguments
+			out, err = r.withoutArguments(&pl.act)
+		} else {
+			out, _, err = r.program.Eval(&pl.act)
 		}
-		out, _, err := prg.Eval(vars)
 		switch {
 		case err != nil:
 			if !r.allow {
-				return false
+				pl.final = p.decided(r, err)
+				return pl
 			}
 		case types.IsUnknown(out):
-			if r.allow {
-				return true
-			}
+			pl.steps = append(pl.steps, r)
 		case out == types.True:
-			return r.allow
+			pl.final = p.decided(r, nil)
+			return pl
 		}
 	}
-	return !p.deny
+	pl.final = p.byDefault()
+	return pl
+}
+
+// Decide decides a call with these arguments.
+func (pl *Plan) Decide(arguments json.RawMessage) Decision {
+	if len(pl.steps) == 0 {
+		return pl.final
+	}
+	act := pl.act
+	args, argsErr := decodeArguments(arguments)
+	act.arguments = args
+	for _, r := range pl.steps {
+		if argsErr != nil {
+			if r.allow {
+				continue
+			}
+			return pl.policy.decided(r, argsErr)
+		}
+		out, _, err := r.program.Eval(&act)
+		switch {
+		case err != nil:
+			if !r.allow {
+				return pl.policy.decided(r, err)
+			}
+		case out == types.True:
+			return pl.policy.decided(r, nil)
+		}
+	}
+	return pl.final
+}
+
+// MayCall reports whether some arguments could be allowed: a step that
+// allows, or the final decision. In mode Audit every tool may be called.
+func (pl *Plan) MayCall() bool {
+	if pl.policy.audit {
+		return true
+	}
+	for _, r := range pl.steps {
+		if r.allow {
+			return true
+		}
+	}
+	return pl.final.Allowed
 }
 
 func (p *Policy) decided(r *rule, err error) Decision {

@@ -1078,7 +1078,7 @@ func TestConcurrentUse(t *testing.T) {
 
 // benchmarkPolicy is a realistic policy of 20 rules: globs, servers,
 // annotations, group checks and two rules on the arguments.
-func benchmarkPolicy(b *testing.B) *Policy {
+func benchmarkPolicy(b testing.TB) *Policy {
 	b.Helper()
 	deny, allow := mcpv1alpha1.PolicyDeny, mcpv1alpha1.PolicyAllow
 	return mustCompile(b, &mcpv1alpha1.ToolPolicy{Default: mcpv1alpha1.PolicyDeny, Rules: []mcpv1alpha1.PolicyRule{
@@ -1171,6 +1171,21 @@ func BenchmarkDecide(b *testing.B) {
 	b.ReportMetric(at(0.99), "p99-µs")
 }
 
+// BenchmarkPlanDecide decides the same call from the caller's plan for
+// the tool, as the catalog does from a caller's second call of a tool on:
+// only the rules that read the arguments are evaluated.
+func BenchmarkPlanDecide(b *testing.B) {
+	p := benchmarkPolicy(b)
+	plan := p.Plan(benchCaller, benchTool)
+	if d := plan.Decide(benchArguments); !d.Allowed || d.Rule != "github-own-repos" {
+		b.Fatalf("Decide = %+v, want allowed by github-own-repos", d)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		plan.Decide(benchArguments)
+	}
+}
+
 // BenchmarkMayCall lists the same tool for the same caller: the 15th rule
 // decides it by partial evaluation.
 func BenchmarkMayCall(b *testing.B) {
@@ -1181,5 +1196,36 @@ func BenchmarkMayCall(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		p.MayCall(benchCaller, benchTool)
+	}
+}
+
+// A plan decides every call as Decide does: for every caller and tool of
+// the fixtures, and arguments that take each rule's every branch.
+func TestPlanDecidesAsDecide(t *testing.T) {
+	policies := []*Policy{benchmarkPolicy(t)}
+	for _, spec := range []*mcpv1alpha1.ToolPolicy{
+		{Rules: []mcpv1alpha1.PolicyRule{
+			{Name: "or-error", Effect: mcpv1alpha1.PolicyDeny, Expression: `arguments.x == 1 || caller.extra["k"][0] == "v"`},
+			{Name: "and-group", Effect: mcpv1alpha1.PolicyAllow, Expression: `"oncall" in caller.groups && arguments.x == 2`},
+			{Name: "owner", Effect: mcpv1alpha1.PolicyDeny, Expression: `has(arguments.owner) && arguments.owner != caller.name`},
+		}, Default: mcpv1alpha1.PolicyDeny},
+	} {
+		policies = append(policies, mustCompile(t, spec))
+	}
+	callers := []*Caller{alice, bob, carol, {Name: "x", Extra: map[string][]string{"k": {"v"}}, Groups: []string{"oncall"}}, {}}
+	tools := []*Tool{deleteRepo, listIssues, postMessage}
+	arguments := []string{``, `{}`, `{"x":1}`, `{"x":2}`, `{"owner":"alice"}`, `{"owner":"bob","x":2}`, `[1]`, `{"a":1,"A":2}`,
+		`{"repo":"alice/web","pull_number":4217}`, `{"namespace":"prod-1"}`}
+	for _, p := range policies {
+		for _, c := range callers {
+			for _, tl := range tools {
+				plan := p.Plan(c, tl)
+				for _, args := range arguments {
+					if want, got := p.Decide(c, tl, json.RawMessage(args)), plan.Decide(json.RawMessage(args)); got != want {
+						t.Errorf("%s calling %s with %s: the plan decides %+v, Decide %+v", c.Name, tl.Name, args, got, want)
+					}
+				}
+			}
+		}
 	}
 }

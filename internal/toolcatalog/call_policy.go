@@ -22,11 +22,7 @@ func (c *Catalog) decide(ctx context.Context, vw *view, entry *menu.Entry, argum
 	if vw.policy == nil {
 		return nil
 	}
-	input := anonymous
-	if who := callerFrom(ctx); who != nil {
-		input = who.policy
-	}
-	d := vw.policy.Decide(input, policyTool(entry), arguments)
+	d := vw.planFor(callerFrom(ctx), entry).Decide(arguments)
 	noteOf(ctx).policy = &d
 	if d.Refused() {
 		return &policyDeniedError{message: d.Message}

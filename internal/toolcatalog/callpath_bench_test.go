@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -36,7 +37,12 @@ func BenchmarkCallPath(b *testing.B) {
 	srv := readyCalc(mcpv1alpha1.Tool{Name: "mcp_calc_echo", OriginalName: "echo", Hash: "h1",
 		InputSchema: k8sruntime.RawExtension{Raw: []byte(schema)}})
 	srv.UID, srv.Spec = "u1", mcpv1alpha1.MCPServerSpec{URL: upstream.URL(), Transport: "StreamableHTTP"}
-	reader := fake.NewClientBuilder().WithScheme(apiScheme(b)).WithObjects(srv).Build()
+	srv.Namespace = "default"
+	all := &mcpv1alpha1.ToolCollection{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "all"},
+		Spec: mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Names: []string{srv.Name}}}}
+	guarded := all.DeepCopy()
+	guarded.Name, guarded.Spec.Policy = "guarded", callPathPolicy()
+	reader := fake.NewClientBuilder().WithScheme(apiScheme(b)).WithObjects(srv, all, guarded).Build()
 	c, err := New(reader, Options{Log: logr.Discard(), Audit: io.Discard})
 	if err != nil {
 		b.Fatal(err)
@@ -83,6 +89,17 @@ func BenchmarkCallPath(b *testing.B) {
 			post(b, "/v1/execute", `{"name":"mcp_calc_echo","arguments":{"message":"hi"}}`, header)
 		}
 	})
+	// The same call through a collection, and through one whose policy
+	// of 20 rules decides it (the 17th allows it): what a policy adds.
+	for _, collection := range []string{"all", "guarded"} {
+		b.Run("rest-"+collection, func(b *testing.B) {
+			header := http.Header{"Content-Type": {"application/json"}}
+			b.ReportAllocs()
+			for b.Loop() {
+				post(b, "/v1/namespaces/default/toolcollections/"+collection+"/execute", `{"name":"mcp_calc_echo","arguments":{"message":"hi"}}`, header)
+			}
+		})
+	}
 	b.Run("mcp-stateless", func(b *testing.B) {
 		header := mcpHeader.Clone()
 		header.Set("MCP-Protocol-Version", "2026-07-28")
@@ -93,4 +110,39 @@ func BenchmarkCallPath(b *testing.B) {
 			post(b, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_calc_echo","arguments":{"message":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, header)
 		}
 	})
+}
+
+// callPathPolicy is 20 rules, of which an anonymous caller's call of
+// mcp_calc_echo is checked against 16 (5 expressions evaluated) before
+// the 17th allows it, as test/bench's policy is for its caller.
+func callPathPolicy() *mcpv1alpha1.ToolPolicy {
+	yes := true
+	rule := func(name string, effect mcpv1alpha1.PolicyEffect, match *mcpv1alpha1.PolicyMatch, expression string) mcpv1alpha1.PolicyRule {
+		return mcpv1alpha1.PolicyRule{Name: name, Effect: effect, Match: match, Expression: expression}
+	}
+	servers := func(names ...string) *mcpv1alpha1.PolicyMatch { return &mcpv1alpha1.PolicyMatch{Servers: names} }
+	tools := func(globs ...string) *mcpv1alpha1.PolicyMatch { return &mcpv1alpha1.PolicyMatch{Tools: globs} }
+	allow, deny := mcpv1alpha1.PolicyAllow, mcpv1alpha1.PolicyDeny
+	return &mcpv1alpha1.ToolPolicy{Default: deny, Rules: []mcpv1alpha1.PolicyRule{
+		rule("no-deletes", deny, tools("*_delete_*", "*_drop_*"), ""),
+		rule("read-only", allow, &mcpv1alpha1.PolicyMatch{Annotations: &mcpv1alpha1.AnnotationMatch{ReadOnlyHint: &yes}}, ""),
+		rule("team-a", allow, servers("github"), `"team-a" in caller.groups`),
+		rule("team-b", allow, servers("jira"), `"team-b" in caller.groups`),
+		rule("team-c", allow, servers("slack"), `"team-c" in caller.groups`),
+		rule("team-d", allow, servers("postgres"), `"team-d" in caller.groups`),
+		rule("team-e", allow, servers("s3"), `"team-e" in caller.groups`),
+		rule("team-f", allow, servers("vault"), `"team-f" in caller.groups`),
+		rule("team-g", allow, servers("k8s"), `"team-g" in caller.groups`),
+		rule("team-h", allow, servers("grafana"), `"team-h" in caller.groups`),
+		rule("destructive-for-oncall", allow, &mcpv1alpha1.PolicyMatch{Annotations: &mcpv1alpha1.AnnotationMatch{DestructiveHint: &yes}}, `"oncall" in caller.groups`),
+		rule("no-admin-tools", deny, tools("*_admin_*"), ""),
+		rule("named-by-issuer", deny, nil, `caller.issuer != "" && !caller.name.startsWith(caller.issuer)`),
+		rule("admin-scope", allow, nil, `"scope" in caller.extra && caller.extra["scope"].exists(s, s == "admin")`),
+		rule("own-messages", deny, tools("*_echo"), `has(arguments.owner) && arguments.owner != caller.name`),
+		rule("short-messages", deny, tools("*_echo"), `has(arguments.message) && size(arguments.message) > 4096`),
+		rule("echo-callers", allow, nil, `tool.name.startsWith("mcp_") && tool.server.matches("^[a-z]+$")`),
+		rule("no-open-world", deny, &mcpv1alpha1.PolicyMatch{Annotations: &mcpv1alpha1.AnnotationMatch{OpenWorldHint: &yes}}, ""),
+		rule("interns-read", allow, nil, `"interns" in caller.groups && tool.annotations.readOnlyHint`),
+		rule("everyone-else", deny, nil, ""),
+	}}
 }

@@ -122,7 +122,7 @@ func (vw *view) narrow(input *policy.Caller) *view {
 	}
 	m := vw.menu
 	m.Tools, m.Withheld = tools, withheld
-	narrowed := &view{menu: m, base: vw, policy: vw.policy, exposure: vw.exposure,
+	narrowed := &view{menu: m, base: vw, policy: vw.policy, plans: vw.plans, exposure: vw.exposure,
 		revision: hashParts(append([]string{vw.revision}, hidden...)...),
 		byName:   make(map[string]*menu.Entry, len(tools)), withheld: make(map[string]*menu.Entry, len(withheld))}
 	for i := range m.Tools {
@@ -170,6 +170,26 @@ func keepEntries(entries []menu.Entry, keep func(*menu.Entry) bool) []menu.Entry
 func policyTool(e *menu.Entry) *policy.Tool {
 	return &policy.Tool{Name: e.Name, OriginalName: e.Tool.OriginalName, Server: e.Server, Title: titleOf(e),
 		Annotations: policy.AnnotationsOf(e.Tool.Annotations)}
+}
+
+// maxPolicyPlans bounds the plans a collection's view keeps: a caller's
+// first call of a tool decides what the caller and the tool decide, and
+// their next calls evaluate only the rules that read the arguments.
+const maxPolicyPlans = 4096
+
+// planFor is the policy's plan for the caller and a tool of the view.
+func (vw *view) planFor(who *caller, e *menu.Entry) *policy.Plan {
+	input, identity := anonymous, ""
+	if who != nil {
+		input, identity = who.policy, who.identity
+	}
+	key := string(menu.AppendPart([]byte(identity), e.Name))
+	if got, ok := vw.plans.Get(key); ok {
+		return got.(*policy.Plan)
+	}
+	plan := vw.policy.Plan(input, policyTool(e))
+	vw.plans.Add(key, plan)
+	return plan
 }
 
 // rendering is a caller's view in a format, rendered on first use.

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/singleflight"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
@@ -57,10 +58,12 @@ type view struct {
 	// used says a caller asked for the view, so that the next version's
 	// is built before anyone asks again (see menu_warm.go).
 	used atomic.Bool
-	// policy is the collection's compiled policy (nil without one), and
-	// callers the views of it its callers are served (menu_policy.go).
+	// policy is the collection's compiled policy (nil without one),
+	// callers the views of it its callers are served, and plans its
+	// plans for callers' calls of its tools (menu_policy.go).
 	policy  *policy.Policy
 	callers *callerViews
+	plans   *lru.Cache
 	// base is the view a caller's view narrows (nil for a menu's own):
 	// searches rank the base's tools, keeping the caller's.
 	base *view
@@ -318,7 +321,7 @@ func (c *Catalog) buildView(ctx context.Context, key viewKey) (*view, error) {
 	if pol != nil {
 		// Who sees and calls what changes with the policy, so its menus'
 		// ETags and their MCP endpoint's list do.
-		vw.policy, vw.callers = pol, newCallerViews()
+		vw.policy, vw.callers, vw.plans = pol, newCallerViews(), lru.New(maxPolicyPlans)
 		vw.revision = hashParts(vw.revision, pol.Hash())
 	}
 	vw.mcpRevision = mcpRevisionOf(vw.revision, exposure)
