@@ -23,6 +23,20 @@ type Envelope struct {
 	Message any `json:"message,omitempty"`
 }
 
+// contentPart is what the catalog reads of a result's content item: its
+// type, and a text's text or an image's data and type.
+type contentPart struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	Data     string `json:"data"`
+	MimeType string `json:"mimeType"`
+}
+
+func contentPartOf(item json.RawMessage) (contentPart, bool) {
+	var part contentPart
+	return part, json.Unmarshal(item, &part) == nil
+}
+
 // envelopeOf turns a tools/call result into the uniform envelope.
 func envelopeOf(result mcpclient.CallResult) Envelope {
 	env := Envelope{IsError: result.IsError, Content: result.Content, StructuredContent: result.StructuredContent}
@@ -31,13 +45,8 @@ func envelopeOf(result mcpclient.CallResult) Envelope {
 	}
 	var texts []string
 	for _, item := range result.Content {
-		var part struct {
-			Type     string `json:"type"`
-			Text     string `json:"text"`
-			Data     string `json:"data"`
-			MimeType string `json:"mimeType"`
-		}
-		if json.Unmarshal(item, &part) != nil {
+		part, ok := contentPartOf(item)
+		if !ok {
 			continue
 		}
 		switch part.Type {

@@ -19,7 +19,7 @@ import (
 // Audit the decision is only recorded. Either way the decision goes on
 // the call's record (call_record.go): audit line, metric and span.
 func (c *Catalog) decide(ctx context.Context, vw *view, entry *menu.Entry, arguments json.RawMessage) error {
-	if vw.policy == nil {
+	if vw.guard == nil {
 		return nil
 	}
 	d := vw.planFor(callerFrom(ctx), entry).Decide(arguments)

@@ -113,7 +113,7 @@ func (m *mcpHandlers) serveList(w http.ResponseWriter, r *http.Request, h *mcpHa
 		return
 	}
 	vw, err := m.catalog.menus.view(r.Context(), h.key)
-	if err == nil && vw.policy != nil && vw.policy.Enforced() {
+	if err == nil && vw.perCaller() {
 		shared = false // the menu moved to a policy since the handler's sync
 	}
 	if err == nil && !shared {

@@ -208,7 +208,7 @@ func (m *mcpHandlers) sync(ctx context.Context, h *mcpHandler) error {
 	}
 	refusedTools.WithLabelValues(menuLabel(h.key)).Set(float64(len(vw.menu.Refused)))
 	h.revision = vw.mcpRevision
-	h.perCaller = vw.policy != nil && vw.policy.Enforced()
+	h.perCaller = vw.perCaller()
 	h.listed = newListPages()
 	h.server.SendNotificationToAllClients(string(mcp.MethodNotificationToolsListChanged), nil)
 	return nil

@@ -50,6 +50,21 @@ func (ps *policies) of(tc *mcpv1alpha1.ToolCollection) *policy.Policy {
 	return policy.DenyAll("the collection's spec.policy does not compile and no earlier policy did; see its PolicyInvalid condition", tc.Spec.Policy.Mode)
 }
 
+// guard is a collection's policy as its views hold it: the compiled
+// policy, the plans of its callers' calls, and, in the collection's own
+// view, the views its callers were served; in a caller's view, that
+// view's renderings.
+type guard struct {
+	policy  *policy.Policy
+	plans   *lru.Cache
+	callers *callerViews
+	renders sync.Map
+}
+
+// perCaller reports whether the view's policy serves each caller a view
+// of its own (mode Enforce).
+func (vw *view) perCaller() bool { return vw.guard != nil && vw.guard.policy.Enforced() }
+
 // callerViews are the views a collection's callers were served under its
 // policy, by caller identity, and one per set of tools left.
 type callerViews struct {
@@ -78,18 +93,18 @@ var anonymous = &policy.Caller{Extra: map[string][]string{}}
 // forCaller is the view the caller is served: vw itself when the policy
 // leaves them every tool or only audits.
 func (vw *view) forCaller(who *caller) *view {
-	if vw.policy == nil || !vw.policy.Enforced() {
+	if !vw.perCaller() {
 		return vw
 	}
 	input, key := anonymous, ""
 	if who != nil {
 		input, key = who.policy, who.identity
 	}
-	if got, ok := vw.callers.byCaller.Get(key); ok {
+	if got, ok := vw.guard.callers.byCaller.Get(key); ok {
 		return got.(*view)
 	}
 	narrowed := vw.narrow(input)
-	cv := vw.callers
+	cv := vw.guard.callers
 	cv.mu.Lock()
 	shared, kept := cv.bySet[narrowed.revision]
 	switch {
@@ -109,7 +124,7 @@ func (vw *view) forCaller(who *caller) *view {
 func (vw *view) narrow(input *policy.Caller) *view {
 	var hidden []string
 	mayCall := func(e *menu.Entry) bool {
-		if vw.policy.MayCall(input, policyTool(e)) {
+		if vw.guard.policy.MayCall(input, policyTool(e)) {
 			return true
 		}
 		hidden = append(hidden, e.Name)
@@ -122,7 +137,7 @@ func (vw *view) narrow(input *policy.Caller) *view {
 	}
 	m := vw.menu
 	m.Tools, m.Withheld = tools, withheld
-	narrowed := &view{menu: m, base: vw, policy: vw.policy, plans: vw.plans, exposure: vw.exposure,
+	narrowed := &view{menu: m, base: vw, guard: &guard{policy: vw.guard.policy, plans: vw.guard.plans}, exposure: vw.exposure,
 		revision: hashParts(append([]string{vw.revision}, hidden...)...),
 		byName:   make(map[string]*menu.Entry, len(tools)), withheld: make(map[string]*menu.Entry, len(withheld))}
 	for i := range m.Tools {
@@ -184,20 +199,20 @@ func (vw *view) planFor(who *caller, e *menu.Entry) *policy.Plan {
 		input, identity = who.policy, who.identity
 	}
 	key := string(menu.AppendPart([]byte(identity), e.Name))
-	if got, ok := vw.plans.Get(key); ok {
+	if got, ok := vw.guard.plans.Get(key); ok {
 		return got.(*policy.Plan)
 	}
-	plan := vw.policy.Plan(input, policyTool(e))
-	vw.plans.Add(key, plan)
+	plan := vw.guard.policy.Plan(input, policyTool(e))
+	vw.guard.plans.Add(key, plan)
 	return plan
 }
 
 // rendering is a caller's view in a format, rendered on first use.
 func (vw *view) rendering(format string) *rendered {
-	if got, ok := vw.renders.Load(format); ok {
+	if got, ok := vw.guard.renders.Load(format); ok {
 		return got.(*rendered)
 	}
-	got, _ := vw.renders.LoadOrStore(format, render(vw, format))
+	got, _ := vw.guard.renders.LoadOrStore(format, render(vw, format))
 	return got.(*rendered)
 }
 

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/utils/lru"
+
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/menu"
 	"github.com/toolmesh/mcp-operator/internal/policy"
@@ -29,7 +31,7 @@ func TestNarrowedViewTellsNothingOfHiddenTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vw := &view{menu: m, revision: "r", byName: map[string]*menu.Entry{}, withheld: map[string]*menu.Entry{}, policy: p, callers: newCallerViews()}
+	vw := &view{menu: m, revision: "r", byName: map[string]*menu.Entry{}, withheld: map[string]*menu.Entry{}, guard: &guard{policy: p, callers: newCallerViews(), plans: lru.New(maxPolicyPlans)}}
 	for i := range vw.menu.Tools {
 		vw.byName[vw.menu.Tools[i].Name] = &vw.menu.Tools[i]
 	}

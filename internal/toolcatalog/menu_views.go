@@ -58,18 +58,12 @@ type view struct {
 	// used says a caller asked for the view, so that the next version's
 	// is built before anyone asks again (see menu_warm.go).
 	used atomic.Bool
-	// policy is the collection's compiled policy (nil without one),
-	// callers the views of it its callers are served, and plans its
-	// plans for callers' calls of its tools (menu_policy.go).
-	policy  *policy.Policy
-	callers *callerViews
-	plans   *lru.Cache
+	// guard is the collection's policy, as the view holds it (nil
+	// without one; menu_policy.go).
+	guard *guard
 	// base is the view a caller's view narrows (nil for a menu's own):
 	// searches rank the base's tools, keeping the caller's.
 	base *view
-	// renders are a caller's view's renderings, by format; a menu's own
-	// are in the menu cache.
-	renders sync.Map
 }
 
 // menuCache keeps resolved views and rendered bodies until the catalog's
@@ -321,7 +315,7 @@ func (c *Catalog) buildView(ctx context.Context, key viewKey) (*view, error) {
 	if pol != nil {
 		// Who sees and calls what changes with the policy, so its menus'
 		// ETags and their MCP endpoint's list do.
-		vw.policy, vw.callers, vw.plans = pol, newCallerViews(), lru.New(maxPolicyPlans)
+		vw.guard = &guard{policy: pol, callers: newCallerViews(), plans: lru.New(maxPolicyPlans)}
 		vw.revision = hashParts(vw.revision, pol.Hash())
 	}
 	vw.mcpRevision = mcpRevisionOf(vw.revision, exposure)

@@ -298,13 +298,7 @@ func (c *call) messageOf(env *Envelope, failure string) any {
 func anthropicBlocks(env *Envelope) []any {
 	blocks := []any{}
 	for _, item := range env.Content {
-		var part struct {
-			Type     string `json:"type"`
-			Text     string `json:"text"`
-			Data     string `json:"data"`
-			MimeType string `json:"mimeType"`
-		}
-		_ = json.Unmarshal(item, &part)
+		part, _ := contentPartOf(item)
 		switch part.Type {
 		case "text":
 			blocks = append(blocks, anthropicText{Type: "text", Text: part.Text})

@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	mcpgoclient "github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -332,18 +330,8 @@ type guardedSession struct {
 // unless tool is empty.
 func guardedMCP(endpoint, bearer, tool string, arguments map[string]any) guardedSession {
 	GinkgoHelper()
-	c, err := mcpgoclient.NewStreamableHttpClient(endpoint,
-		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + bearer}), transport.WithHTTPTimeout(60*time.Second))
-	Expect(err).NotTo(HaveOccurred())
-	callCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	Expect(c.Start(callCtx)).To(Succeed())
-	defer func() { _ = c.Close() }()
-	hello := mcp.InitializeRequest{}
-	hello.Params.ProtocolVersion = mcp.ProtocolVersion20251125
-	hello.Params.ClientInfo = mcp.Implementation{Name: "identity-policy-test", Version: "1"}
-	_, err = c.Initialize(callCtx, hello)
-	Expect(err).NotTo(HaveOccurred())
+	c, callCtx, done := mcpSession(endpoint, bearer)
+	defer done()
 	listed, err := c.ListTools(callCtx, mcp.ListToolsRequest{})
 	Expect(err).NotTo(HaveOccurred())
 	var s guardedSession

@@ -384,26 +384,33 @@ type toolResult struct {
 	Text    string
 }
 
-// mcpToolCall calls tool over the upstream collection's MCP endpoint with
-// a stock MCP client (mcp-go), bearer as its Authorization.
-func mcpToolCall(base, bearer, tool string) toolResult {
+// mcpSession is a stock MCP client (mcp-go), initialized with 2025-11-25
+// at endpoint, bearer (if any) as its Authorization, and the context its
+// requests go under; done closes it.
+func mcpSession(endpoint, bearer string) (*mcpgoclient.Client, context.Context, func()) {
 	GinkgoHelper()
 	headers := map[string]string{}
 	if bearer != "" {
 		headers["Authorization"] = "Bearer " + bearer
 	}
-	c, err := mcpgoclient.NewStreamableHttpClient(base+upstreamCollectionPath()+"/mcp",
-		transport.WithHTTPHeaders(headers), transport.WithHTTPTimeout(60*time.Second))
+	c, err := mcpgoclient.NewStreamableHttpClient(endpoint, transport.WithHTTPHeaders(headers), transport.WithHTTPTimeout(60*time.Second))
 	Expect(err).NotTo(HaveOccurred())
 	callCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
 	Expect(c.Start(callCtx)).To(Succeed())
-	defer func() { _ = c.Close() }()
 	hello := mcp.InitializeRequest{}
 	hello.Params.ProtocolVersion = mcp.ProtocolVersion20251125
 	hello.Params.ClientInfo = mcp.Implementation{Name: "identity-test", Version: "1"}
 	_, err = c.Initialize(callCtx, hello)
 	Expect(err).NotTo(HaveOccurred())
+	return c, callCtx, func() { _ = c.Close(); cancel() }
+}
+
+// mcpToolCall calls tool over the upstream collection's MCP endpoint with
+// a stock MCP client (mcp-go), bearer as its Authorization.
+func mcpToolCall(base, bearer, tool string) toolResult {
+	GinkgoHelper()
+	c, callCtx, done := mcpSession(base+upstreamCollectionPath()+"/mcp", bearer)
+	defer done()
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool
 	req.Params.Arguments = map[string]any{}
