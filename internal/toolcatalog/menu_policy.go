@@ -91,9 +91,10 @@ func newCallerViews() *callerViews {
 var anonymous = &policy.Caller{Extra: map[string][]string{}}
 
 // forCaller is the view the caller is served: vw itself when the policy
-// leaves them every tool or only audits.
+// leaves them every tool or only audits, or when vw is a caller's view
+// already.
 func (vw *view) forCaller(who *caller) *view {
-	if !vw.perCaller() {
+	if !vw.perCaller() || vw.base != nil {
 		return vw
 	}
 	input, key := anonymous, ""

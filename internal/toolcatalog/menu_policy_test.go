@@ -66,6 +66,10 @@ func TestNarrowedViewTellsNothingOfHiddenTools(t *testing.T) {
 	if vw.forCaller(other) != narrowed || narrowed.rendering(formatOpenAI) != vw.forCaller(other).rendering(formatOpenAI) {
 		t.Errorf("a caller left the same tools got a view of their own")
 	}
+	// A caller's view is its own caller's view.
+	if narrowed.forCaller(admin) != narrowed {
+		t.Errorf("a caller's view narrowed again")
+	}
 	// The original view is untouched.
 	if len(vw.menu.Conflicts) != 2 || len(vw.menu.Tools) != 2 || len(vw.menu.Unapproved) != 1 {
 		t.Errorf("narrowing changed the collection's view: %+v", vw.menu)
