@@ -156,3 +156,20 @@ func TestInProcessGoalParsed(t *testing.T) {
 		}
 	}
 }
+
+// A decision's p99 is held to 20 µs, read from BenchmarkDecide's line as
+// go test prints it; a run without it has no such goal.
+func TestPolicyGoal(t *testing.T) {
+	for line, met := range map[string]bool{
+		"BenchmarkDecide-2   20000   4664 ns/op   3.576 p50-µs   13.65 p99-µs   1712 B/op   66 allocs/op": true,
+		"BenchmarkDecide-2   20000   9664 ns/op   7.100 p50-µs   20.01 p99-µs   1712 B/op   66 allocs/op": false,
+	} {
+		g, ok := policyGoal(parse(strings.NewReader(line)).get)
+		if !ok || g.met != met || !strings.Contains(g.measured, "p50") {
+			t.Errorf("%s: %+v (%v), want met %v", line, g, ok, met)
+		}
+	}
+	if _, ok := policyGoal(parse(strings.NewReader(callRun)).get); ok {
+		t.Error("a goal from a run without BenchmarkDecide")
+	}
+}
