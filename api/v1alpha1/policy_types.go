@@ -181,16 +181,24 @@ type PolicyMatch struct {
 // out matches any value.
 type AnnotationMatch struct {
 	// readOnlyHint: the tool does not change its environment.
+	//
+	// Example: readOnlyHint: true
 	// +optional
 	ReadOnlyHint *bool `json:"readOnlyHint,omitempty"`
 	// destructiveHint: the tool may destroy data.
+	//
+	// Example: destructiveHint: true
 	// +optional
 	DestructiveHint *bool `json:"destructiveHint,omitempty"`
 	// idempotentHint: calling it again with the same arguments has no
 	// further effect.
+	//
+	// Example: idempotentHint: false
 	// +optional
 	IdempotentHint *bool `json:"idempotentHint,omitempty"`
 	// openWorldHint: the tool reaches outside systems.
+	//
+	// Example: openWorldHint: false
 	// +optional
 	OpenWorldHint *bool `json:"openWorldHint,omitempty"`
 }
