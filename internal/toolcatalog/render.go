@@ -125,11 +125,15 @@ type openAIFunction struct {
 	Parameters  json.RawMessage `json:"parameters"`
 }
 
+// openAIResponsesTool says strict: false, since the Responses API takes a
+// function tool without it as strict, which a schema with optional
+// properties is not.
 type openAIResponsesTool struct {
 	Type        string          `json:"type"`
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	Parameters  json.RawMessage `json:"parameters"`
+	Strict      bool            `json:"strict"`
 }
 
 type geminiDeclaration struct {

@@ -106,6 +106,7 @@ func appendTool(buf []byte, e *menu.Entry, format string) []byte {
 		buf = wire.AppendString(buf, e.Description)
 		buf = append(buf, `,"parameters":`...)
 		buf = appendRaw(buf, schema)
+		buf = append(buf, `,"strict":false`...)
 	case formatMCP:
 		buf = append(buf, `{"name":`...)
 		buf = wire.AppendString(buf, e.Name)

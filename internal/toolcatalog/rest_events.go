@@ -53,11 +53,13 @@ func (s *eventStream) close() {
 	s.done = true
 }
 
-// failure sends the error the plain answer would have carried.
-func (s *eventStream) failure(err error) {
+// failure sends the error the plain answer would have carried, with the
+// message to append for a call in a model API's shape.
+func (s *eventStream) failure(err error, cl *call) {
 	f := failureOf(err)
 	s.send("error", struct {
-		Error  string `json:"error"`
-		Status int    `json:"status"`
-	}{f.message, f.status})
+		Error   string `json:"error"`
+		Status  int    `json:"status"`
+		Message any    `json:"message,omitempty"`
+	}{f.message, f.status, cl.messageOf(&Envelope{}, f.message)})
 }

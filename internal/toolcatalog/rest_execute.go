@@ -10,6 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolmesh/mcp-operator/internal/tracing"
 	"github.com/toolmesh/mcp-operator/internal/wire"
 )
 
@@ -25,12 +28,20 @@ func (c *Catalog) execute(w http.ResponseWriter, req *http.Request, key viewKey)
 		return
 	}
 	if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && trimmed[0] == '[' {
+		if wire.AsksForEventStream(req.Header.Get("Accept")) {
+			c.answerError(ctx, w, key, &requestError{code: http.StatusNotAcceptable,
+				message: "a batch is answered as one JSON array, not as events: send its calls one at a time for their events"})
+			return
+		}
 		c.executeBatch(ctx, w, key, trimmed)
 		return
 	}
 	cl, err := decodeCall(body)
 	if err != nil {
-		c.answerError(ctx, w, key, err)
+		// What was read of the call (its shape and id) shapes the answer.
+		noteOf(ctx).status = statusOf(err)
+		c.recordFailure(ctx, key, "", nil, err)
+		writeCallFailure(w, err, &cl)
 		return
 	}
 	call := &callRequest{name: cl.name, arguments: cl.arguments}
@@ -52,7 +63,7 @@ func (c *Catalog) execute(w http.ResponseWriter, req *http.Request, key viewKey)
 	_, envelope, err := c.runCall(ctx, key, call)
 	switch {
 	case err != nil && events != nil:
-		events.failure(err)
+		events.failure(err, &cl)
 		return
 	case err != nil:
 		writeCallFailure(w, err, &cl)
@@ -67,13 +78,16 @@ func (c *Catalog) execute(w http.ResponseWriter, req *http.Request, key viewKey)
 }
 
 // maxBatchCalls bounds the calls of one batch: a model's parallel tool
-// calls are a handful.
-const maxBatchCalls = 64
+// calls are a handful, and a batch's answers are held whole (each up to
+// --catalog-max-result-bytes) until the last is in.
+const maxBatchCalls = 16
 
 // batchFailure is a batch's answer for a call that failed: its status,
-// the error, and the message to append to the conversation.
+// the error, the message to append to the conversation, and when to
+// retry (the Retry-After a single call would have been answered with).
 type batchFailure struct {
-	Status int `json:"status"`
+	Status     int `json:"status"`
+	RetryAfter int `json:"retryAfter,omitempty"`
 	apiError
 }
 
@@ -100,7 +114,23 @@ func (c *Catalog) executeBatch(ctx context.Context, w http.ResponseWriter, key v
 	for i, item := range items {
 		wg.Go(func() {
 			note := &callNote{requestID: fmt.Sprintf("%s#%d", parent.requestID, i), via: "rest", started: time.Now()}
-			answers[i] = c.batchCall(context.WithValue(ctx, callNoteKey{}, note), key, item)
+			callCtx := context.WithValue(ctx, callNoteKey{}, note)
+			if tracing.Enabled() {
+				// Each call its own span, under the batch's, as it would be
+				// alone.
+				var span trace.Span
+				callCtx, span = tracing.Tracer().Start(callCtx, "execute", trace.WithSpanKind(trace.SpanKindInternal))
+				defer span.End()
+			}
+			defer func() {
+				// A call's panic fails that call, as net/http would fail a
+				// request, not the process.
+				if r := recover(); r != nil {
+					c.log.Error(fmt.Errorf("%v", r), "A call of a batch panicked", "requestId", note.requestID)
+					answers[i] = batchFailure{Status: http.StatusInternalServerError, apiError: apiError{Error: "internal error"}}
+				}
+			}()
+			answers[i] = c.batchCall(callCtx, key, item)
 		})
 	}
 	wg.Wait()
@@ -111,9 +141,9 @@ func (c *Catalog) executeBatch(ctx context.Context, w http.ResponseWriter, key v
 func (c *Catalog) batchCall(ctx context.Context, key viewKey, item json.RawMessage) any {
 	fail := func(err error, cl *call) any {
 		f := failureOf(err)
-		answer := batchFailure{Status: f.status, apiError: apiError{Error: f.message, Details: f.details}}
+		answer := batchFailure{Status: f.status, RetryAfter: f.retryAfter, apiError: apiError{Error: f.message, Details: f.details}}
 		var authErr *authError
-		if cl != nil && !errors.As(err, &authErr) {
+		if !errors.As(err, &authErr) {
 			answer.Message = cl.messageOf(&Envelope{}, f.message)
 		}
 		return answer
@@ -122,7 +152,7 @@ func (c *Catalog) batchCall(ctx context.Context, key viewKey, item json.RawMessa
 	if err != nil {
 		noteOf(ctx).status = statusOf(err)
 		c.recordFailure(ctx, key, "", nil, err)
-		return fail(err, nil)
+		return fail(err, &cl)
 	}
 	_, envelope, err := c.runCall(ctx, key, &callRequest{name: cl.name, arguments: cl.arguments})
 	if err != nil {

@@ -118,7 +118,9 @@ func quoteAll(keys []string) string {
 }
 
 // decodeShaped reads a body of the shape: the tool, its arguments (a JSON
-// object, absent or null read as {}) and the call's id.
+// object, absent or null read as {}) and the call's id. With an error it
+// returns what it read of the call (its shape, id and name), so that the
+// refusal is answered in the call's shape.
 func decodeShaped(shape callShape, fields map[string]json.RawMessage) (call, error) {
 	c := call{shape: shape}
 	var args json.RawMessage
@@ -132,20 +134,21 @@ func decodeShaped(shape callShape, fields map[string]json.RawMessage) (call, err
 			Name      string          `json:"name"`
 			Arguments json.RawMessage `json:"arguments"`
 		}
+		err = stringField(fields, "id", &c.callID)
 		if json.Unmarshal(fields["function"], &fn) != nil {
-			return call{}, &requestError{code: http.StatusBadRequest, message: `"function" is not an object with a name and arguments`}
+			return c, &requestError{code: http.StatusBadRequest, message: `"function" is not an object with a name and arguments`}
 		}
 		c.name = fn.Name
-		if err = stringField(fields, "id", &c.callID); err == nil {
+		if err == nil {
 			args, err = textArguments(fn.Arguments, "function.arguments")
 		}
 	case shapeResponses:
-		err = firstErr(stringField(fields, "call_id", &c.callID), stringField(fields, "name", &c.name))
+		err = firstErr(stringField(fields, "call_id", &c.callID), stringField(fields, "name", &c.name), requiredID(c.callID, "call_id"))
 		if err == nil {
 			args, err = textArguments(fields["arguments"], "arguments")
 		}
 	case shapeAnthropic:
-		err = firstErr(stringField(fields, "id", &c.callID), stringField(fields, "name", &c.name))
+		err = firstErr(stringField(fields, "id", &c.callID), stringField(fields, "name", &c.name), requiredID(c.callID, "id"))
 		args = fields["input"]
 	case shapeGemini:
 		var fc struct {
@@ -154,15 +157,15 @@ func decodeShaped(shape callShape, fields map[string]json.RawMessage) (call, err
 			Args json.RawMessage `json:"args"`
 		}
 		if json.Unmarshal(fields["functionCall"], &fc) != nil {
-			return call{}, &requestError{code: http.StatusBadRequest, message: `"functionCall" is not an object with a name and args`}
+			return c, &requestError{code: http.StatusBadRequest, message: `"functionCall" is not an object with a name and args`}
 		}
 		c.callID, c.name, args = fc.ID, fc.Name, fc.Args
 	}
 	if err != nil {
-		return call{}, err
+		return c, err
 	}
 	if c.name == "" {
-		return call{}, &requestError{code: http.StatusBadRequest, message: "the call names no tool; execute takes " + acceptedShapes}
+		return c, &requestError{code: http.StatusBadRequest, message: "the call names no tool; execute takes " + acceptedShapes}
 	}
 	args = bytes.TrimSpace(args)
 	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
@@ -170,10 +173,19 @@ func decodeShaped(shape callShape, fields map[string]json.RawMessage) (call, err
 	}
 	// An object, checked without decoding it: validation decodes it next.
 	if args[0] != '{' || !json.Valid(args) {
-		return call{}, &requestError{code: http.StatusBadRequest, message: "arguments must be a JSON object"}
+		return c, &requestError{code: http.StatusBadRequest, message: "arguments must be a JSON object"}
 	}
 	c.arguments = args
 	return c, nil
+}
+
+// requiredID refuses a call without the id its answer must name: the API
+// that sent it refuses an answer that names none.
+func requiredID(id, key string) error {
+	if id == "" {
+		return &requestError{code: http.StatusBadRequest, message: fmt.Sprintf("the call has no %q, which its answer must name", key)}
+	}
+	return nil
 }
 
 // stringField reads a string field of a body, if it is there.
@@ -264,7 +276,7 @@ func (c *call) messageOf(env *Envelope, failure string) any {
 		text = env.Error
 	}
 	if env.System != "" && failure == "" {
-		text += "\n" + env.System
+		text = strings.TrimPrefix(text+"\n"+env.System, "\n")
 	}
 	switch c.shape {
 	case shapeChat:
@@ -292,6 +304,9 @@ func (c *call) messageOf(env *Envelope, failure string) any {
 	return nil
 }
 
+// anthropicImageTypes are the image types the Messages API takes.
+var anthropicImageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
+
 // anthropicBlocks are a result's content as Anthropic content blocks:
 // text as text, images as base64 image blocks, anything else as its JSON
 // text; the catalog's note last.
@@ -299,13 +314,17 @@ func anthropicBlocks(env *Envelope) []any {
 	blocks := []any{}
 	for _, item := range env.Content {
 		part, _ := contentPartOf(item)
-		switch part.Type {
-		case "text":
+		switch {
+		case part.Type == "text" && part.Text == "":
+			// The Messages API refuses an empty text block.
+		case part.Type == "text":
 			blocks = append(blocks, anthropicText{Type: "text", Text: part.Text})
-		case "image":
+		case part.Type == "image" && anthropicImageTypes[part.MimeType]:
 			img := anthropicImage{Type: "image"}
 			img.Source.Type, img.Source.MediaType, img.Source.Data = "base64", part.MimeType, part.Data
 			blocks = append(blocks, img)
+		case part.Type == "image":
+			blocks = append(blocks, anthropicText{Type: "text", Text: fmt.Sprintf("[an image of type %q, which this API does not take]", part.MimeType)})
 		default:
 			blocks = append(blocks, anthropicText{Type: "text", Text: string(item)})
 		}

@@ -50,8 +50,10 @@ func TestDecodeCallRefusesWhatItWouldIgnore(t *testing.T) {
 		`null`:       "not a JSON object",
 		`{}`:         "names no tool",
 		`{"type":1}`: `"type" is not a string`,
-		`{"type":"function_call","name":"add","arguments":"[1]"}`: "arguments must be a JSON object",
-		`{"type":"tool_use","id":"t","name":"add","input":"{}"}`:  "arguments must be a JSON object",
+		`{"type":"function_call","call_id":"c","name":"add","arguments":"[1]"}`: "arguments must be a JSON object",
+		`{"type":"tool_use","id":"t","name":"add","input":"{}"}`:                "arguments must be a JSON object",
+		`{"type":"function_call","name":"add","arguments":"{}"}`:                `the call has no "call_id"`,
+		`{"type":"tool_use","name":"add","input":{}}`:                           `the call has no "id"`,
 	} {
 		_, err := decodeCall([]byte(body))
 		var reqErr *requestError
@@ -131,6 +133,11 @@ var _ = Describe("Execute in each model API's shape", func() {
 		Expect(message(r)).To(Equal(map[string]any{"type": "tool_result", "tool_use_id": "toolu_4", "is_error": true,
 			"content": []any{map[string]any{"type": "text", "text": "Tool nope is invalid"}}}))
 
+		By("arguments a model wrote that are not JSON get the message too")
+		r = execute(`{"type":"function_call","call_id":"call_5","name":"add","arguments":"{\"a\": 1,"}`)
+		Expect(r.code).To(Equal(http.StatusBadRequest), string(r.body))
+		Expect(message(r)).To(Equal(map[string]any{"type": "function_call_output", "call_id": "call_5", "output": "arguments must be a JSON object"}))
+
 		By("a plain call's error has no message to append")
 		Expect(execute(`{"name":"nope"}`).json()).NotTo(HaveKey("message"))
 	})
@@ -155,8 +162,30 @@ var _ = Describe("Execute in each model API's shape", func() {
 		Expect(answers[4]["status"]).To(BeEquivalentTo(http.StatusBadRequest))
 		Expect(answers[4]["error"]).To(ContainSubstring(`has no "input"`))
 
+		By("a batch is not answered as events")
+		Expect(post("/v1/namespaces/"+ns+"/toolcollections/calc/execute", `[{"name":"add"}]`, "Accept", "text/event-stream").code).To(Equal(http.StatusNotAcceptable))
+
 		By("an empty batch, or one past the limit, is refused whole")
 		Expect(execute(`[]`).code).To(Equal(http.StatusBadRequest))
 		Expect(execute("[" + strings.Repeat(`{"name":"add"},`, maxBatchCalls) + `{"name":"add"}]`).code).To(Equal(http.StatusBadRequest))
 	})
 })
+
+// Anthropic's Messages API refuses an empty text block and an image of a
+// type it does not take: neither goes into a tool_result.
+func TestAnthropicBlocksAreOnesTheAPITakes(t *testing.T) {
+	env := Envelope{Content: []json.RawMessage{
+		json.RawMessage(`{"type":"text","text":""}`),
+		json.RawMessage(`{"type":"image","data":"PHN2Zy8+","mimeType":"image/svg+xml"}`),
+		json.RawMessage(`{"type":"image","data":"aW1n","mimeType":"image/webp"}`),
+	}}
+	got, err := json.Marshal(anthropicBlocks(&env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"type":"text","text":"[an image of type \"image/svg+xml\", which this API does not take]"},` +
+		`{"type":"image","source":{"type":"base64","media_type":"image/webp","data":"aW1n"}}]`
+	if string(got) != want {
+		t.Errorf("blocks\n%s\nwant\n%s", got, want)
+	}
+}
