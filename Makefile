@@ -128,7 +128,7 @@ bench: bench-search-results ## Every benchmark against same-run baselines; write
 	@go tool pprof -sample_index=inuse_space -top -cum -focus='toolmesh|controller-runtime|client-go' -nodecount=40 \
 	  $(BENCH_OUT)/heap-inprocess.pprof 2>/dev/null | tail -n +5 >> $(BENCH_OUT)/profiles.txt
 	cat $(BENCH_OUT)/micro.txt $(BENCH_OUT)/manager.txt $(BENCH_OUT)/search.txt | \
-	  go run ./hack/benchreport -require $(SEARCH_BENCHMARKS),BenchmarkDecide -profiles $(BENCH_OUT)/profiles.txt > $(BENCH_OUT)/benchmarks.md; \
+	  go run ./hack/benchreport -require $(SEARCH_BENCHMARKS),BenchmarkDecide,BenchmarkPlanDecide -profiles $(BENCH_OUT)/profiles.txt > $(BENCH_OUT)/benchmarks.md; \
 	  status=$$?; cp $(BENCH_OUT)/benchmarks.md docs/benchmarks.md && echo "wrote docs/benchmarks.md"; exit $$status
 
 # bench-search-results runs tool search's benchmarks into $(BENCH_OUT)/search.txt:

@@ -345,18 +345,26 @@ adds some 20–30 µs of it, since a call's allocations land in the heap
 goal's headroom, cold in cache (performance-notes.md says how each was
 measured).`
 
-// maxPolicyP99 is issue 43's goal for one decision of a 20-rule policy.
+// maxPolicyP99 is issue 43's goal for a call's decision by a 20-rule
+// policy.
 const maxPolicyP99 = 20.0 // µs
 
-// policyGoal is the time one call's policy decision takes
-// (internal/policy's BenchmarkDecide: 20 rules, the 15th decides, after
-// five expressions, one reading the arguments).
+// policyGoal is the time a call's policy decision takes in the catalog:
+// from the caller's kept plan for the tool (BenchmarkPlanDecide: 20
+// rules, the 15th decides, after five expressions, one reading the
+// arguments), with a caller's first call of the tool, which makes the
+// plan (BenchmarkDecide), told beside it.
 func policyGoal(get getter) (goal, bool) {
-	p99, ok := get("BenchmarkDecide", "p99-µs")
+	p99, ok := get("BenchmarkPlanDecide", "p99-µs")
 	if !ok {
 		return goal{}, false
 	}
-	p50, _ := get("BenchmarkDecide", "p50-µs")
-	return goal{what: "A call's decision by a 20-rule spec.policy (BenchmarkDecide): p99", target: fmt.Sprintf("≤ %.0f µs", maxPolicyP99),
-		met: p99 <= maxPolicyP99, measured: fmt.Sprintf("%.1f µs (p50 %.1f µs)", p99, p50)}, true
+	p50, _ := get("BenchmarkPlanDecide", "p50-µs")
+	measured := fmt.Sprintf("%.1f µs (p50 %.1f µs)", p99, p50)
+	if first, ok := get("BenchmarkDecide", "p99-µs"); ok {
+		firstP50, _ := get("BenchmarkDecide", "p50-µs")
+		measured += fmt.Sprintf("; a caller's first call of the tool, which makes the plan: %.1f µs (p50 %.1f µs)", first, firstP50)
+	}
+	return goal{what: "A call's decision by a 20-rule spec.policy, from the caller's kept plan (BenchmarkPlanDecide): p99", target: fmt.Sprintf("≤ %.0f µs", maxPolicyP99),
+		met: p99 <= maxPolicyP99, measured: measured}, true
 }

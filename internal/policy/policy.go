@@ -152,17 +152,6 @@ func (p *Policy) Hash() string { return p.hash }
 // Enforce) rather than only recording it (Audit).
 func (p *Policy) Enforced() bool { return !p.audit }
 
-// ReadsArguments reports whether any rule's expression reads the call's
-// arguments.
-func (p *Policy) ReadsArguments() bool {
-	for i := range p.rules {
-		if p.rules[i].readsArguments {
-			return true
-		}
-	}
-	return false
-}
-
 // Decision is what the policy decided of one call.
 type Decision struct {
 	Allowed bool
@@ -178,44 +167,12 @@ type Decision struct {
 // Refused reports whether the call is refused: denied and enforced.
 func (d Decision) Refused() bool { return !d.Allowed && d.Enforced }
 
-// Decide decides one call, as Plan(caller, tool).Decide(arguments) does,
-// in one pass: each expression is evaluated once, with the arguments
-// (read only when a rule that reads them matches the tool). For a
-// caller's first call of a tool; the catalog keeps the plan for the next.
+// Decide decides one call: the caller's plan for the tool, decided with
+// the call's arguments (read only when a rule that reads them matches the
+// tool and cannot be decided without them). The catalog keeps plans, so
+// that a caller's later calls of a tool start from Plan.Decide.
 func (p *Policy) Decide(caller *Caller, tool *Tool, arguments json.RawMessage) Decision {
-	act := &activation{caller: caller, tool: tool}
-	var argsErr error
-	decoded := false
-	for i := range p.rules {
-		r := &p.rules[i]
-		if !r.matches(tool) {
-			continue
-		}
-		if r.program == nil {
-			return p.decided(r, nil)
-		}
-		if r.readsArguments && !decoded {
-			decoded = true
-			act.arguments, argsErr = decodeArguments(arguments)
-		}
-		out, _, err := r.program.Eval(act)
-		if r.readsArguments && argsErr != nil {
-			// Arguments that cannot be read decide only what does not
-			// depend on them, as a plan would.
-			if out, err = r.withoutArguments(act); err == nil && types.IsUnknown(out) {
-				err = argsErr
-			}
-		}
-		switch {
-		case err != nil:
-			if !r.allow {
-				return p.decided(r, err)
-			}
-		case out == types.True:
-			return p.decided(r, nil)
-		}
-	}
-	return p.byDefault()
+	return p.Plan(caller, tool).Decide(arguments)
 }
 
 // withoutArguments evaluates the rule with the arguments unknown: true or
