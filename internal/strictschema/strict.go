@@ -21,6 +21,7 @@
 package strictschema
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -49,6 +50,9 @@ type Result struct {
 
 // Convert rewrites a tool's input schema for a dialect.
 func Convert(schema []byte, d Dialect) Result {
+	if len(bytes.TrimSpace(schema)) == 0 {
+		return Result{Schema: schema, Reason: "the tool has no input schema"}
+	}
 	root, err := parse(schema)
 	if err != nil {
 		return Result{Schema: schema, Reason: "the schema cannot be read: " + err.Error()}

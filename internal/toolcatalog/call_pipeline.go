@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/menu"
+	"github.com/toolmesh/mcp-operator/internal/strictschema"
 )
 
 // One tool call, whichever way it came: REST execute (rest_execute.go), /mcp
@@ -20,6 +21,9 @@ import (
 //  1. resolve: the addressed menu, and the tool in it. A tool withheld
 //     because its server is not Ready is authorized, then refused with
 //     why, so that only a caller who may call it learns about its server.
+//     A REST call's arguments lose each null sent for an optional
+//     argument that takes no null: what a model in OpenAI's strict mode
+//     sends for one it leaves out (internal/strictschema).
 //  2. check: what the entry point's protocol requires of a call of this
 //     tool (2026-07-28's Mcp-Param-* headers).
 //  3. authorize: execute on the collection, or through the global menu
@@ -46,6 +50,8 @@ type callRequest struct {
 	view *view
 	// check, if set, is step 2.
 	check func(*menu.Entry) error
+	// stripNulls drops the nulls of step 1.
+	stripNulls bool
 	// authorized, if set, hears that the call passed step 5: a REST
 	// caller that asked for events has them from there on, and a plain
 	// answer with its status before.
@@ -63,6 +69,9 @@ func (c *Catalog) runCall(ctx context.Context, key viewKey, req *callRequest) (*
 
 func (c *Catalog) callSteps(ctx context.Context, key viewKey, req *callRequest) (*menu.Entry, Envelope, error) {
 	vw, entry, withheld, err := c.resolveCall(ctx, key, req)
+	if err == nil && req.stripNulls {
+		req.arguments, _ = strictschema.StripNulls(entry.Tool.InputSchema.Raw, req.arguments)
+	}
 	switch {
 	case err != nil:
 		return entry, Envelope{}, err

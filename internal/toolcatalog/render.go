@@ -123,11 +123,12 @@ type openAIFunction struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	Parameters  json.RawMessage `json:"parameters"`
+	Strict      *bool           `json:"strict,omitempty"`
 }
 
-// openAIResponsesTool says strict: false, since the Responses API takes a
-// function tool without it as strict, which a schema with optional
-// properties is not.
+// openAIResponsesTool says strict: false unless the menu was asked for
+// strict, since the Responses API takes a function tool without it as
+// strict, which a schema with optional properties is not.
 type openAIResponsesTool struct {
 	Type        string          `json:"type"`
 	Name        string          `json:"name"`
@@ -146,6 +147,7 @@ type anthropicTool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"input_schema"`
+	Strict      *bool           `json:"strict,omitempty"`
 }
 
 // mcpTool is a tool in MCP's shape, the one format with a place for icons,
@@ -172,6 +174,8 @@ type menuBody struct {
 	Revision  string         `json:"revision"`
 	Tools     []any          `json:"tools"`
 	Conflicts []conflictJSON `json:"conflicts,omitempty"`
+	// NonStrict is set, empty or not, in a strict format only.
+	NonStrict *[]nonStrictJSON `json:"nonStrict,omitempty"`
 }
 
 // render writes a view's menu in a format; schemas go out as the bytes
@@ -220,13 +224,17 @@ func renderWithin(vw *view, format string, limit int) *rendered {
 	return r
 }
 
-func renderTool(e *menu.Entry, format string) any {
-	schema := json.RawMessage(e.Tool.InputSchema.Raw)
-	switch format {
+// renderTool is a tool in a format, with its schema as the format serves
+// it (schemaIn).
+func renderTool(e *menu.Entry, format string, served servedSchema) any {
+	schema := json.RawMessage(served.raw)
+	base, _ := baseFormat(format)
+	switch base {
 	case formatAnthropic:
-		return anthropicTool{Name: e.Name, Description: e.Description, InputSchema: schema}
+		return anthropicTool{Name: e.Name, Description: e.Description, InputSchema: schema, Strict: served.strict}
 	case formatOpenAIResponses:
-		return openAIResponsesTool{Type: "function", Name: e.Name, Description: e.Description, Parameters: schema}
+		return openAIResponsesTool{Type: "function", Name: e.Name, Description: e.Description, Parameters: schema,
+			Strict: served.strict != nil && *served.strict}
 	case formatGemini:
 		return geminiDeclaration{Name: e.Name, Description: e.Description, ParametersJSONSchema: schema}
 	case formatMCP:
@@ -248,7 +256,8 @@ func renderTool(e *menu.Entry, format string) any {
 		}
 		return t
 	default:
-		return openAITool{Type: "function", Function: openAIFunction{Name: e.Name, Description: e.Description, Parameters: schema}}
+		return openAITool{Type: "function", Function: openAIFunction{Name: e.Name, Description: e.Description, Parameters: schema,
+			Strict: served.strict}}
 	}
 }
 
@@ -363,17 +372,27 @@ func acceptsGzip(acceptEncoding string) bool {
 	return false
 }
 
-// formatOf reads the format a menu or search is asked in; openai when
-// none is named.
+// formatOf reads the format a menu or search is asked in, openai when
+// none is named, and its strict variant with ?strict=true.
 func formatOf(req *http.Request) (string, error) {
-	switch format := req.URL.Query().Get("format"); format {
-	case "":
-		return formatOpenAI, nil
-	default:
-		if slices.Contains(formats, format) {
-			return format, nil
-		}
+	query := req.URL.Query()
+	format := query.Get("format")
+	if format == "" {
+		format = formatOpenAI
+	}
+	if !slices.Contains(formats, format) {
 		return "", fmt.Errorf("unknown format %s: use %s", format, strings.Join(formats, ", "))
+	}
+	switch strict := query.Get("strict"); strict {
+	case "", "false":
+		return format, nil
+	case "true":
+		if !slices.Contains(strictFormats, format) {
+			return "", fmt.Errorf("format %s has no strict mode: strict=true applies to %s", format, strings.Join(strictFormats, ", "))
+		}
+		return format + strictSuffix, nil
+	default:
+		return "", fmt.Errorf("strict must be true or false, not %s", strict)
 	}
 }
 

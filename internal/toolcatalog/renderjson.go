@@ -57,11 +57,18 @@ func appendMenuIn(buf []byte, vw *view, format string, flush func([]byte) []byte
 	buf = append(buf, `{"revision":`...)
 	buf = wire.AppendString(buf, vw.revision)
 	buf = append(buf, `,"tools":[`...)
+	_, strict := baseFormat(format)
+	var nonStrict []nonStrictJSON
 	for i := range vw.menu.Tools {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = appendTool(buf, &vw.menu.Tools[i], format)
+		e := &vw.menu.Tools[i]
+		served := schemaIn(e, format)
+		if served.reason != "" {
+			nonStrict = append(nonStrict, nonStrictJSON{Name: e.Name, Reason: served.reason})
+		}
+		buf = appendTool(buf, e, format, served)
 		if flush != nil && len(buf) >= renderChunk {
 			buf = flush(buf)
 		}
@@ -81,13 +88,29 @@ func appendMenuIn(buf []byte, vw *view, format string, flush func([]byte) []byte
 		}
 		buf = append(buf, ']')
 	}
+	if strict {
+		buf = append(buf, `,"nonStrict":[`...)
+		for i, n := range nonStrict {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = append(buf, `{"name":`...)
+			buf = wire.AppendString(buf, n.Name)
+			buf = append(buf, `,"reason":`...)
+			buf = wire.AppendString(buf, n.Reason)
+			buf = append(buf, '}')
+		}
+		buf = append(buf, ']')
+	}
 	return append(buf, '}')
 }
 
-// appendTool appends what renderTool encodes to.
-func appendTool(buf []byte, e *menu.Entry, format string) []byte {
-	schema := e.Tool.InputSchema.Raw
-	switch format {
+// appendTool appends what renderTool encodes to, with the tool's schema
+// as the format serves it.
+func appendTool(buf []byte, e *menu.Entry, format string, served servedSchema) []byte {
+	schema := served.raw
+	base, _ := baseFormat(format)
+	switch base {
 	case formatAnthropic, formatGemini:
 		buf = append(buf, `{"name":`...)
 		buf = wire.AppendString(buf, e.Name)
@@ -99,6 +122,7 @@ func appendTool(buf []byte, e *menu.Entry, format string) []byte {
 			buf = append(buf, `,"input_schema":`...)
 		}
 		buf = appendRaw(buf, schema)
+		buf = appendStrict(buf, served.strict)
 	case formatOpenAIResponses:
 		buf = append(buf, `{"type":"function","name":`...)
 		buf = wire.AppendString(buf, e.Name)
@@ -106,7 +130,11 @@ func appendTool(buf []byte, e *menu.Entry, format string) []byte {
 		buf = wire.AppendString(buf, e.Description)
 		buf = append(buf, `,"parameters":`...)
 		buf = appendRaw(buf, schema)
-		buf = append(buf, `,"strict":false`...)
+		if served.strict != nil && *served.strict {
+			buf = append(buf, `,"strict":true`...)
+		} else {
+			buf = append(buf, `,"strict":false`...)
+		}
 	case formatMCP:
 		buf = append(buf, `{"name":`...)
 		buf = wire.AppendString(buf, e.Name)
@@ -152,9 +180,22 @@ func appendTool(buf []byte, e *menu.Entry, format string) []byte {
 		buf = wire.AppendString(buf, e.Description)
 		buf = append(buf, `,"parameters":`...)
 		buf = appendRaw(buf, schema)
+		buf = appendStrict(buf, served.strict)
 		buf = append(buf, '}')
 	}
 	return append(buf, '}')
+}
+
+// appendStrict appends a tool's strict member, when its format is strict.
+func appendStrict(buf []byte, strict *bool) []byte {
+	switch {
+	case strict == nil:
+		return buf
+	case *strict:
+		return append(buf, `,"strict":true`...)
+	default:
+		return append(buf, `,"strict":false`...)
+	}
 }
 
 // appendRaw appends raw JSON as encoding/json writes a json.RawMessage:

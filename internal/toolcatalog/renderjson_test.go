@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,8 +18,16 @@ import (
 // appendMenu is tested against.
 func renderByReflection(vw *view, format string) []byte {
 	body := menuBody{Revision: vw.revision, Tools: make([]any, len(vw.menu.Tools))}
+	if _, strict := baseFormat(format); strict {
+		body.NonStrict = &[]nonStrictJSON{}
+	}
 	for i := range vw.menu.Tools {
-		body.Tools[i] = renderTool(&vw.menu.Tools[i], format)
+		e := &vw.menu.Tools[i]
+		served := schemaIn(e, format)
+		if served.reason != "" {
+			*body.NonStrict = append(*body.NonStrict, nonStrictJSON{Name: e.Name, Reason: served.reason})
+		}
+		body.Tools[i] = renderTool(e, format, served)
 	}
 	for _, c := range vw.menu.Conflicts {
 		body.Conflicts = append(body.Conflicts, conflictJSON{Name: c.Name, Servers: c.Servers})
@@ -76,7 +85,7 @@ func TestRenderMatchesEncodingJSON(t *testing.T) {
 		withConflicts := m
 		withConflicts.Conflicts = conflicts
 		vw := &view{menu: withConflicts, revision: "rev<1>"}
-		for _, format := range formats {
+		for _, format := range allFormats() {
 			got, want := render(vw, format).body, renderByReflection(vw, format)
 			if !bytes.Equal(got, want) {
 				t.Errorf("%s, %d conflicts:\n got %s\nwant %s", format, len(conflicts), got, want)
@@ -86,3 +95,12 @@ func TestRenderMatchesEncodingJSON(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// allFormats are the formats and their strict variants.
+func allFormats() []string {
+	all := slices.Clone(formats)
+	for _, f := range strictFormats {
+		all = append(all, f+strictSuffix)
+	}
+	return all
+}

@@ -44,7 +44,7 @@ func (c *Catalog) execute(w http.ResponseWriter, req *http.Request, key viewKey)
 		writeCallFailure(w, err, &cl)
 		return
 	}
-	call := &callRequest{name: cl.name, arguments: cl.arguments}
+	call := &callRequest{name: cl.name, arguments: cl.arguments, stripNulls: true}
 	var events *eventStream
 	if wire.AsksForEventStream(req.Header.Get("Accept")) {
 		// Events start once the call is authorized: a call refused
@@ -154,7 +154,7 @@ func (c *Catalog) batchCall(ctx context.Context, key viewKey, item json.RawMessa
 		c.recordFailure(ctx, key, "", nil, err)
 		return fail(err, &cl)
 	}
-	_, envelope, err := c.runCall(ctx, key, &callRequest{name: cl.name, arguments: cl.arguments})
+	_, envelope, err := c.runCall(ctx, key, &callRequest{name: cl.name, arguments: cl.arguments, stripNulls: true})
 	if err != nil {
 		return fail(err, &cl)
 	}

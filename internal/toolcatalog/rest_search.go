@@ -25,6 +25,8 @@ type searchBody struct {
 	Revision string    `json:"revision"`
 	Tools    []any     `json:"tools"`
 	Scores   []float64 `json:"scores"`
+	// NonStrict is as in a menu's body: set in a strict format only.
+	NonStrict *[]nonStrictJSON `json:"nonStrict,omitempty"`
 }
 
 // searchParams are a search request's q and limit.
@@ -83,8 +85,15 @@ func (c *Catalog) serveSearch(w http.ResponseWriter, req *http.Request, key view
 // searchResult renders ranked tools in a format.
 func searchResult(revision string, ranked []rankedTool, format string) searchBody {
 	body := searchBody{Revision: revision, Tools: make([]any, len(ranked)), Scores: make([]float64, len(ranked))}
+	if _, strict := baseFormat(format); strict {
+		body.NonStrict = &[]nonStrictJSON{}
+	}
 	for i, r := range ranked {
-		body.Tools[i] = renderTool(r.entry, format)
+		served := schemaIn(r.entry, format)
+		if served.reason != "" {
+			*body.NonStrict = append(*body.NonStrict, nonStrictJSON{Name: r.entry.Name, Reason: served.reason})
+		}
+		body.Tools[i] = renderTool(r.entry, format, served)
 		// Three decimals tell the ranks apart; more would be noise.
 		body.Scores[i] = math.Round(r.score*1000) / 1000
 	}
