@@ -33,8 +33,10 @@ var unrepresentable = []string{"allOf", "oneOf", "not", "if", "then", "else", "p
 
 type openAIConverter struct {
 	root *node
-	// underAnyOf are the definitions a reference inside an anyOf reaches.
+	// underAnyOf are the definitions a reference inside an anyOf reaches;
+	// reached, those any reference reaches.
 	underAnyOf map[string]bool
+	reached    map[string]struct{}
 	properties int
 }
 
@@ -49,7 +51,7 @@ func convertOpenAI(root *node) (*node, error) {
 	if !ok || (names != nil && !slices.Equal(names, []string{"object"})) {
 		return nil, notStrict("", "the root's type is not object")
 	}
-	c := &openAIConverter{root: root, underAnyOf: map[string]bool{}}
+	c := &openAIConverter{root: root, underAnyOf: map[string]bool{}, reached: map[string]struct{}{}}
 	c.markUnderAnyOf(root, false, 0)
 	typed := root
 	if names == nil {
@@ -67,10 +69,18 @@ func (c *openAIConverter) markUnderAnyOf(s *node, inAnyOf bool, depth int) {
 	if s == nil || !s.object || depth > maxDepth {
 		return
 	}
-	if ref, ok := s.get("$ref").str(); ok && inAnyOf {
-		if m, name, ok := defName(ref); ok && !c.underAnyOf[m+"/"+name] {
-			c.underAnyOf[m+"/"+name] = true
-			c.markUnderAnyOf(c.root.get(m).get(name), true, depth+1)
+	if ref, ok := s.get("$ref").str(); ok {
+		if m, name, ok := defName(ref); ok {
+			// Each definition is walked at most twice: once reached from
+			// outside a union, once from inside one.
+			key := m + "/" + name
+			if _, seen := c.reached[key]; !seen || (inAnyOf && !c.underAnyOf[key]) {
+				c.reached[key] = struct{}{}
+				if inAnyOf {
+					c.underAnyOf[key] = true
+				}
+				c.markUnderAnyOf(c.root.get(m).get(name), inAnyOf, depth+1)
+			}
 		}
 	}
 	if props := s.get("properties"); props != nil && props.object {

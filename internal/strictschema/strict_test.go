@@ -62,6 +62,10 @@ func TestOpenAI(t *testing.T) {
 		in:     `{"type":"object","properties":{"v":{"anyOf":[{"$ref":"#/$defs/A"},{"type":"string"}]}},"required":["v"],"$defs":{"A":{"type":"object","properties":{"a":{"type":"string"}}}}}`,
 		reason: "at /$defs/A/properties/a: an optional property inside a union",
 	}, {
+		name:   "an optional property of a definition a definition uses inside a union",
+		in:     `{"type":"object","properties":{"v":{"$ref":"#/$defs/A"}},"required":["v"],"$defs":{"A":{"type":"object","properties":{"w":{"anyOf":[{"$ref":"#/$defs/B"},{"type":"null"}]}},"required":["w"]},"B":{"type":"object","properties":{"b":{"type":"string"}}}}}`,
+		reason: "at /$defs/B/properties/b: an optional property inside a union",
+	}, {
 		name:   "a root union",
 		in:     `{"anyOf":[{"type":"object"}]}`,
 		reason: "at /: the root is a union",
