@@ -42,11 +42,14 @@ const acceptedShapes = `{"name", "arguments"}; a Chat Completions tool call {"id
 	`or a Gemini part {"functionCall": {"name", "args"}}`
 
 // shapeKeys are the keys each shape may have.
+// caller, in Responses and Anthropic alike, says who made the call (the
+// model itself, or code it ran): the SDKs hand a block over with it, and
+// the answer is the same whoever called.
 var shapeKeys = map[callShape][]string{
 	shapePlain:     {"name", "arguments"},
 	shapeChat:      {"id", "type", "function", "index"},
-	shapeResponses: {"type", "id", "call_id", "name", "arguments", "status"},
-	shapeAnthropic: {"type", "id", "name", "input", "cache_control"},
+	shapeResponses: {"type", "id", "call_id", "name", "arguments", "status", "caller"},
+	shapeAnthropic: {"type", "id", "name", "input", "cache_control", "caller"},
 	shapeGemini:    {"functionCall", "thoughtSignature"},
 }
 

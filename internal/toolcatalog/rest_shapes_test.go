@@ -26,6 +26,8 @@ func TestDecodeCallShapes(t *testing.T) {
 		{`{"function":{"name":"add","arguments":"{}"}}`, "add", `{}`, "", shapeChat},
 		{`{"type":"function_call","id":"fc_1","call_id":"call_2","name":"add","arguments":"{\"a\":2}","status":"completed"}`, "add", `{"a":2}`, "call_2", shapeResponses},
 		{`{"type":"tool_use","id":"toolu_1","name":"add","input":{"a":3}}`, "add", `{"a":3}`, "toolu_1", shapeAnthropic},
+		{`{"type":"tool_use","id":"toolu_2","name":"add","input":{},"caller":{"type":"direct"}}`, "add", `{}`, "toolu_2", shapeAnthropic},
+		{`{"type":"function_call","call_id":"call_3","name":"add","arguments":"{}","caller":{"type":"direct"}}`, "add", `{}`, "call_3", shapeResponses},
 		{`{"functionCall":{"id":"g1","name":"add","args":{"a":4}}}`, "add", `{"a":4}`, "g1", shapeGemini},
 		{`{"functionCall":{"name":"add"}}`, "add", `{}`, "", shapeGemini},
 	} {
