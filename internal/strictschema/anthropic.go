@@ -14,7 +14,8 @@ var anthropicFormats = []string{"date-time", "time", "date", "duration", "email"
 // closing an object that is open, a type list its objects or arrays
 // would be turned into text by, recursion, which strict tool use does not
 // take, and references it does not follow.
-func convertAnthropic(root *node) (*node, error) {
+func convertAnthropic(sc *Schema) (*node, error) {
+	root := sc.root
 	if !root.object {
 		return nil, notStrict("", "the schema is not an object schema")
 	}
@@ -22,13 +23,12 @@ func convertAnthropic(root *node) (*node, error) {
 	if !ok || (names != nil && !slices.Equal(names, []string{"object"})) {
 		return nil, notStrict("", "the root's type is not object")
 	}
-	if err := checkReferences(root); err != nil {
+	if err := checkReferences(sc); err != nil {
 		return nil, err
 	}
 	typed := root
 	if names == nil {
-		typed = &node{object: true, keys: append([]string{"type"}, root.keys...),
-			values: append([]*node{strNode("object")}, root.values...)}
+		typed = typedObject(root)
 	}
 	return anthropicSchema(typed, "")
 }
@@ -39,11 +39,21 @@ func anthropicSchema(s *node, path string) (*node, error) {
 	}
 	// work is what is left to place; what is left at the end goes into
 	// the description.
-	work := &node{object: true, keys: slices.Clone(s.keys), values: slices.Clone(s.values)}
+	work := s.shallow()
 	pop := func(key string) *node {
 		v := work.get(key)
 		work.del(key)
 		return v
+	}
+	if names, _ := typeNames(s); slices.Contains(names, "object") || s.has("properties") {
+		for _, key := range []string{"anyOf", "oneOf", "allOf", "enum", "const"} {
+			if s.has(key) {
+				return nil, notStrict(path, "an object with %s beside its properties, which closing the object would change", key)
+			}
+		}
+	}
+	if allOf := s.get("allOf"); allOf != nil && allOf.array && len(allOf.items) > 1 {
+		return nil, notStrict(path, "an intersection (allOf) of more than one schema, whose objects strict mode would close one by one")
 	}
 	out := &node{object: true}
 	if defs := pop("$defs"); defs != nil {
@@ -56,7 +66,7 @@ func anthropicSchema(s *node, path string) (*node, error) {
 			if err != nil {
 				return nil, err
 			}
-			converted.set(name, v)
+			converted.add(name, defs.rawKeys[i], v)
 		}
 		out.set("$defs", converted)
 	}
@@ -169,6 +179,9 @@ func anthropicObject(work, out *node, path string, pop func(string) *node) error
 	}
 	props := pop("properties")
 	if props == nil {
+		if !work.get("additionalProperties").isFalse() {
+			return notStrict(path, "an object that declares no properties takes any, which a closed object would not")
+		}
 		props = &node{object: true}
 	}
 	if !props.object {
@@ -180,7 +193,7 @@ func anthropicObject(work, out *node, path string, pop func(string) *node) error
 		if err != nil {
 			return err
 		}
-		converted.set(name, v)
+		converted.add(name, props.rawKeys[i], v)
 	}
 	out.set("properties", converted)
 	if ap := pop("additionalProperties"); ap != nil && !ap.isFalse() {
@@ -205,46 +218,36 @@ func anthropicBranches(list *node, path string) (*node, error) {
 	return out, nil
 }
 
-// isComposite reports an object or array value, which transformJSONSchema
-// does not keep as an enum value or const.
-func isComposite(n *node) bool { return n.object || n.array }
-
 // checkReferences refuses references other than to the root's $defs, and
 // definitions that reach themselves: strict tool use takes no recursion.
-func checkReferences(root *node) error {
+func checkReferences(sc *Schema) error {
 	refs := map[string][]string{}
 	var bad error
-	var collect func(n *node, from string, depth int)
-	collect = func(n *node, from string, depth int) {
-		if n == nil || bad != nil || depth > maxDepth {
+	var collect func(s *node, from, path string, depth int)
+	collect = func(s *node, from, path string, depth int) {
+		if s == nil || !s.object || bad != nil || depth > maxDepth {
 			return
 		}
-		for i, key := range n.keys {
-			v := n.values[i]
-			if key == "$ref" {
-				ref, _ := v.str()
-				m, name, ok := defName(ref)
-				if !ok || m != "$defs" || root.get("$defs").get(name) == nil {
-					bad = notStrict(from, "$ref %q is not a reference to one of the schema's own $defs", ref)
-					return
-				}
-				refs[from] = append(refs[from], name)
-				continue
+		if ref := s.get("$ref"); ref != nil {
+			r, _ := ref.str()
+			m, name, ok := defName(r)
+			if !ok || m != "$defs" || sc.root.get("$defs").get(name) == nil {
+				bad = notStrict(path, "$ref %q is not a reference to one of the schema's own $defs", r)
+				return
 			}
-			if key == "$defs" && depth == 0 {
-				continue
+			refs[from] = append(refs[from], name)
+		}
+		subschemas(s, func(keyword string, sub *node, at ...string) {
+			if keyword != "$defs" && keyword != "definitions" {
+				collect(sub, from, pointer(path, at...), depth+1)
 			}
-			collect(v, from, depth+1)
-		}
-		for _, item := range n.items {
-			collect(item, from, depth+1)
-		}
+		})
 	}
-	collect(root, "", 0)
-	defs := root.get("$defs")
-	if defs != nil {
+	collect(sc.root, "", "", 0)
+	defs := sc.root.get("$defs")
+	if defs != nil && defs.object {
 		for i, name := range defs.keys {
-			collect(defs.values[i], name, 1)
+			collect(defs.values[i], name, pointer("", "$defs", name), 1)
 		}
 	}
 	if bad != nil {
@@ -274,7 +277,7 @@ func checkReferences(root *node) error {
 		state[name] = done
 		return false
 	}
-	if defs != nil {
+	if defs != nil && defs.object {
 		for _, name := range defs.keys {
 			if visit(name) {
 				return notStrict(pointer("", "$defs", name), "a recursive definition, which strict tool use does not take")

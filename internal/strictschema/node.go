@@ -10,13 +10,20 @@ import (
 )
 
 // node is a JSON value that keeps its object members in the order they
-// were written: a schema's property order is the order a model writes
-// the arguments in, and the catalog's output must not change between two
-// renderings of one schema (ETags).
+// were written and its scalars and keys byte for byte as written: a
+// schema's property order is the order a model writes the arguments in,
+// the catalog's output must not change between two renderings of one
+// schema (ETags), and arguments that lose a null must keep every other
+// byte (a string that is not valid UTF-8 included).
 type node struct {
 	// object members; set (possibly empty) when the value is an object.
-	keys   []string
-	values []*node
+	keys []string
+	// rawKeys are the keys as written, where they were read; nil entries
+	// (keys set here) are written as encoding/json writes them.
+	rawKeys [][]byte
+	values  []*node
+	// index finds a member of an object of more than indexFrom members.
+	index  map[string]int
 	object bool
 	// array elements; set (possibly empty) when the value is an array.
 	items []*node
@@ -25,32 +32,55 @@ type node struct {
 	raw json.RawMessage
 }
 
-// maxDepth bounds how deeply a schema nests before it is refused: a
-// strict schema nests far less (OpenAI's limit is 10 object levels), and
-// the bound keeps recursion on hostile input shallow.
+// indexFrom is how many members an object has before it is indexed:
+// below it a scan is cheaper than a map.
+const indexFrom = 16
+
+// maxDepth bounds how deeply a schema or arguments nest before they are
+// refused: a strict schema nests far less (OpenAI's limit is 10 object
+// levels), and the bound keeps recursion on hostile input shallow.
 const maxDepth = 128
 
 var errDuplicateKey = errors.New("an object names a key twice")
 
-// parse decodes one JSON value, in order.
+type parser struct {
+	data []byte
+	dec  *json.Decoder
+	// at is where the last token read ended.
+	at int64
+}
+
+// parse decodes one JSON value, in order, in time linear in its size.
 func parse(data []byte) (*node, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	n, err := parseValue(dec, 0)
+	p := &parser{data: data, dec: json.NewDecoder(bytes.NewReader(data))}
+	p.dec.UseNumber()
+	n, err := p.value(0)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("trailing data after the schema")
+	if _, err := p.dec.Token(); err != io.EOF {
+		return nil, errors.New("trailing data after the value")
 	}
 	return n, nil
 }
 
-func parseValue(dec *json.Decoder, depth int) (*node, error) {
+// token reads the next token and the bytes it was written as.
+func (p *parser) token() (json.Token, []byte, error) {
+	tok, err := p.dec.Token()
+	if err != nil {
+		return nil, nil, err
+	}
+	end := p.dec.InputOffset()
+	raw := bytes.TrimLeft(p.data[p.at:end], " \t\r\n:,")
+	p.at = end
+	return tok, raw, nil
+}
+
+func (p *parser) value(depth int) (*node, error) {
 	if depth > maxDepth {
 		return nil, fmt.Errorf("nested deeper than %d levels", maxDepth)
 	}
-	tok, err := dec.Token()
+	tok, raw, err := p.token()
 	if err != nil {
 		return nil, err
 	}
@@ -59,81 +89,115 @@ func parseValue(dec *json.Decoder, depth int) (*node, error) {
 		switch t {
 		case '{':
 			n := &node{object: true}
-			for dec.More() {
-				kt, err := dec.Token()
+			for p.dec.More() {
+				kt, rawKey, err := p.token()
 				if err != nil {
 					return nil, err
 				}
 				key := kt.(string)
-				if slices.Contains(n.keys, key) {
+				if n.has(key) {
 					return nil, errDuplicateKey
 				}
-				v, err := parseValue(dec, depth+1)
+				v, err := p.value(depth + 1)
 				if err != nil {
 					return nil, err
 				}
-				n.keys = append(n.keys, key)
-				n.values = append(n.values, v)
+				n.add(key, rawKey, v)
 			}
-			_, err := dec.Token()
+			_, _, err := p.token()
 			return n, err
 		case '[':
 			n := &node{array: true}
-			for dec.More() {
-				v, err := parseValue(dec, depth+1)
+			for p.dec.More() {
+				v, err := p.value(depth + 1)
 				if err != nil {
 					return nil, err
 				}
 				n.items = append(n.items, v)
 			}
-			_, err := dec.Token()
+			_, _, err := p.token()
 			return n, err
 		}
 		return nil, fmt.Errorf("unexpected %v", t)
-	case string:
-		raw, _ := json.Marshal(t)
-		return &node{raw: raw}, nil
-	case json.Number:
-		return &node{raw: json.RawMessage(t)}, nil
-	case bool:
-		if t {
-			return &node{raw: json.RawMessage("true")}, nil
-		}
-		return &node{raw: json.RawMessage("false")}, nil
 	default:
-		return &node{raw: json.RawMessage("null")}, nil
+		return &node{raw: json.RawMessage(raw)}, nil
 	}
+}
+
+// find is the position of an object's member, -1 when absent.
+func (n *node) find(key string) int {
+	if n == nil || !n.object {
+		return -1
+	}
+	if n.index != nil {
+		if i, ok := n.index[key]; ok {
+			return i
+		}
+		return -1
+	}
+	return slices.Index(n.keys, key)
 }
 
 // get returns an object's member, nil when absent.
 func (n *node) get(key string) *node {
-	if n == nil || !n.object {
-		return nil
-	}
-	if i := slices.Index(n.keys, key); i >= 0 {
+	if i := n.find(key); i >= 0 {
 		return n.values[i]
 	}
 	return nil
 }
 
 // has reports an object's member.
-func (n *node) has(key string) bool { return n.get(key) != nil }
+func (n *node) has(key string) bool { return n.find(key) >= 0 }
+
+// add appends a member the object does not have.
+func (n *node) add(key string, rawKey []byte, v *node) {
+	n.keys = append(n.keys, key)
+	n.rawKeys = append(n.rawKeys, rawKey)
+	n.values = append(n.values, v)
+	switch {
+	case n.index != nil:
+		n.index[key] = len(n.keys) - 1
+	case len(n.keys) > indexFrom:
+		n.reindex()
+	}
+}
+
+func (n *node) reindex() {
+	n.index = nil
+	if len(n.keys) > indexFrom {
+		n.index = make(map[string]int, len(n.keys))
+		for i, k := range n.keys {
+			n.index[k] = i
+		}
+	}
+}
 
 // set replaces an object's member, or appends it.
 func (n *node) set(key string, v *node) {
-	if i := slices.Index(n.keys, key); i >= 0 {
+	if i := n.find(key); i >= 0 {
 		n.values[i] = v
 		return
 	}
-	n.keys = append(n.keys, key)
-	n.values = append(n.values, v)
+	n.add(key, nil, v)
+}
+
+// keep keeps the members of an object keep says to, in one pass.
+func (n *node) keep(keep func(i int) bool) {
+	kept := 0
+	for i := range n.keys {
+		if keep(i) {
+			n.keys[kept], n.rawKeys[kept], n.values[kept] = n.keys[i], n.rawKeys[i], n.values[i]
+			kept++
+		}
+	}
+	n.keys, n.rawKeys, n.values = n.keys[:kept], n.rawKeys[:kept], n.values[:kept]
+	n.reindex()
 }
 
 // del removes an object's member.
 func (n *node) del(key string) {
-	if i := slices.Index(n.keys, key); i >= 0 {
-		n.keys = slices.Delete(n.keys, i, i+1)
-		n.values = slices.Delete(n.values, i, i+1)
+	if i := n.find(key); i >= 0 {
+		n.keep(func(j int) bool { return j != i })
 	}
 }
 
@@ -174,6 +238,24 @@ func object(pairs ...any) *node {
 	return n
 }
 
+// shallow copies an object's member lists, sharing the members.
+func (n *node) shallow() *node {
+	c := &node{object: true, keys: slices.Clone(n.keys), rawKeys: slices.Clone(n.rawKeys), values: slices.Clone(n.values)}
+	c.reindex()
+	return c
+}
+
+// typedObject is an object schema with "type": "object" first, and its
+// members after.
+func typedObject(n *node) *node {
+	c := &node{object: true}
+	c.add("type", nil, strNode("object"))
+	for i, k := range n.keys {
+		c.add(k, n.rawKeys[i], n.values[i])
+	}
+	return c
+}
+
 // clone copies a value deeply.
 func (n *node) clone() *node {
 	if n == nil {
@@ -182,10 +264,12 @@ func (n *node) clone() *node {
 	c := &node{object: n.object, array: n.array, raw: n.raw}
 	if n.object {
 		c.keys = slices.Clone(n.keys)
+		c.rawKeys = slices.Clone(n.rawKeys)
 		c.values = make([]*node, len(n.values))
 		for i, v := range n.values {
 			c.values[i] = v.clone()
 		}
+		c.reindex()
 	}
 	if n.array {
 		c.items = make([]*node, len(n.items))
@@ -196,7 +280,8 @@ func (n *node) clone() *node {
 	return c
 }
 
-// appendJSON appends a value as compact JSON, members in order.
+// appendJSON appends a value as compact JSON, members in order, keys and
+// scalars as they were written.
 func (n *node) appendJSON(buf []byte) []byte {
 	switch {
 	case n.object:
@@ -205,8 +290,12 @@ func (n *node) appendJSON(buf []byte) []byte {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			kb, _ := json.Marshal(k)
-			buf = append(buf, kb...)
+			if i < len(n.rawKeys) && n.rawKeys[i] != nil {
+				buf = append(buf, n.rawKeys[i]...)
+			} else {
+				kb, _ := json.Marshal(k)
+				buf = append(buf, kb...)
+			}
 			buf = append(buf, ':')
 			buf = n.values[i].appendJSON(buf)
 		}

@@ -2,7 +2,6 @@ package strictschema
 
 import (
 	"bytes"
-	"slices"
 )
 
 // StripNulls drops from a tool call's arguments each null sent for an
@@ -10,32 +9,30 @@ import (
 // OpenAI's strict mode sends for an argument it leaves out, since there
 // every property is required and the optional ones nullable. It follows
 // properties, array items and references to the schema's definitions,
-// not unions (the strict rewrite refuses optional properties in those).
-// Arguments it cannot read, and arguments with no such null, come back
-// as they are; changed says whether any null was dropped.
-func StripNulls(schema, arguments []byte) (out []byte, changed bool) {
+// not unions (the strict rewrite refuses optional properties in those),
+// and takes time linear in the arguments' size. Every other byte of the
+// arguments is kept as it was sent. Arguments it cannot read, and
+// arguments with no such null, come back as they are; changed says
+// whether any null was dropped.
+func (sc *Schema) StripNulls(arguments []byte) (out []byte, changed bool) {
 	if !bytes.Contains(arguments, []byte("null")) {
-		return arguments, false
-	}
-	root, err := parse(schema)
-	if err != nil {
 		return arguments, false
 	}
 	args, err := parse(arguments)
 	if err != nil || !args.object {
 		return arguments, false
 	}
-	if !stripValue(root, root, args, 0) {
+	if !sc.stripValue(sc.root, args, 0) {
 		return arguments, false
 	}
 	return args.appendJSON(nil), true
 }
 
-func stripValue(root, s, v *node, depth int) (changed bool) {
+func (sc *Schema) stripValue(s, v *node, depth int) (changed bool) {
 	if depth > maxDepth {
 		return false
 	}
-	if s = resolve(root, s); s == nil || !s.object {
+	if s = sc.resolve(s); s == nil || !s.object {
 		return false
 	}
 	switch {
@@ -45,21 +42,24 @@ func stripValue(root, s, v *node, depth int) (changed bool) {
 			return false
 		}
 		required, _ := requiredNames(s, "")
-		for i := 0; i < len(v.keys); i++ {
-			key := v.keys[i]
+		isRequired := make(map[string]bool, len(required))
+		for _, name := range required {
+			isRequired[name] = true
+		}
+		drop := make([]bool, len(v.keys))
+		for i, key := range v.keys {
 			ps := props.get(key)
-			if ps == nil {
-				continue
-			}
-			if v.values[i].isNull() && !slices.Contains(required, key) && !mayBeNull(root, ps) {
-				v.del(key)
-				i--
+			switch {
+			case ps == nil:
+			case v.values[i].isNull() && !isRequired[key] && !sc.mayBeNull(ps):
+				drop[i] = true
 				changed = true
-				continue
-			}
-			if stripValue(root, ps, v.values[i], depth+1) {
+			case sc.stripValue(ps, v.values[i], depth+1):
 				changed = true
 			}
+		}
+		if changed {
+			v.keep(func(i int) bool { return !drop[i] })
 		}
 	case v.array:
 		items := s.get("items")
@@ -67,7 +67,7 @@ func stripValue(root, s, v *node, depth int) (changed bool) {
 			return false
 		}
 		for _, item := range v.items {
-			if stripValue(root, items, item, depth+1) {
+			if sc.stripValue(items, item, depth+1) {
 				changed = true
 			}
 		}

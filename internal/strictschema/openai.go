@@ -1,6 +1,7 @@
 package strictschema
 
 import (
+	"math"
 	"slices"
 	"strconv"
 )
@@ -10,6 +11,10 @@ const (
 	openAIMaxObjectDepth = 10
 	openAIMaxProperties  = 5000
 	openAIMaxEnumValues  = 1000
+	// An enum of more than openAIManyEnumValues strings may spell them in
+	// openAIMaxEnumChars characters at most.
+	openAIManyEnumValues = 250
+	openAIMaxEnumChars   = 15000
 )
 
 // openAIFormats are the string formats Structured Outputs takes.
@@ -32,15 +37,19 @@ var unrepresentable = []string{"allOf", "oneOf", "not", "if", "then", "else", "p
 	"unevaluatedProperties", "$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor", "$anchor"}
 
 type openAIConverter struct {
-	root *node
+	*Schema
 	// underAnyOf are the definitions a reference inside an anyOf reaches;
 	// reached, those any reference reaches.
 	underAnyOf map[string]bool
 	reached    map[string]struct{}
+	// inlining are the definitions being inlined for a reference with
+	// keywords beside it.
+	inlining   map[string]bool
 	properties int
 }
 
-func convertOpenAI(root *node) (*node, error) {
+func convertOpenAI(sc *Schema) (*node, error) {
+	root := sc.root
 	if !root.object {
 		return nil, notStrict("", "the schema is not an object schema")
 	}
@@ -51,15 +60,114 @@ func convertOpenAI(root *node) (*node, error) {
 	if !ok || (names != nil && !slices.Equal(names, []string{"object"})) {
 		return nil, notStrict("", "the root's type is not object")
 	}
-	c := &openAIConverter{root: root, underAnyOf: map[string]bool{}, reached: map[string]struct{}{}}
+	if err := openAILimits(sc); err != nil {
+		return nil, err
+	}
+	c := &openAIConverter{Schema: sc, underAnyOf: map[string]bool{}, reached: map[string]struct{}{}, inlining: map[string]bool{}}
 	c.markUnderAnyOf(root, false, 0)
 	typed := root
 	if names == nil {
 		// Tool arguments are an object whatever the root says.
-		typed = &node{object: true, keys: append([]string{"type"}, root.keys...),
-			values: append([]*node{strNode("object")}, root.values...)}
+		typed = typedObject(root)
 	}
-	return c.schema(typed, "", 0, false)
+	return c.schema(typed, "", false)
+}
+
+// openAILimits refuses a schema past what Structured Outputs takes: objects
+// nested deeper than 10 (through references too), more than 1,000 enum
+// values in all, a long enum spelled in more than 15,000 characters, and
+// numbers no float64 holds.
+func openAILimits(sc *Schema) error {
+	enumValues := 0
+	var err error
+	var visit func(s *node, path string, depth int)
+	visit = func(s *node, path string, depth int) {
+		if err != nil || s == nil || !s.object || depth > maxDepth {
+			return
+		}
+		for i, key := range s.keys {
+			if holdsSchemas(key) || key == "description" || key == "title" || key == "default" || key == "examples" || key == "$comment" {
+				continue
+			}
+			if !finite(s.values[i]) {
+				err = notStrict(path, "%s holds a number no float64 holds", key)
+				return
+			}
+		}
+		if e := s.get("enum"); e != nil && e.array {
+			enumValues += len(e.items)
+			if enumValues > openAIMaxEnumValues {
+				err = notStrict(path, "more than %d enum values in all, more than strict mode takes", openAIMaxEnumValues)
+				return
+			}
+			if len(e.items) > openAIManyEnumValues {
+				chars := 0
+				for _, v := range e.items {
+					if str, ok := v.str(); ok {
+						chars += len([]rune(str))
+					}
+				}
+				if chars > openAIMaxEnumChars {
+					err = notStrict(path, "an enum of %d values spelled in %d characters, more than strict mode takes", len(e.items), chars)
+					return
+				}
+			}
+		}
+		subschemas(s, func(_ string, sub *node, at ...string) { visit(sub, pointer(path, at...), depth+1) })
+	}
+	visit(sc.root, "", 0)
+	if err != nil {
+		return err
+	}
+	if depth := sc.objectDepth(sc.root, map[string]int{}, 0); depth > openAIMaxObjectDepth {
+		return notStrict("", "objects nest %d deep, through references too, more than the %d strict mode takes", depth, openAIMaxObjectDepth)
+	}
+	return nil
+}
+
+// finite reports a value holds no number outside float64's range.
+func finite(v *node) bool {
+	switch {
+	case v.object:
+		return !slices.ContainsFunc(v.values, func(n *node) bool { return !finite(n) })
+	case v.array:
+		return !slices.ContainsFunc(v.items, func(n *node) bool { return !finite(n) })
+	case len(v.raw) > 0 && (v.raw[0] == '-' || (v.raw[0] >= '0' && v.raw[0] <= '9')):
+		f, err := strconv.ParseFloat(string(v.raw), 64)
+		return err == nil && !math.IsInf(f, 0)
+	}
+	return true
+}
+
+// objectDepth is how deeply objects nest in a schema, following
+// references; a definition on a cycle counts once. memo holds each
+// definition's depth (-1 while it is being measured).
+func (sc *Schema) objectDepth(s *node, memo map[string]int, guard int) int {
+	if s == nil || !s.object || guard > maxDepth {
+		return 0
+	}
+	deepest := 0
+	if ref, ok := s.get("$ref").str(); ok {
+		if m, name, ok := defName(ref); ok {
+			key := m + "/" + name
+			d, seen := memo[key]
+			if !seen {
+				memo[key] = -1
+				d = sc.objectDepth(sc.definition(key), memo, guard+1)
+				memo[key] = d
+			}
+			deepest = max(deepest, d)
+		}
+	}
+	subschemas(s, func(keyword string, sub *node, _ ...string) {
+		if keyword != "$defs" && keyword != "definitions" {
+			deepest = max(deepest, sc.objectDepth(sub, memo, guard+1))
+		}
+	})
+	if names, _ := typeNames(s); slices.Contains(names, "object") || s.has("properties") {
+		return deepest + 1
+	}
+	return deepest
 }
 
 // markUnderAnyOf notes which definitions are reached from inside an
@@ -79,25 +187,19 @@ func (c *openAIConverter) markUnderAnyOf(s *node, inAnyOf bool, depth int) {
 				if inAnyOf {
 					c.underAnyOf[key] = true
 				}
-				c.markUnderAnyOf(c.root.get(m).get(name), inAnyOf, depth+1)
+				c.markUnderAnyOf(c.definition(key), inAnyOf, depth+1)
 			}
 		}
 	}
-	if props := s.get("properties"); props != nil && props.object {
-		for _, v := range props.values {
-			c.markUnderAnyOf(v, inAnyOf, depth+1)
+	subschemas(s, func(keyword string, sub *node, _ ...string) {
+		if keyword != "$defs" && keyword != "definitions" {
+			c.markUnderAnyOf(sub, inAnyOf || keyword == "anyOf", depth+1)
 		}
-	}
-	c.markUnderAnyOf(s.get("items"), inAnyOf, depth+1)
-	if branches := s.get("anyOf"); branches != nil && branches.array {
-		for _, b := range branches.items {
-			c.markUnderAnyOf(b, true, depth+1)
-		}
-	}
+	})
 }
 
-// schema rewrites one schema; depth counts the objects it is inside.
-func (c *openAIConverter) schema(s *node, path string, depth int, inAnyOf bool) (*node, error) {
+// schema rewrites one schema.
+func (c *openAIConverter) schema(s *node, path string, inAnyOf bool) (*node, error) {
 	if !s.object {
 		if s.isTrue() {
 			return nil, notStrict(path, "the schema takes any value")
@@ -113,7 +215,7 @@ func (c *openAIConverter) schema(s *node, path string, depth int, inAnyOf bool) 
 		return nil, notStrict(path, "a nested $id starts a schema resource of its own")
 	}
 	if ref := s.get("$ref"); ref != nil {
-		return c.reference(s, ref, path)
+		return c.reference(s, ref, path, inAnyOf)
 	}
 	names, ok := typeNames(s)
 	if !ok {
@@ -130,6 +232,18 @@ func (c *openAIConverter) schema(s *node, path string, depth int, inAnyOf bool) 
 	isObject := slices.Contains(names, "object")
 	if !isObject && (s.has("properties") || s.has("required")) {
 		return nil, notStrict(path, "properties or required on a schema that is not an object")
+	}
+	if isObject {
+		for _, key := range []string{"anyOf", "enum", "const"} {
+			if s.has(key) {
+				return nil, notStrict(path, "an object with %s beside its properties, which closing the object would change", key)
+			}
+		}
+	}
+	for _, key := range []string{"enum", "const"} {
+		if v := s.get(key); v != nil && (isComposite(v) && key == "const" || v.array && slices.ContainsFunc(v.items, isComposite)) {
+			return nil, notStrict(path, "%s holds an object or a list, which strict mode does not take", key)
+		}
 	}
 
 	out := &node{object: true}
@@ -161,7 +275,7 @@ func (c *openAIConverter) schema(s *node, path string, depth int, inAnyOf bool) 
 			if v.array {
 				return nil, notStrict(path, "items is a tuple, which strict mode does not take")
 			}
-			item, err := c.schema(v, pointer(path, "items"), depth, inAnyOf)
+			item, err := c.schema(v, pointer(path, "items"), inAnyOf)
 			if err != nil {
 				return nil, err
 			}
@@ -172,7 +286,7 @@ func (c *openAIConverter) schema(s *node, path string, depth int, inAnyOf bool) 
 			}
 			branches := &node{array: true}
 			for j, b := range v.items {
-				converted, err := c.schema(b, pointer(path, "anyOf", strconv.Itoa(j)), depth, true)
+				converted, err := c.schema(b, pointer(path, "anyOf", strconv.Itoa(j)), true)
 				if err != nil {
 					return nil, err
 				}
@@ -192,9 +306,6 @@ func (c *openAIConverter) schema(s *node, path string, depth int, inAnyOf bool) 
 			if !v.array || len(v.items) == 0 {
 				return nil, notStrict(path, "enum is not a list of values")
 			}
-			if len(v.items) > openAIMaxEnumValues {
-				return nil, notStrict(path, "enum lists %d values, more than the %d strict mode takes", len(v.items), openAIMaxEnumValues)
-			}
 			out.set(key, v.clone())
 		case key == "format":
 			if f, _ := v.str(); slices.Contains(openAIFormats, f) && slices.Contains(names, "string") {
@@ -211,7 +322,7 @@ func (c *openAIConverter) schema(s *node, path string, depth int, inAnyOf bool) 
 		}
 	}
 	if isObject {
-		if err := c.object(s, out, path, depth+1, inAnyOf); err != nil {
+		if err := c.object(s, out, path, inAnyOf); err != nil {
 			return nil, err
 		}
 	}
@@ -222,23 +333,44 @@ func (c *openAIConverter) schema(s *node, path string, depth int, inAnyOf bool) 
 	return out, nil
 }
 
-// reference rewrites a schema that is a reference to a definition.
-func (c *openAIConverter) reference(s, ref *node, path string) (*node, error) {
+// reference rewrites a schema that is a reference to a definition. One
+// with nothing beside it stays a reference; one with a description or a
+// title beside it (as pydantic writes a documented field), which strict
+// mode refuses, becomes the definition itself with them, as openai's
+// Python helper does.
+func (c *openAIConverter) reference(s, ref *node, path string, inAnyOf bool) (*node, error) {
 	target, _ := ref.str()
-	if _, _, ok := defName(target); !ok || resolve(c.root, s) == nil {
+	m, name, ok := defName(target)
+	if !ok || c.resolve(s) == nil {
 		return nil, notStrict(path, "$ref %q is not a reference to one of the schema's own definitions", target)
 	}
-	out := &node{object: true}
+	var annotations []int
 	for i, key := range s.keys {
 		switch {
-		case key == "$ref", key == "description", key == "title":
-			out.set(key, s.values[i].clone())
-		case slices.Contains(annotationsDropped, key):
+		case key == "$ref", slices.Contains(annotationsDropped, key):
+		case key == "description", key == "title":
+			annotations = append(annotations, i)
 		default:
 			return nil, notStrict(path, "%s beside $ref", key)
 		}
 	}
-	return out, nil
+	if len(annotations) == 0 {
+		return object("$ref", ref.clone()), nil
+	}
+	key := m + "/" + name
+	if c.inlining[key] {
+		return nil, notStrict(path, "a recursive reference with a description beside it, which strict mode does not take")
+	}
+	c.inlining[key] = true
+	defer delete(c.inlining, key)
+	inlined, err := c.schema(c.definition(key), path, inAnyOf)
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range annotations {
+		inlined.set(s.keys[i], s.values[i].clone())
+	}
+	return inlined, nil
 }
 
 // definitions rewrites the root's $defs (or definitions).
@@ -248,28 +380,26 @@ func (c *openAIConverter) definitions(mapKey string, defs *node) (*node, error) 
 	}
 	out := &node{object: true}
 	for i, name := range defs.keys {
-		// A definition is an object's property, or an item, wherever it
-		// is used: its objects nest at least one level below the root.
-		converted, err := c.schema(defs.values[i], pointer("", mapKey, name), 1, c.underAnyOf[mapKey+"/"+name])
+		converted, err := c.schema(defs.values[i], pointer("", mapKey, name), c.underAnyOf[mapKey+"/"+name])
 		if err != nil {
 			return nil, err
 		}
-		out.set(name, converted)
+		out.add(name, defs.rawKeys[i], converted)
 	}
 	return out, nil
 }
 
 // object closes an object schema and makes each of its properties
 // required, the optional ones nullable.
-func (c *openAIConverter) object(s, out *node, path string, depth int, inAnyOf bool) error {
-	if depth > openAIMaxObjectDepth {
-		return notStrict(path, "objects nest more than %d deep, more than strict mode takes", openAIMaxObjectDepth)
-	}
+func (c *openAIConverter) object(s, out *node, path string, inAnyOf bool) error {
 	if ap := s.get("additionalProperties"); ap != nil && !ap.isFalse() {
 		return notStrict(path, "the object takes properties it does not declare (additionalProperties)")
 	}
 	props := s.get("properties")
 	if props == nil {
+		if !s.get("additionalProperties").isFalse() {
+			return notStrict(path, "an object that declares no properties takes any, which a closed object would not")
+		}
 		props = &node{object: true}
 	}
 	if !props.object {
@@ -288,28 +418,41 @@ func (c *openAIConverter) object(s, out *node, path string, depth int, inAnyOf b
 	if c.properties > openAIMaxProperties {
 		return notStrict(path, "more than %d properties in all, more than strict mode takes", openAIMaxProperties)
 	}
+	isRequired := make(map[string]bool, len(required))
+	for _, name := range required {
+		isRequired[name] = true
+	}
 	converted := &node{object: true}
 	for i, name := range props.keys {
 		original := props.values[i]
 		at := pointer(path, "properties", name)
-		v, err := c.schema(original, at, depth, inAnyOf)
+		v, err := c.schema(original, at, inAnyOf)
 		if err != nil {
 			return err
 		}
-		if !slices.Contains(required, name) {
+		if !isRequired[name] {
 			switch {
 			case inAnyOf:
 				return notStrict(at, "an optional property inside a union (anyOf): a null sent for it could not be told from a value")
-			case !mayBeNull(c.root, original):
+			case !c.mayBeNull(original):
 				v = nullable(v)
 			case !original.get("default").isNull():
 				return notStrict(at, "an optional property that takes null too: a null sent for it could not be told from the property left out")
 			}
 		}
-		converted.set(name, v)
+		converted.add(name, props.rawKeys[i], v)
 	}
 	out.set("properties", converted)
-	out.set("required", stringList(props.keys...))
+	requiredOut := &node{array: true}
+	for i := range props.keys {
+		raw := props.rawKeys[i]
+		if raw == nil {
+			requiredOut.items = append(requiredOut.items, strNode(props.keys[i]))
+		} else {
+			requiredOut.items = append(requiredOut.items, &node{raw: raw})
+		}
+	}
+	out.set("required", requiredOut)
 	out.set("additionalProperties", &node{raw: []byte("false")})
 	return nil
 }

@@ -7,8 +7,9 @@
 // schema, and every constraint the strict subset has no keyword for is
 // kept in the description, where the model reads it, and still enforced,
 // since the catalog validates arguments against the tool's own schema
-// before a call. Objects are closed (an object that says nothing of
-// other properties takes none that mean anything to the tool); for
+// before a call. An object that declares its properties is closed: the
+// one convention the rewrite assumes is that such an object takes no
+// others (one that declares none takes any object, and is refused); for
 // OpenAI, whose strict mode requires every property, an optional property
 // becomes required and nullable, and StripNulls drops the null a model
 // then sends for it. A schema that cannot be rewritten so, an explicitly
@@ -22,8 +23,10 @@ package strictschema
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -48,26 +51,89 @@ type Result struct {
 	Reason string
 }
 
+// Version names the rewrite: it changes whenever what Convert writes
+// for a schema may change, so that a cached strict menu is told apart
+// from the one a later catalog writes (ETags).
+const Version = "1"
+
 // Convert rewrites a tool's input schema for a dialect.
 func Convert(schema []byte, d Dialect) Result {
-	if len(bytes.TrimSpace(schema)) == 0 {
-		return Result{Schema: schema, Reason: "the tool has no input schema"}
-	}
-	root, err := parse(schema)
+	sc, err := ParseSchema(schema)
 	if err != nil {
-		return Result{Schema: schema, Reason: "the schema cannot be read: " + err.Error()}
+		return Result{Schema: schema, Reason: err.Error()}
 	}
 	var out *node
 	switch d {
 	case Anthropic:
-		out, err = convertAnthropic(root)
+		out, err = convertAnthropic(sc)
 	default:
-		out, err = convertOpenAI(root)
+		out, err = convertOpenAI(sc)
 	}
 	if err != nil {
 		return Result{Schema: schema, Reason: err.Error()}
 	}
 	return Result{Schema: out.appendJSON(nil), Strict: true}
+}
+
+// Schema is a tool's input schema, read once: safe to share between
+// goroutines, since nothing changes it after ParseSchema.
+type Schema struct {
+	root *node
+	// nullable says of each definition ("$defs/NAME") whether it may
+	// take null.
+	nullable map[string]bool
+}
+
+// ParseSchema reads a schema, in time linear in its size.
+func ParseSchema(raw []byte) (*Schema, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, errors.New("the tool has no input schema")
+	}
+	root, err := parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("the schema cannot be read: %w", err)
+	}
+	sc := &Schema{root: root, nullable: map[string]bool{}}
+	sc.findNullable()
+	return sc, nil
+}
+
+// findNullable works out, once for each definition, whether it may take
+// null; a definition on a cycle of references may.
+func (sc *Schema) findNullable() {
+	const (
+		computing = 1
+		done      = 2
+	)
+	state := map[string]int8{}
+	var refNullable func(key string) bool
+	refNullable = func(key string) bool {
+		switch state[key] {
+		case computing:
+			return true
+		case done:
+			return sc.nullable[key]
+		}
+		state[key] = computing
+		target := sc.definition(key)
+		v := target == nil || mayBeNullWithin(target, 0, refNullable)
+		sc.nullable[key] = v
+		state[key] = done
+		return v
+	}
+	for _, m := range []string{"$defs", "definitions"} {
+		if defs := sc.root.get(m); defs != nil && defs.object {
+			for _, name := range defs.keys {
+				refNullable(m + "/" + name)
+			}
+		}
+	}
+}
+
+// definition is the schema a definition key ("$defs/NAME") names.
+func (sc *Schema) definition(key string) *node {
+	m, name, _ := strings.Cut(key, "/")
+	return sc.root.get(m).get(name)
 }
 
 // notStrict is why a schema cannot be made strict, at a place in it.
@@ -93,7 +159,7 @@ func defName(ref string) (mapKey, name string, ok bool) {
 // resolve follows a schema's local reference into the root's definitions;
 // it returns the schema itself when it has no reference, and nil when the
 // reference goes anywhere else.
-func resolve(root, s *node) *node {
+func (sc *Schema) resolve(s *node) *node {
 	for range 16 {
 		ref, ok := s.get("$ref").str()
 		if !ok {
@@ -103,7 +169,7 @@ func resolve(root, s *node) *node {
 		if !ok {
 			return nil
 		}
-		if s = root.get(m).get(name); s == nil {
+		if s = sc.root.get(m).get(name); s == nil {
 			return nil
 		}
 	}
@@ -113,12 +179,17 @@ func resolve(root, s *node) *node {
 // mayBeNull reports whether a schema may accept null: false only when it
 // certainly does not (its type, enum or const leave null out, or every
 // branch of its anyOf or oneOf does).
-func mayBeNull(root, s *node) bool {
-	return mayBeNullWithin(root, s, 0)
+func (sc *Schema) mayBeNull(s *node) bool {
+	return mayBeNullWithin(s, 0, func(key string) bool {
+		v, ok := sc.nullable[key]
+		return !ok || v
+	})
 }
 
-func mayBeNullWithin(root, s *node, depth int) bool {
-	if depth > 32 || s == nil {
+// mayBeNullWithin is mayBeNull, with refNullable saying it of a
+// definition a reference names.
+func mayBeNullWithin(s *node, depth int, refNullable func(key string) bool) bool {
+	if depth > maxDepth || s == nil {
 		return true
 	}
 	if s.isFalse() {
@@ -127,12 +198,9 @@ func mayBeNullWithin(root, s *node, depth int) bool {
 	if !s.object {
 		return true
 	}
-	if s.has("$ref") {
-		target := resolve(root, s)
-		if target == nil || target == s {
-			return true
-		}
-		if !mayBeNullWithin(root, target, depth+1) {
+	if ref := s.get("$ref"); ref != nil {
+		r, _ := ref.str()
+		if m, name, ok := defName(r); ok && !refNullable(m+"/"+name) {
 			return false
 		}
 	}
@@ -152,16 +220,64 @@ func mayBeNullWithin(root, s *node, depth int) bool {
 	}
 	for _, key := range []string{"anyOf", "oneOf"} {
 		if branches := s.get(key); branches != nil && branches.array &&
-			!slices.ContainsFunc(branches.items, func(b *node) bool { return mayBeNullWithin(root, b, depth+1) }) {
+			!slices.ContainsFunc(branches.items, func(b *node) bool { return mayBeNullWithin(b, depth+1, refNullable) }) {
 			return false
 		}
 	}
 	if branches := s.get("allOf"); branches != nil && branches.array &&
-		slices.ContainsFunc(branches.items, func(b *node) bool { return !mayBeNullWithin(root, b, depth+1) }) {
+		slices.ContainsFunc(branches.items, func(b *node) bool { return !mayBeNullWithin(b, depth+1, refNullable) }) {
 		return false
 	}
 	return true
 }
+
+// subschemas calls visit with each schema a schema holds in a keyword
+// (not through references): its properties, items, branches and so on,
+// never literal values such as an enum's or a default. at is where the
+// schema is below its parent, as JSON Pointer tokens.
+func subschemas(s *node, visit func(keyword string, sub *node, at ...string)) {
+	if s == nil || !s.object {
+		return
+	}
+	for i, key := range s.keys {
+		v := s.values[i]
+		switch key {
+		case "properties", "patternProperties", "$defs", "definitions", "dependentSchemas":
+			if v.object {
+				for j, sub := range v.values {
+					visit(key, sub, key, v.keys[j])
+				}
+			}
+		case "items", "prefixItems", "anyOf", "oneOf", "allOf":
+			if v.array {
+				for j, sub := range v.items {
+					visit(key, sub, key, strconv.Itoa(j))
+				}
+			} else if v.object {
+				visit(key, v, key)
+			}
+		case "not", "if", "then", "else", "additionalProperties", "additionalItems", "contains",
+			"propertyNames", "unevaluatedItems", "unevaluatedProperties":
+			if v.object {
+				visit(key, v, key)
+			}
+		}
+	}
+}
+
+// holdsSchemas reports a keyword subschemas reads schemas from.
+func holdsSchemas(keyword string) bool {
+	switch keyword {
+	case "properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "items", "prefixItems",
+		"anyOf", "oneOf", "allOf", "not", "if", "then", "else", "additionalProperties", "additionalItems",
+		"contains", "propertyNames", "unevaluatedItems", "unevaluatedProperties":
+		return true
+	}
+	return false
+}
+
+// isComposite reports an object or array value.
+func isComposite(n *node) bool { return n.object || n.array }
 
 // describe appends the keywords a strict schema cannot carry to its
 // description, as the Anthropic SDK's transformJSONSchema does:
