@@ -10,7 +10,6 @@ import (
 
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/menu"
-	"github.com/toolmesh/mcp-operator/internal/strictschema"
 )
 
 // One tool call, whichever way it came: REST execute (rest_execute.go), /mcp
@@ -21,9 +20,6 @@ import (
 //  1. resolve: the addressed menu, and the tool in it. A tool withheld
 //     because its server is not Ready is authorized, then refused with
 //     why, so that only a caller who may call it learns about its server.
-//     A REST call's arguments lose each null sent for an optional
-//     argument that takes no null: what a model in OpenAI's strict mode
-//     sends for one it leaves out (internal/strictschema).
 //  2. check: what the entry point's protocol requires of a call of this
 //     tool (2026-07-28's Mcp-Param-* headers).
 //  3. authorize: execute on the collection, or through the global menu
@@ -31,7 +27,11 @@ import (
 //     the request (auth.go).
 //  4. limit: the caller's rate, which denied calls spend too.
 //  5. decide: the collection's policy, for this caller, tool and
-//     arguments (call_policy.go).
+//     arguments (call_policy.go). A REST call's arguments first lose each
+//     null sent for an optional argument that takes no null: what a model
+//     in OpenAI's strict mode sends for one it leaves out
+//     (internal/strictschema); only once the caller may call the tool,
+//     since reading arguments costs time in their size.
 //  6. validate: the arguments against the tool's input schema.
 //  7. invoke: the call on the server's session, long output cut, a
 //     failure told as the caller may read it.
@@ -50,7 +50,7 @@ type callRequest struct {
 	view *view
 	// check, if set, is step 2.
 	check func(*menu.Entry) error
-	// stripNulls drops the nulls of step 1.
+	// stripNulls drops the nulls of step 5.
 	stripNulls bool
 	// authorized, if set, hears that the call passed step 5: a REST
 	// caller that asked for events has them from there on, and a plain
@@ -69,9 +69,6 @@ func (c *Catalog) runCall(ctx context.Context, key viewKey, req *callRequest) (*
 
 func (c *Catalog) callSteps(ctx context.Context, key viewKey, req *callRequest) (*menu.Entry, Envelope, error) {
 	vw, entry, withheld, err := c.resolveCall(ctx, key, req)
-	if err == nil && req.stripNulls {
-		req.arguments, _ = strictschema.StripNulls(entry.Tool.InputSchema.Raw, req.arguments)
-	}
 	switch {
 	case err != nil:
 		return entry, Envelope{}, err
@@ -79,6 +76,7 @@ func (c *Catalog) callSteps(ctx context.Context, key viewKey, req *callRequest) 
 		if err := c.authorizeCall(ctx, key, entry); err != nil {
 			return entry, Envelope{}, err
 		}
+		c.normalize(req, entry)
 		if err := c.decide(ctx, vw, entry, req.arguments); err != nil {
 			return entry, Envelope{}, err
 		}
@@ -95,6 +93,7 @@ func (c *Catalog) callSteps(ctx context.Context, key viewKey, req *callRequest) 
 	if err := c.callers.allow(ctx); err != nil {
 		return entry, Envelope{}, err
 	}
+	c.normalize(req, entry)
 	if err := c.decide(ctx, vw, entry, req.arguments); err != nil {
 		return entry, Envelope{}, err
 	}
@@ -114,6 +113,15 @@ func (c *Catalog) callSteps(ctx context.Context, key viewKey, req *callRequest) 
 	}
 	c.truncate(&envelope)
 	return entry, envelope, nil
+}
+
+// normalize drops, for a REST call, the nulls a strict model sends for
+// optional arguments (step 5), so that the policy, the schema and the
+// server all see the arguments as the model meant them.
+func (c *Catalog) normalize(req *callRequest, entry *menu.Entry) {
+	if req.stripNulls {
+		req.arguments = stripNulls(entry.Tool, req.arguments)
+	}
 }
 
 // resolveCall finds the called tool in the addressed menu; withheld says

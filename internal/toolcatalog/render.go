@@ -197,7 +197,7 @@ const renderChunk = 64 << 10
 // all, it is rendered once more as it is; when it was underestimated
 // (strings escaped), the body is gzipped and let go.
 func renderWithin(vw *view, format string, limit int) *rendered {
-	r := &rendered{etag: `"` + vw.revision + `"`}
+	r := &rendered{etag: etagOf(vw.revision, format)}
 	if size := menuSize(vw); size <= limit {
 		r.body = appendMenuIn(make([]byte, 0, size), vw, format, nil)
 		r.size = len(r.body)
@@ -298,7 +298,7 @@ func (m *menuCache) rendering(key viewKey, vw *view, format string) *rendered {
 	st := m.stampFor(key.kind)
 	r, ok := m.renders[rk]
 	m.mu.Unlock()
-	if ok && r.etag == `"`+vw.revision+`"` {
+	if ok && r.etag == etagOf(vw.revision, format) {
 		return r
 	}
 	// Concurrent first requests after a change share one rendering.

@@ -1,10 +1,13 @@
 package toolcatalog
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 
 	"k8s.io/utils/lru"
 
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/menu"
 	"github.com/toolmesh/mcp-operator/internal/strictschema"
 )
@@ -16,6 +19,16 @@ import (
 // each tool to say whether it was. The tools served as they are, not
 // strict, are listed in the body's nonStrict with the reason.
 const strictSuffix = "+strict"
+
+// etagOf is a menu's ETag in a format: its revision, and in a strict
+// format the rewrite's version too, so that a catalog that rewrites
+// schemas otherwise is not answered 304 with the menu an older one wrote.
+func etagOf(revision, format string) string {
+	if _, strict := baseFormat(format); strict {
+		return `"` + revision + "-strict" + strictschema.Version + `"`
+	}
+	return `"` + revision + `"`
+}
 
 // strictFormats are the formats whose model API has a strict mode.
 var strictFormats = []string{formatOpenAI, formatOpenAIResponses, formatAnthropic}
@@ -51,6 +64,34 @@ var (
 // tools that changed (a rewrite costs tens of microseconds a tool). Past
 // the bound the least recently used goes, which costs a rewrite.
 var strictSchemas = lru.New(maxCachedSchemas)
+
+// nullSchemas keeps parsed input schemas by tool definition hash for
+// StripNulls, which REST execute runs on every call whose arguments hold
+// a null; bounded like strictSchemas.
+var nullSchemas = lru.New(4096)
+
+// stripNulls drops the nulls a strict model sends for a tool's optional
+// arguments (strictschema.StripNulls).
+func stripNulls(tool *mcpv1alpha1.Tool, arguments json.RawMessage) json.RawMessage {
+	if !bytes.Contains(arguments, []byte("null")) {
+		return arguments
+	}
+	var sc *strictschema.Schema
+	if cached, ok := nullSchemas.Get(tool.Hash); ok && tool.Hash != "" {
+		sc = cached.(*strictschema.Schema)
+	} else {
+		parsed, err := strictschema.ParseSchema(tool.InputSchema.Raw)
+		if err != nil {
+			return arguments
+		}
+		sc = parsed
+		if tool.Hash != "" {
+			nullSchemas.Add(tool.Hash, sc)
+		}
+	}
+	stripped, _ := sc.StripNulls(arguments)
+	return stripped
+}
 
 // schemaIn is a tool's input schema as a format serves it.
 func schemaIn(e *menu.Entry, format string) servedSchema {
