@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 )
 
@@ -37,6 +38,9 @@ func decodeCall(body []byte) (call, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&fields); err != nil {
 		return call{}, &requestError{code: http.StatusBadRequest, message: "the body is not valid JSON: " + err.Error()}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return call{}, &requestError{code: http.StatusBadRequest, message: "the body holds more than one JSON value"}
 	}
 	if fields == nil {
 		return call{}, badShape("not a JSON object")

@@ -133,17 +133,16 @@ func decodeShaped(shape callShape, fields map[string]json.RawMessage) (call, err
 		err = stringField(fields, "name", &c.name)
 		args = fields["arguments"]
 	case shapeChat:
-		var fn struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-		}
-		err = stringField(fields, "id", &c.callID)
-		if json.Unmarshal(fields["function"], &fn) != nil {
-			return c, &requestError{code: http.StatusBadRequest, message: `"function" is not an object with a name and arguments`}
-		}
-		c.name = fn.Name
+		fn, fnErr := nestedFields(fields, "function", "name", "arguments")
+		err = firstErr(stringField(fields, "id", &c.callID), fnErr)
 		if err == nil {
-			args, err = textArguments(fn.Arguments, "function.arguments")
+			err = stringField(fn, "name", &c.name)
+		}
+		if err == nil {
+			err = requiredID(c.callID, "id")
+		}
+		if err == nil {
+			args, err = textArguments(fn["arguments"], "function.arguments")
 		}
 	case shapeResponses:
 		err = firstErr(stringField(fields, "call_id", &c.callID), stringField(fields, "name", &c.name), requiredID(c.callID, "call_id"))
@@ -154,15 +153,12 @@ func decodeShaped(shape callShape, fields map[string]json.RawMessage) (call, err
 		err = firstErr(stringField(fields, "id", &c.callID), stringField(fields, "name", &c.name), requiredID(c.callID, "id"))
 		args = fields["input"]
 	case shapeGemini:
-		var fc struct {
-			ID   string          `json:"id"`
-			Name string          `json:"name"`
-			Args json.RawMessage `json:"args"`
+		fc, fcErr := nestedFields(fields, "functionCall", "id", "name", "args")
+		err = fcErr
+		if err == nil {
+			err = firstErr(stringField(fc, "id", &c.callID), stringField(fc, "name", &c.name))
 		}
-		if json.Unmarshal(fields["functionCall"], &fc) != nil {
-			return c, &requestError{code: http.StatusBadRequest, message: `"functionCall" is not an object with a name and args`}
-		}
-		c.callID, c.name, args = fc.ID, fc.Name, fc.Args
+		args = fc["args"]
 	}
 	if err != nil {
 		return c, err
@@ -180,6 +176,27 @@ func decodeShaped(shape callShape, fields map[string]json.RawMessage) (call, err
 	}
 	c.arguments = args
 	return c, nil
+}
+
+// nestedFields reads the object a shape nests its call in (Chat
+// Completions' function, Gemini's functionCall), with its keys exactly as
+// written: a key it does not have is refused, not ignored.
+func nestedFields(fields map[string]json.RawMessage, key string, allowed ...string) (map[string]json.RawMessage, error) {
+	var nested map[string]json.RawMessage
+	if json.Unmarshal(fields[key], &nested) != nil || nested == nil {
+		return nil, &requestError{code: http.StatusBadRequest, message: fmt.Sprintf("%q is not an object with %s", key, quoteAll(allowed))}
+	}
+	var unknown []string
+	for k := range nested {
+		if !contains(allowed, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return nil, &requestError{code: http.StatusBadRequest, message: fmt.Sprintf("%q has no %s: it has %s", key, quoteAll(unknown), quoteAll(allowed))}
+	}
+	return nested, nil
 }
 
 // requiredID refuses a call without the id its answer must name: the API

@@ -1,17 +1,22 @@
 package toolcatalog
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/testenv"
+	"github.com/toolmesh/mcp-operator/internal/testmcp"
 )
 
 // Each shape a model API gives a call in is read with its own keys.
@@ -23,7 +28,6 @@ func TestDecodeCallShapes(t *testing.T) {
 		{`{"name":"add","arguments":{"a":1}}`, "add", `{"a":1}`, "", shapePlain},
 		{`{"name":"add"}`, "add", `{}`, "", shapePlain},
 		{`{"id":"call_1","type":"function","function":{"name":"add","arguments":"{\"a\": 1}"}}`, "add", `{"a": 1}`, "call_1", shapeChat},
-		{`{"function":{"name":"add","arguments":"{}"}}`, "add", `{}`, "", shapeChat},
 		{`{"type":"function_call","id":"fc_1","call_id":"call_2","name":"add","arguments":"{\"a\":2}","status":"completed"}`, "add", `{"a":2}`, "call_2", shapeResponses},
 		{`{"type":"tool_use","id":"toolu_1","name":"add","input":{"a":3}}`, "add", `{"a":3}`, "toolu_1", shapeAnthropic},
 		{`{"type":"tool_use","id":"toolu_2","name":"add","input":{},"caller":{"type":"direct"}}`, "add", `{}`, "toolu_2", shapeAnthropic},
@@ -56,6 +60,13 @@ func TestDecodeCallRefusesWhatItWouldIgnore(t *testing.T) {
 		`{"type":"tool_use","id":"t","name":"add","input":"{}"}`:                "arguments must be a JSON object",
 		`{"type":"function_call","name":"add","arguments":"{}"}`:                `the call has no "call_id"`,
 		`{"type":"tool_use","name":"add","input":{}}`:                           `the call has no "id"`,
+		`{"function":{"name":"add","arguments":"{}"}}`:                          `the call has no "id"`,
+		`{"id":"c","type":"function","function":{"name":"add","args":{"a":1}}}`: `"function" has no "args": it has "name", "arguments"`,
+		`{"id":"c","type":"function","function":{"NAME":"add"}}`:                `"function" has no "NAME"`,
+		`{"id":"c","type":"function","function":"add"}`:                         `"function" is not an object with "name", "arguments"`,
+		`{"functionCall":{"name":"add","arguments":{"a":1}}}`:                   `"functionCall" has no "arguments": it has "id", "name", "args"`,
+		`{"Name":"add","arguments":{}}`:                                         `has no "Name"`,
+		`{"name":"add","arguments":{}} {"name":"rm"}`:                           "more than one JSON value",
 	} {
 		_, err := decodeCall([]byte(body))
 		var reqErr *requestError
@@ -166,6 +177,30 @@ var _ = Describe("Execute in each model API's shape", func() {
 
 		By("a batch is not answered as events")
 		Expect(post("/v1/namespaces/"+ns+"/toolcollections/calc/execute", `[{"name":"add"}]`, "Accept", "text/event-stream").code).To(Equal(http.StatusNotAcceptable))
+
+		By("the calls of a batch run at once: each of two waits for the other to arrive")
+		meeting := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
+		var arrived atomic.Int32
+		together := make(chan struct{})
+		meeting.AddToolFunc("meet", "Waits for a second caller.", `{"type":"object","properties":{}}`,
+			func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				if arrived.Add(1) == 2 {
+					close(together)
+				}
+				select {
+				case <-together:
+					return mcp.NewToolResultText("met"), nil
+				case <-ctx.Done():
+					return mcp.NewToolResultError("no one else came"), nil
+				}
+			})
+		readyServer(ns, "meeting", meeting.URL())
+		r = post("/v1/execute", `[{"name":"mcp_meeting_meet"},{"name":"mcp_meeting_meet"}]`)
+		Expect(r.code).To(Equal(http.StatusOK), string(r.body))
+		Expect(json.Unmarshal(r.body, &answers)).To(Succeed())
+		Expect(answers).To(HaveLen(2))
+		Expect(answers[0]["output"]).To(Equal("met"), string(r.body))
+		Expect(answers[1]["output"]).To(Equal("met"), string(r.body))
 
 		By("an empty batch, or one past the limit, is refused whole")
 		Expect(execute(`[]`).code).To(Equal(http.StatusBadRequest))
