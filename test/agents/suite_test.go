@@ -284,11 +284,15 @@ func runNode(dir string, extra []string, args ...string) (stdout, stderr string,
 	cmd.Env = append(cmd.Env, extra...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// A descendant that left the group and holds the output open does
+	// not hold Wait past this.
+	cmd.WaitDelay = 10 * time.Second
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	began := time.Now()
 	err := cmd.Run()
 	GinkgoWriter.Printf("timing: node %s ran %s\n", strings.Join(args, " "), time.Since(began).Round(time.Millisecond))
+	Expect(runCtx.Err()).NotTo(HaveOccurred(), "node %s did not finish within 2 minutes:\n%s", strings.Join(args, " "), errOut.String())
 	if exitErr, ok := err.(*exec.ExitError); ok { //nolint:errorlint // Run returns it unwrapped
 		exit = exitErr.ExitCode()
 	} else {
