@@ -41,24 +41,23 @@ func (sc *Schema) stripValue(s, v *node, depth int) (changed bool) {
 		if props == nil || !props.object {
 			return false
 		}
-		required, _ := requiredNames(s, "")
-		isRequired := make(map[string]bool, len(required))
-		for _, name := range required {
-			isRequired[name] = true
-		}
-		drop := make([]bool, len(v.keys))
+		isRequired := sc.required[s]
+		var drop []bool
 		for i, key := range v.keys {
 			ps := props.get(key)
 			switch {
 			case ps == nil:
-			case v.values[i].isNull() && !isRequired[key] && !sc.mayBeNull(ps):
+			case v.values[i].isNull() && !isRequired[key] && !sc.takesNull(ps):
+				if drop == nil {
+					drop = make([]bool, len(v.keys))
+				}
 				drop[i] = true
 				changed = true
 			case sc.stripValue(ps, v.values[i], depth+1):
 				changed = true
 			}
 		}
-		if changed {
+		if drop != nil {
 			v.keep(func(i int) bool { return !drop[i] })
 		}
 	case v.array:
@@ -73,4 +72,13 @@ func (sc *Schema) stripValue(s, v *node, depth int) (changed bool) {
 		}
 	}
 	return changed
+}
+
+// takesNull is mayBeNull of a property's schema, as ParseSchema worked
+// it out.
+func (sc *Schema) takesNull(property *node) bool {
+	if v, ok := sc.propertyNullable[property]; ok {
+		return v
+	}
+	return sc.mayBeNull(property)
 }

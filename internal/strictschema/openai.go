@@ -42,9 +42,6 @@ type openAIConverter struct {
 	// reached, those any reference reaches.
 	underAnyOf map[string]bool
 	reached    map[string]struct{}
-	// inlining are the definitions being inlined for a reference with
-	// keywords beside it.
-	inlining   map[string]bool
 	properties int
 }
 
@@ -63,8 +60,8 @@ func convertOpenAI(sc *Schema) (*node, error) {
 	if err := openAILimits(sc); err != nil {
 		return nil, err
 	}
-	c := &openAIConverter{Schema: sc, underAnyOf: map[string]bool{}, reached: map[string]struct{}{}, inlining: map[string]bool{}}
-	c.markUnderAnyOf(root, false, 0)
+	c := &openAIConverter{Schema: sc, underAnyOf: map[string]bool{}, reached: map[string]struct{}{}}
+	c.markUnderAnyOf(root, false)
 	typed := root
 	if names == nil {
 		// Tool arguments are an object whatever the root says.
@@ -119,7 +116,12 @@ func openAILimits(sc *Schema) error {
 	if err != nil {
 		return err
 	}
-	if depth := sc.objectDepth(sc.root, map[string]int{}, 0); depth > openAIMaxObjectDepth {
+	recursive := false
+	depth := sc.objectDepth(sc.root, map[string]int{}, &recursive)
+	switch {
+	case recursive:
+		return notStrict("", "a definition reaches itself, so how deep objects nest has no bound to check against strict mode's")
+	case depth > openAIMaxObjectDepth:
 		return notStrict("", "objects nest %d deep, through references too, more than the %d strict mode takes", depth, openAIMaxObjectDepth)
 	}
 	return nil
@@ -140,10 +142,11 @@ func finite(v *node) bool {
 }
 
 // objectDepth is how deeply objects nest in a schema, following
-// references; a definition on a cycle counts once. memo holds each
-// definition's depth (-1 while it is being measured).
-func (sc *Schema) objectDepth(s *node, memo map[string]int, guard int) int {
-	if s == nil || !s.object || guard > maxDepth {
+// references; recursive is set when a definition reaches itself, whose
+// depth has no bound. memo holds each definition's depth (-1 while it is
+// being measured).
+func (sc *Schema) objectDepth(s *node, memo map[string]int, recursive *bool) int {
+	if s == nil || !s.object {
 		return 0
 	}
 	deepest := 0
@@ -151,17 +154,21 @@ func (sc *Schema) objectDepth(s *node, memo map[string]int, guard int) int {
 		if m, name, ok := defName(ref); ok {
 			key := m + "/" + name
 			d, seen := memo[key]
-			if !seen {
+			switch {
+			case !seen:
 				memo[key] = -1
-				d = sc.objectDepth(sc.definition(key), memo, guard+1)
+				d = sc.objectDepth(sc.definition(key), memo, recursive)
 				memo[key] = d
+			case d < 0:
+				*recursive = true
+				d = 0
 			}
 			deepest = max(deepest, d)
 		}
 	}
 	subschemas(s, func(keyword string, sub *node, _ ...string) {
 		if keyword != "$defs" && keyword != "definitions" {
-			deepest = max(deepest, sc.objectDepth(sub, memo, guard+1))
+			deepest = max(deepest, sc.objectDepth(sub, memo, recursive))
 		}
 	})
 	if names, _ := typeNames(s); slices.Contains(names, "object") || s.has("properties") {
@@ -173,8 +180,8 @@ func (sc *Schema) objectDepth(s *node, memo map[string]int, guard int) int {
 // markUnderAnyOf notes which definitions are reached from inside an
 // anyOf: an optional property there is refused, since the null a strict
 // model sends for it could not be told apart from a branch's value.
-func (c *openAIConverter) markUnderAnyOf(s *node, inAnyOf bool, depth int) {
-	if s == nil || !s.object || depth > maxDepth {
+func (c *openAIConverter) markUnderAnyOf(s *node, inAnyOf bool) {
+	if s == nil || !s.object {
 		return
 	}
 	if ref, ok := s.get("$ref").str(); ok {
@@ -187,13 +194,13 @@ func (c *openAIConverter) markUnderAnyOf(s *node, inAnyOf bool, depth int) {
 				if inAnyOf {
 					c.underAnyOf[key] = true
 				}
-				c.markUnderAnyOf(c.definition(key), inAnyOf, depth+1)
+				c.markUnderAnyOf(c.definition(key), inAnyOf)
 			}
 		}
 	}
 	subschemas(s, func(keyword string, sub *node, _ ...string) {
 		if keyword != "$defs" && keyword != "definitions" {
-			c.markUnderAnyOf(sub, inAnyOf || keyword == "anyOf", depth+1)
+			c.markUnderAnyOf(sub, inAnyOf || keyword == "anyOf")
 		}
 	})
 }
@@ -215,7 +222,7 @@ func (c *openAIConverter) schema(s *node, path string, inAnyOf bool) (*node, err
 		return nil, notStrict(path, "a nested $id starts a schema resource of its own")
 	}
 	if ref := s.get("$ref"); ref != nil {
-		return c.reference(s, ref, path, inAnyOf)
+		return c.reference(s, ref, path)
 	}
 	names, ok := typeNames(s)
 	if !ok {
@@ -334,43 +341,32 @@ func (c *openAIConverter) schema(s *node, path string, inAnyOf bool) (*node, err
 }
 
 // reference rewrites a schema that is a reference to a definition. One
-// with nothing beside it stays a reference; one with a description or a
-// title beside it (as pydantic writes a documented field), which strict
-// mode refuses, becomes the definition itself with them, as openai's
-// Python helper does.
-func (c *openAIConverter) reference(s, ref *node, path string, inAnyOf bool) (*node, error) {
+// with nothing beside it stays a reference; strict mode refuses keywords
+// beside a reference, so one with a description or a title beside it (as
+// pydantic writes a documented field) becomes a union of the reference
+// alone, which carries them: the shape the Agents SDK gives a nullable
+// reference, without copying the definition.
+func (c *openAIConverter) reference(s, ref *node, path string) (*node, error) {
 	target, _ := ref.str()
-	m, name, ok := defName(target)
-	if !ok || c.resolve(s) == nil {
+	if _, _, ok := defName(target); !ok || c.resolve(s) == nil {
 		return nil, notStrict(path, "$ref %q is not a reference to one of the schema's own definitions", target)
 	}
-	var annotations []int
+	out := &node{object: true}
 	for i, key := range s.keys {
 		switch {
 		case key == "$ref", slices.Contains(annotationsDropped, key):
 		case key == "description", key == "title":
-			annotations = append(annotations, i)
+			out.add(key, s.rawKeys[i], s.values[i].clone())
 		default:
 			return nil, notStrict(path, "%s beside $ref", key)
 		}
 	}
-	if len(annotations) == 0 {
-		return object("$ref", ref.clone()), nil
+	only := object("$ref", ref.clone())
+	if len(out.keys) == 0 {
+		return only, nil
 	}
-	key := m + "/" + name
-	if c.inlining[key] {
-		return nil, notStrict(path, "a recursive reference with a description beside it, which strict mode does not take")
-	}
-	c.inlining[key] = true
-	defer delete(c.inlining, key)
-	inlined, err := c.schema(c.definition(key), path, inAnyOf)
-	if err != nil {
-		return nil, err
-	}
-	for _, i := range annotations {
-		inlined.set(s.keys[i], s.values[i].clone())
-	}
-	return inlined, nil
+	out.set("anyOf", &node{array: true, items: []*node{only}})
+	return out, nil
 }
 
 // definitions rewrites the root's $defs (or definitions).
@@ -471,6 +467,10 @@ func nullable(s *node) *node {
 			return s
 		}
 	}
+	if branches := s.get("anyOf"); branches != nil && branches.array && onlyAnnotations(s, "anyOf") {
+		branches.items = append(branches.items, object("type", strNode("null")))
+		return s
+	}
 	wrapper := &node{object: true}
 	if d := s.get("description"); d != nil {
 		wrapper.set("description", d)
@@ -478,4 +478,15 @@ func nullable(s *node) *node {
 	}
 	wrapper.set("anyOf", &node{array: true, items: []*node{s, object("type", strNode("null"))}})
 	return wrapper
+}
+
+// onlyAnnotations reports a schema has nothing but keyword, a description
+// and a title.
+func onlyAnnotations(s *node, keyword string) bool {
+	for _, key := range s.keys {
+		if key != keyword && key != "description" && key != "title" {
+			return false
+		}
+	}
+	return true
 }

@@ -82,6 +82,12 @@ type Schema struct {
 	// nullable says of each definition ("$defs/NAME") whether it may
 	// take null.
 	nullable map[string]bool
+	// required are the names each object schema requires, and
+	// propertyNullable says of each property's schema whether it may take
+	// null: worked out once, since StripNulls asks for each object and
+	// each null of arguments that may hold thousands.
+	required         map[*node]map[string]bool
+	propertyNullable map[*node]bool
 }
 
 // ParseSchema reads a schema, in time linear in its size.
@@ -93,9 +99,30 @@ func ParseSchema(raw []byte) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the schema cannot be read: %w", err)
 	}
-	sc := &Schema{root: root, nullable: map[string]bool{}}
+	sc := &Schema{root: root, nullable: map[string]bool{}, required: map[*node]map[string]bool{}, propertyNullable: map[*node]bool{}}
 	sc.findNullable()
+	sc.findProperties(root)
 	return sc, nil
+}
+
+// findProperties works out, for every object schema below s, the names
+// it requires and whether each of its properties may take null.
+func (sc *Schema) findProperties(s *node) {
+	if s == nil || !s.object {
+		return
+	}
+	if props := s.get("properties"); props != nil && props.object {
+		names, _ := requiredNames(s, "")
+		required := make(map[string]bool, len(names))
+		for _, name := range names {
+			required[name] = true
+		}
+		sc.required[s] = required
+		for _, p := range props.values {
+			sc.propertyNullable[p] = sc.mayBeNull(p)
+		}
+	}
+	subschemas(s, func(_ string, sub *node, _ ...string) { sc.findProperties(sub) })
 }
 
 // findNullable works out, once for each definition, whether it may take
