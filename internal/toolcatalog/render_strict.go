@@ -80,14 +80,14 @@ func stripNulls(tool *mcpv1alpha1.Tool, arguments json.RawMessage) json.RawMessa
 	if cached, ok := nullSchemas.Get(tool.Hash); ok && tool.Hash != "" {
 		sc = cached.(*strictschema.Schema)
 	} else {
-		parsed, err := strictschema.ParseSchema(tool.InputSchema.Raw)
-		if err != nil {
-			return arguments
-		}
-		sc = parsed
+		// A schema that cannot be read is kept as nil, not read again.
+		sc, _ = strictschema.ParseSchema(tool.InputSchema.Raw)
 		if tool.Hash != "" {
 			nullSchemas.Add(tool.Hash, sc)
 		}
+	}
+	if sc == nil {
+		return arguments
 	}
 	stripped, _ := sc.StripNulls(arguments)
 	return stripped

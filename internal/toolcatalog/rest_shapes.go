@@ -44,11 +44,13 @@ const acceptedShapes = `{"name", "arguments"}; a Chat Completions tool call {"id
 // shapeKeys are the keys each shape may have.
 // caller, in Responses and Anthropic alike, says who made the call (the
 // model itself, or code it ran): the SDKs hand a block over with it, and
-// the answer is the same whoever called.
+// the answer is the same whoever called. parsed_arguments is what
+// openai's parse() and stream() helpers add: the arguments, decoded; the
+// arguments themselves are read.
 var shapeKeys = map[callShape][]string{
 	shapePlain:     {"name", "arguments"},
 	shapeChat:      {"id", "type", "function", "index"},
-	shapeResponses: {"type", "id", "call_id", "name", "arguments", "status", "caller"},
+	shapeResponses: {"type", "id", "call_id", "name", "arguments", "status", "caller", "parsed_arguments"},
 	shapeAnthropic: {"type", "id", "name", "input", "cache_control", "caller"},
 	shapeGemini:    {"functionCall", "thoughtSignature"},
 }
@@ -133,7 +135,7 @@ func decodeShaped(shape callShape, fields map[string]json.RawMessage) (call, err
 		err = stringField(fields, "name", &c.name)
 		args = fields["arguments"]
 	case shapeChat:
-		fn, fnErr := nestedFields(fields, "function", "name", "arguments")
+		fn, fnErr := nestedFields(fields, "function", "name", "arguments", "parsed_arguments")
 		err = firstErr(stringField(fields, "id", &c.callID), fnErr)
 		if err == nil {
 			err = stringField(fn, "name", &c.name)
