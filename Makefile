@@ -212,10 +212,29 @@ image-verify: ## make image twice in a row; fails unless both give the same byte
 	echo "image-verify: two builds gave the same bytes" && \
 	IMAGE_ARCHIVES="$(abspath $(IMAGES_DIR))" go test -tags imagearchives -count=1 -run '^TestArchives$$' ./hack/image
 
+##@ End to end
+
+# E2E_FLAGS are go test's flags for make e2e. The suite stops its cluster
+# when it ends, fails or is interrupted; Ginkgo's own timeout is the shorter,
+# so that a run out of time stops it too. Only a killed test process leaves
+# it running: go run ./hack/cluster down stops it.
+E2E_FLAGS ?= -v -ginkgo.v -timeout 70m -ginkgo.timeout 60m
+
+.PHONY: e2e
+e2e: ## make image, a one-node cluster with real pods (hack/cluster; needs root), then test/cluster: the chart installed with helm, workloads and agents in pods. Not part of make test.
+	@start=$$(date +%s); \
+	$(MAKE) --no-print-directory image >/dev/null || exit 1; images=$$(date +%s); \
+	go run ./hack/cluster build >/dev/null || exit 1; built=$$(date +%s); \
+	MCP_E2E_VERSION='$(VERSION)' MCP_E2E_IMAGES='$(abspath $(IMAGES_DIR))' MCP_E2E_HELM_VERSION='$(HELM_VERSION)' \
+	  go test -tags e2e -count=1 ./test/cluster $(E2E_FLAGS); status=$$?; \
+	end=$$(date +%s); \
+	echo "e2e: make image $$((images - start))s, cluster binaries $$((built - images))s, cluster and specs $$((end - built))s: $$((end - start))s in all"; \
+	exit $$status
+
 .PHONY: demo
 demo: ## Start a local control plane and the manager (see README).
 	@hack/demo.sh
 
 .PHONY: help
 help:
-	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-18s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z0-9_-]+:.*?##/ { printf "  %-18s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
