@@ -301,10 +301,11 @@ func runNode(dir string, extra []string, args ...string) (stdout, stderr string,
 	return out.String(), errOut.String(), exit
 }
 
-// runScript runs a testdata script and decodes the JSON object it printed
+// runScript runs a testdata script, beside the module the framework
+// scripts share (recording.mjs), and decodes the JSON object it printed
 // last (on a line of its own) into result.
 func runScript(script string, result any, extra ...string) {
-	dir := workdir(script)
+	dir := workdir(script, "recording.mjs")
 	stdout, stderr, exit := runNode(dir, extra, script)
 	if stderr != "" {
 		GinkgoWriter.Printf("%s wrote to stderr:\n%s\n", script, stderr)

@@ -6,31 +6,12 @@
 // Prints one JSON line for the Go test.
 import { createMCPClient } from '@ai-sdk/mcp';
 import { asSchema } from 'ai';
+import { recording } from './recording.mjs';
 
 const { MCP_URL, CATALOG_TOKEN } = process.env;
 
-const requests = [];
-async function recordingFetch(url, init = {}) {
-  const headers = new Headers(init.headers);
-  let rpc = '';
-  if (typeof init.body === 'string') {
-    try {
-      rpc = JSON.parse(init.body).method ?? '(response)';
-    } catch {
-      rpc = '(unparsed)';
-    }
-  }
-  const res = await fetch(url, init);
-  requests.push({
-    method: init.method ?? 'GET',
-    rpc,
-    bearer: headers.get('authorization') === `Bearer ${CATALOG_TOKEN}`,
-    protocolVersion: headers.get('mcp-protocol-version') ?? '',
-    sessionId: headers.get('mcp-session-id') ?? '',
-    status: res.status,
-  });
-  return res;
-}
+// requests records what the SDK sent (recording.mjs).
+const { requests, recordingFetch } = recording(fetch, CATALOG_TOKEN);
 
 const errors = [];
 const client = await createMCPClient({

@@ -13,35 +13,16 @@ import { MultiServerMCPClient } from '@langchain/mcp-adapters';
 import { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import { AIMessage, ToolMessage } from '@langchain/core/messages';
 import { ToolInvocationError, createAgent, toolErrorMiddleware } from 'langchain';
+import { recording } from './recording.mjs';
 
 const { MCP_URL, CATALOG_TOKEN, MODE = 'tools', PIN_ZONE = 'Europe/Paris' } = process.env;
 
-// requests records what went to the catalog. The adapters take no fetch
-// of the caller's (their connection schema drops the key), so the global
-// one is wrapped: the MCP SDK calls it at request time.
-const requests = [];
-const realFetch = globalThis.fetch;
-globalThis.fetch = async function recordingFetch(url, init = {}) {
-  const headers = new Headers(init.headers);
-  let rpc = '';
-  if (typeof init.body === 'string') {
-    try {
-      rpc = JSON.parse(init.body).method ?? '(response)';
-    } catch {
-      rpc = '(unparsed)';
-    }
-  }
-  const res = await realFetch(url, init);
-  requests.push({
-    method: init.method ?? 'GET',
-    rpc,
-    bearer: headers.get('authorization') === `Bearer ${CATALOG_TOKEN}`,
-    protocolVersion: headers.get('mcp-protocol-version') ?? '',
-    sessionId: headers.get('mcp-session-id') ? 'yes' : '',
-    status: res.status,
-  });
-  return res;
-};
+// requests records what went to the catalog (recording.mjs). The
+// adapters take no fetch of the caller's (their connection schema drops
+// the key), so the global one is wrapped: the MCP SDK calls it at request
+// time.
+const { requests, recordingFetch } = recording(globalThis.fetch, CATALOG_TOKEN);
+globalThis.fetch = recordingFetch;
 
 function newClient(extra = {}, server = 'catalog') {
   return new MultiServerMCPClient({

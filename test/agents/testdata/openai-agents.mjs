@@ -4,33 +4,12 @@
 // calls made through each FunctionTool's own invoke, as the runner makes
 // them. No model is called. Prints one JSON line for the Go test.
 import { MCPServerStreamableHttp, RunContext, getAllMcpTools, mcpToFunctionTool } from '@openai/agents';
+import { recording } from './recording.mjs';
 
 const { MCP_URL, CATALOG_TOKEN } = process.env;
 
-// requests records what the SDK sent: the JSON-RPC method, whether the
-// bearer token went along, the protocol version and session headers.
-const requests = [];
-async function recordingFetch(url, init = {}) {
-  const headers = new Headers(init.headers);
-  let rpc = '';
-  if (typeof init.body === 'string') {
-    try {
-      rpc = JSON.parse(init.body).method ?? '(response)';
-    } catch {
-      rpc = '(unparsed)';
-    }
-  }
-  const res = await fetch(url, init);
-  requests.push({
-    method: init.method ?? 'GET',
-    rpc,
-    bearer: headers.get('authorization') === `Bearer ${CATALOG_TOKEN}`,
-    protocolVersion: headers.get('mcp-protocol-version') ?? '',
-    sessionId: headers.get('mcp-session-id') ?? '',
-    status: res.status,
-  });
-  return res;
-}
+// requests records what the SDK sent (recording.mjs).
+const { requests, recordingFetch } = recording(fetch, CATALOG_TOKEN);
 
 const server = new MCPServerStreamableHttp({
   url: MCP_URL,
