@@ -5,9 +5,11 @@ import (
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive,staticcheck // Ginkgo's DSL reads best dot-imported
 	. "github.com/onsi/gomega"    //nolint:revive,staticcheck // so does Gomega's
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
@@ -69,4 +71,20 @@ func (e *Env) ReadyOf(srv *mcpv1alpha1.MCPServer) func() string {
 		}
 		return string(c.Status) + "/" + c.Reason
 	}
+}
+
+// ServiceAccountToken creates a ServiceAccount in ns, deleted when the
+// test ends, and gets it a token valid for ttl from the TokenRequest API,
+// as a pod would.
+func (e *Env) ServiceAccountToken(ns, name string, ttl time.Duration) string {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	Expect(e.Client.Create(e.Ctx, sa)).To(Succeed())
+	DeferCleanup(func() { Expect(client.IgnoreNotFound(e.Client.Delete(e.Ctx, sa))).To(Succeed()) })
+	clientset, err := kubernetes.NewForConfig(e.Config)
+	Expect(err).NotTo(HaveOccurred())
+	seconds := int64(ttl.Seconds())
+	issued, err := clientset.CoreV1().ServiceAccounts(ns).CreateToken(e.Ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	return issued.Status.Token
 }

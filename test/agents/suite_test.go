@@ -29,12 +29,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -177,18 +173,11 @@ var _ = BeforeSuite(func() {
 // catalog-collection-caller ClusterRole to it there, and gets it a token
 // from the TokenRequest API, as a pod would.
 func serviceAccountToken(name string) string {
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	Expect(env.Client.Create(ctx, sa)).To(Succeed())
 	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "catalog-collection-caller"},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}}
 	Expect(env.Client.Create(ctx, rb)).To(Succeed())
-	clientset, err := kubernetes.NewForConfig(env.Config)
-	Expect(err).NotTo(HaveOccurred())
-	issued, err := clientset.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
-	Expect(err).NotTo(HaveOccurred())
-	return issued.Status.Token
+	return env.ServiceAccountToken(ns, name, time.Hour)
 }
 
 // startDemoServer builds cmd/demo-mcp-server and starts it on a loopback

@@ -12,11 +12,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -273,16 +270,9 @@ func tokenWithScope(clientID string, scopes ...string) string {
 // container ends, and gets a token for it from the TokenRequest API, as
 // a pod would.
 func serviceAccountToken(name string) string {
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	Expect(env.Client.Create(ctx, sa)).To(Succeed())
-	DeferCleanup(func() { Expect(client.IgnoreNotFound(env.Client.Delete(env.Ctx, sa))).To(Succeed()) })
-	clientset, err := kubernetes.NewForConfig(env.Config)
-	Expect(err).NotTo(HaveOccurred())
-	issued, err := clientset.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
-	Expect(err).NotTo(HaveOccurred())
-	used.add(issued.Status.Token)
-	return issued.Status.Token
+	t := env.ServiceAccountToken(ns, name, 10*time.Minute)
+	used.add(t)
+	return t
 }
 
 // bindServiceAccount binds catalog-caller to a ServiceAccount of ns.
