@@ -6,12 +6,14 @@ import (
 	"bytes"
 	"debug/buildinfo"
 	"debug/elf"
+	"fmt"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -199,7 +201,7 @@ func runBinary(t *testing.T, exe string, b binary, o options) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(200 * time.Millisecond) // its signal handler is set up
+		waitCatching(t, cmd.Process.Pid, syscall.SIGTERM)
 		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
@@ -216,5 +218,31 @@ func runBinary(t *testing.T, exe string, b binary, o options) {
 		}
 	default:
 		t.Errorf("%s: no check runs it", b.path)
+	}
+}
+
+// waitCatching waits until a process catches sig, as the kernel reports
+// in /proc/PID/status (SigCgt), so that sending it tests the handler
+// rather than the default action.
+func waitCatching(t *testing.T, pid int, sig syscall.Signal) {
+	t.Helper()
+	bit := uint64(1) << (uint(sig) - 1)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if mask, ok := strings.CutPrefix(line, "SigCgt:"); ok {
+				if caught, err := strconv.ParseUint(strings.TrimSpace(mask), 16, 64); err == nil && caught&bit != 0 {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d did not catch %v within 30 s", pid, sig)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

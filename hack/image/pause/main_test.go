@@ -40,7 +40,7 @@ func TestReapCollectsExitedChildren(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := cmd.Process.Pid
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		reap()
 		// Once reaped, the child's PID is gone: signal 0 fails.
