@@ -46,6 +46,7 @@ type config struct {
 	metricsAddr, probeAddr string
 	leaderElect            bool
 	leaderElectionNS       string
+	leaderElectionID       string
 	leaseDuration          time.Duration
 	renewDeadline          time.Duration
 	retryPeriod            time.Duration
@@ -118,6 +119,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (*config, error) {
 	fs.StringVar(&cfg.probeAddr, "health-probe-bind-address", ":8081", "Address /healthz and /readyz bind to.")
 	fs.BoolVar(&cfg.leaderElect, "leader-elect", false, "Elect a leader so that only one replica runs the controllers.")
 	fs.StringVar(&cfg.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease; defaults to the manager's own.")
+	fs.StringVar(&cfg.leaderElectionID, "leader-election-id", "mcp-operator.mcp.toolmesh.io", "Name of the leader election Lease: one per installation. The chart and config/default create it, so that uninstalling deletes it.")
 	fs.DurationVar(&cfg.leaseDuration, "leader-election-lease-duration", 15*time.Second, "How long followers wait after the leader's last renewal before taking over.")
 	fs.DurationVar(&cfg.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before it stops leading (and exits); less than the lease duration.")
 	fs.DurationVar(&cfg.retryPeriod, "leader-election-retry-period", 2*time.Second, "How often candidates try to acquire or renew the lease.")
@@ -211,6 +213,9 @@ func (cfg *config) check() error {
 		return fmt.Errorf("leader election needs retry period (%s) < renew deadline (%s) < lease duration (%s)",
 			cfg.retryPeriod, cfg.renewDeadline, cfg.leaseDuration)
 	}
+	if problems := validation.IsDNS1123Subdomain(cfg.leaderElectionID); cfg.leaderElect && len(problems) > 0 {
+		return fmt.Errorf("--leader-election-id %q is not a Lease name: %s", cfg.leaderElectionID, strings.Join(problems, "; "))
+	}
 	if cfg.shutdownTimeout <= cfg.catalog.DrainTimeout {
 		return fmt.Errorf("--graceful-shutdown-timeout (%s) must be longer than --catalog-drain-timeout (%s)", cfg.shutdownTimeout, cfg.catalog.DrainTimeout)
 	}
@@ -244,7 +249,7 @@ func newManager(cfg *config) (ctrl.Manager, error) {
 		Metrics:                 metricsserver.Options{BindAddress: cfg.metricsAddr},
 		HealthProbeBindAddress:  cfg.probeAddr,
 		LeaderElection:          cfg.leaderElect,
-		LeaderElectionID:        "mcp-operator.mcp.toolmesh.io",
+		LeaderElectionID:        cfg.leaderElectionID,
 		LeaderElectionNamespace: cfg.leaderElectionNS,
 		LeaseDuration:           &cfg.leaseDuration,
 		RenewDeadline:           &cfg.renewDeadline,

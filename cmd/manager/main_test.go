@@ -94,6 +94,8 @@ func TestConfigCheck(t *testing.T) {
 		{"the defaults", nil, ""},
 		{"an unknown auth mode", []string{"--catalog-auth=ldap"}, `--catalog-auth must be none, kubernetes or oidc, not "ldap"`},
 		{"a renew deadline past the lease", []string{"--leader-elect", "--leader-election-renew-deadline=20s"}, "leader election needs retry period (2s) < renew deadline (20s) < lease duration (15s)"},
+		{"a Lease name no Lease may have", []string{"--leader-elect", "--leader-election-id=Leader_Election"},
+			`--leader-election-id "Leader_Election" is not a Lease name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
 		{"a drain longer than the shutdown", []string{"--catalog-drain-timeout=40s"}, "--graceful-shutdown-timeout (30s) must be longer than --catalog-drain-timeout (40s)"},
 		{"a negative caller rate", []string{"--catalog-caller-rate=-1"}, "--catalog-caller-rate must not be negative"},
 		{"oidc without an issuer", []string{"--catalog-auth=oidc"}, "--catalog-auth=oidc needs --catalog-oidc-issuer-url"},

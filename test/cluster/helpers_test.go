@@ -40,7 +40,7 @@ const (
 	catalogService = "mcp-operator-catalog"
 	catalogPort    = 8090
 	managerName    = "mcp-operator-controller-manager"
-	leaseName      = "mcp-operator.mcp.toolmesh.io"
+	leaseName      = "mcp-operator-leader-election"
 	// catalogURL is the catalog as pods reach it, by cluster DNS.
 	catalogURL = "http://mcp-operator-catalog.mcp-operator-system.svc:8090"
 )

@@ -85,6 +85,8 @@ var _ = Describe("the operator on a cluster with real pods", Ordered, ContinueOn
 		Eventually(func(g Gomega) {
 			var lease coordinationv1.Lease
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: leaseName}, &lease)).To(Succeed())
+			// The chart's own Lease, which helm uninstall deletes.
+			g.Expect(lease.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "Helm"))
 			holder := ptr.Deref(lease.Spec.HolderIdentity, "")
 			var leaders []string
 			for _, p := range pods {
@@ -412,9 +414,6 @@ var _ = Describe("the operator on a cluster with real pods", Ordered, ContinueOn
 			// aggregator registers their group version while they exist.
 			"CustomResourceDefinition mcpservers.mcp.toolmesh.io", "CustomResourceDefinition toolcollections.mcp.toolmesh.io",
 			"APIService v1alpha1.mcp.toolmesh.io",
-			// The leader election Lease the managers made at run time, which
-			// Helm does not know of (docs/development.md).
-			"Lease "+operatorNS+"/"+leaseName,
 		))
 	})
 })

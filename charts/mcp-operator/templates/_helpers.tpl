@@ -49,3 +49,11 @@ The image reference: a digest wins over a tag; an empty tag is appVersion.
 {{- end -}}
 {{- end -}}
 
+
+{{/*
+The leader election Lease: one per release, created by the chart so that
+helm uninstall deletes it.
+*/}}
+{{- define "mcp-operator.leaseName" -}}
+{{ include "mcp-operator.fullname" . }}-leader-election
+{{- end -}}
