@@ -25,10 +25,10 @@ const libraryTimeoutGrace = 5 * time.Second
 // 2026-07-28 revision when the server answers server/discover for it, else
 // initialize (2025-11-25 down to 2024-11-05) over Streamable HTTP, else the
 // 2024-11-05 HTTP+SSE transport. ctx bounds only the handshake; the
-// session lives until Close. onToolsChanged, if not nil, is called (on the
-// library's goroutine: keep it short) when the server says its tools
-// changed.
-func Connect(ctx context.Context, t Target, onToolsChanged func()) (s *Session, err error) {
+// session lives until Close. onListChanged, if not nil, is called (on the
+// library's goroutine: keep it short) when the server says its tools,
+// prompts or resources changed: whoever hears it lists them all again.
+func Connect(ctx context.Context, t Target, onListChanged func()) (s *Session, err error) {
 	ctx, span := tracing.Tracer().Start(ctx, "connect", trace.WithSpanKind(trace.SpanKindClient))
 	defer func() {
 		var e *Error
@@ -40,30 +40,30 @@ func Connect(ctx context.Context, t Target, onToolsChanged func()) (s *Session, 
 		}
 		span.End()
 	}()
-	return connectAny(ctx, t, onToolsChanged)
+	return connectAny(ctx, t, onListChanged)
 }
 
-func connectAny(ctx context.Context, t Target, onToolsChanged func()) (*Session, error) {
+func connectAny(ctx context.Context, t Target, onListChanged func()) (*Session, error) {
 	if t.Transport == TransportSSE {
-		return connectInitialize(ctx, t, TransportSSE, onToolsChanged)
+		return connectInitialize(ctx, t, TransportSSE, onListChanged)
 	}
 	if !initializeRevision(t.Revision) {
-		s, err := connectStateless(ctx, t, onToolsChanged)
+		s, err := connectStateless(ctx, t, onListChanged)
 		if !errors.Is(err, errNotStateless) {
 			return s, err
 		}
 	}
-	s, err := connectInitialize(ctx, t, TransportStreamableHTTP, onToolsChanged)
+	s, err := connectInitialize(ctx, t, TransportStreamableHTTP, onListChanged)
 	switch {
 	case err == nil:
 		return s, nil
 	case t.Transport != TransportStreamableHTTP && errors.Is(err, transport.ErrLegacySSEServer):
 		// The MCP specification's backwards-compatibility rule: a 4xx to
 		// the initialize POST means a legacy HTTP+SSE server.
-		return connectInitialize(ctx, t, TransportSSE, onToolsChanged)
+		return connectInitialize(ctx, t, TransportSSE, onListChanged)
 	case initializeRevision(t.Revision) && serverAnswered(err):
 		// The server spoke an older revision last time; it may have moved on.
-		if stateless, merr := connectStateless(ctx, t, onToolsChanged); merr == nil {
+		if stateless, merr := connectStateless(ctx, t, onListChanged); merr == nil {
 			return stateless, nil
 		}
 	}
@@ -77,7 +77,7 @@ func initializeRevision(revision string) bool {
 
 // connectInitialize opens a session over one transport with the initialize
 // handshake: the transport, the event stream, then initialize.
-func connectInitialize(ctx context.Context, t Target, kind Transport, onToolsChanged func()) (*Session, error) {
+func connectInitialize(ctx context.Context, t Target, kind Transport, onListChanged func()) (*Session, error) {
 	watch := newStreamWatch()
 	// Only Streamable HTTP's listening GET follows initialize and carries
 	// the revision it negotiated; HTTP+SSE's GET opens the session before
@@ -86,12 +86,12 @@ func connectInitialize(ctx context.Context, t Target, kind Transport, onToolsCha
 	if kind == TransportSSE {
 		clientWatch = nil
 	}
-	httpClient := t.httpClient(ctx, clientWatch, onToolsChanged != nil)
+	httpClient := t.httpClient(ctx, clientWatch, onListChanged != nil)
 	tr, err := newTransport(t, kind, httpClient)
 	if err != nil {
 		return nil, &Error{Kind: ErrProtocol, Message: fmt.Sprintf("connecting: %s is not a usable URL", t.redactedURL()), Err: err}
 	}
-	s := newSession(t, kind, tr, onToolsChanged)
+	s := newSession(t, kind, tr, onListChanged)
 	s.watch, s.http = watch, httpClient
 	if kind == TransportStreamableHTTP {
 		// mcp-go retries a failed listening stream every second without a
@@ -107,11 +107,14 @@ func connectInitialize(ctx context.Context, t Target, kind Transport, onToolsCha
 	if err := s.initialize(startCtx); err != nil {
 		return nil, err
 	}
-	if kind == TransportStreamableHTTP && s.info.ListChanged {
+	if kind == TransportStreamableHTTP && !s.info.listChanges().IsEmpty() {
 		waitCtx, cancel := context.WithTimeout(startCtx, listenSettleTimeout)
 		defer cancel()
 		s.awaitListening(waitCtx)
-		s.info.ListChanged = s.Listening()
+		if !s.Listening() {
+			// One stream carries every list change: none is heard.
+			s.info.keepListChanges(mcp.SubscriptionFilter{})
+		}
 	}
 	return s, nil
 }
@@ -140,7 +143,7 @@ func newTransport(t Target, kind Transport, httpClient *http.Client) (transport.
 		transport.WithHTTPLogger(quietLogger))
 }
 
-func newSession(t Target, kind Transport, tr transport.Interface, onToolsChanged func()) *Session {
+func newSession(t Target, kind Transport, tr transport.Interface, onListChanged func()) *Session {
 	s := &Session{target: t, closed: make(chan struct{}), answersOnStream: kind == TransportSSE, stop: func() {}, levelLock: make(chan struct{}, 1),
 		watch: newStreamWatch(), routes: map[string]func(string, json.RawMessage){}}
 	s.info.Transport = kind
@@ -151,8 +154,8 @@ func newSession(t Target, kind Transport, tr transport.Interface, onToolsChanged
 	s.client = client.NewClient(tr, client.WithProtocolVersion(ProtocolVersion))
 	s.client.OnNotification(func(n mcp.JSONRPCNotification) {
 		switch {
-		case n.Method == string(mcp.MethodNotificationToolsListChanged) && onToolsChanged != nil:
-			onToolsChanged()
+		case isListChanged(n.Method) && onListChanged != nil:
+			onListChanged()
 		case s.answersOnStream:
 			s.routeProgress(n)
 		}
@@ -204,6 +207,7 @@ func (s *Session) initialize(ctx context.Context) error {
 		ProtocolVersion: result.ProtocolVersion,
 		Transport:       s.info.Transport,
 		ListChanged:     result.Capabilities.Tools != nil && result.Capabilities.Tools.ListChanged,
+		Capabilities:    announced(result.Capabilities),
 	}
 	s.logging = result.Capabilities.Logging != nil
 	s.watch.knowVersion(result.ProtocolVersion)

@@ -21,10 +21,10 @@ type Pool struct {
 	// caller's to Close. Nil keeps all.
 	Hold func(ServerInfo) bool
 	// OnEvent, if set, is called (never blocking the MCP library) when a
-	// held server says its tools changed or a held session is lost. A pool
-	// without it asks no server for list changes: in 2026-07-28 that is a
-	// subscriptions/listen stream per server, a socket at both ends and
-	// its buffers held for nothing.
+	// held server says its tools, prompts or resources changed or a held
+	// session is lost. A pool without it asks no server for list changes:
+	// in 2026-07-28 that is a subscriptions/listen stream per server, a
+	// socket at both ends and its buffers held for nothing.
 	OnEvent func(key string)
 	// Owner names the pool's user in HeldSessions.
 	Owner string
@@ -117,11 +117,11 @@ func (p *Pool) leave(a *connectAttempt) {
 // waiters how it went.
 func (p *Pool) connect(ctx context.Context, key string, t Target, a *connectAttempt) (*Session, bool, error) {
 	p.release(key) // a session held for key is of another fingerprint, or dead
-	var onToolsChanged func()
+	var onListChanged func()
 	if p.OnEvent != nil {
-		onToolsChanged = func() { p.event(key) }
+		onListChanged = func() { p.event(key) }
 	}
-	session, err := Connect(ctx, t, onToolsChanged)
+	session, err := Connect(ctx, t, onListChanged)
 	hold := err == nil && (p.Hold == nil || p.Hold(session.Info()))
 	p.mu.Lock()
 	delete(p.connecting, key)

@@ -44,8 +44,11 @@ type ServerInfo struct {
 	Version         string
 	ProtocolVersion string
 	Transport       Transport
-	// ListChanged is true when the server announced tools.listChanged.
+	// ListChanged is true when the server announced tools.listChanged
+	// and its changes have a stream to arrive on (see Listening).
 	ListChanged bool
+	// Capabilities are what it announced besides tools.
+	Capabilities Capabilities
 }
 
 // Session is one initialized connection to an MCP server. It is safe for
@@ -329,11 +332,13 @@ func (s *Session) cancelUpstream(id, reason string) {
 	}()
 }
 
-// Limits bound how much of a server's tool list is read.
+// Limits bound how much of a server's listing (tools, prompts, resources
+// or resource templates) is read.
 type Limits struct {
-	// MaxPages is the most tools/list pages read.
+	// MaxPages is the most pages of one listing read.
 	MaxPages int
-	// MaxTools is the most tools kept.
+	// MaxTools is the most items of one listing kept: tools, or prompts,
+	// resources or resource templates.
 	MaxTools int
 }
 

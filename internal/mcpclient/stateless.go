@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -44,9 +45,9 @@ const codeUnsupportedVersion = mcp.UNSUPPORTED_PROTOCOL_VERSION
 
 // connectStateless opens a 2026-07-28 session: server/discover, and when
 // the server announces list changes, a subscriptions/listen stream.
-func connectStateless(ctx context.Context, t Target, onToolsChanged func()) (*Session, error) {
+func connectStateless(ctx context.Context, t Target, onListChanged func()) (*Session, error) {
 	watch := newStreamWatch()
-	httpClient := t.httpClient(ctx, watch, onToolsChanged != nil)
+	httpClient := t.httpClient(ctx, watch, onListChanged != nil)
 	if _, err := url.Parse(t.URL); err != nil {
 		return nil, &Error{Kind: ErrProtocol, Message: fmt.Sprintf("connecting: %s is not a usable URL", t.redactedURL()), Err: err}
 	}
@@ -62,11 +63,17 @@ func connectStateless(ctx context.Context, t Target, onToolsChanged func()) (*Se
 		s.Close()
 		return nil, err
 	}
-	if s.info.ListChanged && onToolsChanged != nil {
-		go s.listen(onToolsChanged)
+	// The server's acknowledgement names the list changes it will send.
+	var acked atomic.Pointer[mcp.SubscriptionFilter]
+	if want := s.info.listChanges(); !want.IsEmpty() && onListChanged != nil {
+		go s.listen(onListChanged, want, &acked)
 		s.awaitListening(startCtx)
 	}
-	s.info.ListChanged = s.info.ListChanged && s.Listening()
+	var delivered mcp.SubscriptionFilter
+	if got := acked.Load(); got != nil {
+		delivered = *got
+	}
+	s.info.keepListChanges(delivered)
 	return s, nil
 }
 
@@ -90,6 +97,7 @@ func (s *Session) discover(ctx context.Context) error {
 				ListChanged bool `json:"listChanged"`
 			} `json:"tools"`
 			Logging json.RawMessage `json:"logging"`
+			surfaceCapabilities
 		} `json:"capabilities"`
 		Meta map[string]json.RawMessage `json:"_meta"`
 	}
@@ -105,6 +113,7 @@ func (s *Session) discover(ctx context.Context) error {
 	_ = json.Unmarshal(result.Meta[mcp.MetaKeyServerInfo], &server)
 	s.info.Name, s.info.Version, s.info.ProtocolVersion = server.Name, server.Version, RevisionStateless
 	s.info.ListChanged = result.Capabilities.Tools != nil && result.Capabilities.Tools.ListChanged
+	s.info.Capabilities = result.Capabilities.surfaceCapabilities.read()
 	s.logging = len(result.Capabilities.Logging) > 0
 	return nil
 }
@@ -253,14 +262,15 @@ func protocolMeta(meta map[string]any) map[string]any {
 	return out
 }
 
-// listen holds a subscriptions/listen stream for tool list changes until
-// the session ends. The server's acknowledgement that it will send them is
-// what makes the session Listening; when the stream ends the session ends
-// too, so that its owner reconnects and lists what it missed.
-func (s *Session) listen(onToolsChanged func()) {
+// listen holds a subscriptions/listen stream for the list changes in want
+// until the session ends. The server's acknowledgement names those it will
+// send (stored in acked); any makes the session Listening. When the stream
+// ends the session ends too, so that its owner reconnects and lists what
+// it missed.
+func (s *Session) listen(onListChanged func(), want mcp.SubscriptionFilter, acked *atomic.Pointer[mcp.SubscriptionFilter]) {
 	params, _ := json.Marshal(map[string]any{
 		"_meta":         statelessMeta,
-		"notifications": map[string]bool{"toolsListChanged": true},
+		"notifications": want,
 	})
 	body, _ := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": "listen", "method": "subscriptions/listen", "params": json.RawMessage(params)})
 	req, err := http.NewRequestWithContext(s.streamCtx, http.MethodPost, s.target.URL, bytes.NewReader(body))
@@ -294,22 +304,23 @@ func (s *Session) listen(onToolsChanged func()) {
 		var msg struct {
 			Method string `json:"method"`
 			Params struct {
-				Notifications struct {
-					ToolsListChanged bool `json:"toolsListChanged"`
-				} `json:"notifications"`
+				Notifications mcp.SubscriptionFilter `json:"notifications"`
 			} `json:"params"`
 		}
 		if json.Unmarshal(data, &msg) != nil {
 			return false
 		}
-		switch msg.Method {
-		case "notifications/subscriptions/acknowledged":
-			if msg.Params.Notifications.ToolsListChanged {
+		switch {
+		case msg.Method == "notifications/subscriptions/acknowledged":
+			// Only what was asked for counts, whatever else it names.
+			got := sharedListChanges(want, msg.Params.Notifications)
+			acked.Store(&got)
+			if !got.IsEmpty() {
 				s.watch.listening.Store(true)
 			}
 			s.watch.settle()
-		case string(mcp.MethodNotificationToolsListChanged):
-			onToolsChanged()
+		case isListChanged(msg.Method):
+			onListChanged()
 		}
 		return false
 	})

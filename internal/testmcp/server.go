@@ -21,6 +21,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +53,13 @@ type Options struct {
 	// TLS serves HTTPS with a certificate for 127.0.0.1 from a CA of its
 	// own (CAPEM).
 	TLS bool
+	// Surfaces announces prompts and resources from the start (with list
+	// changes when ListChanged is set); without it, adding a prompt or
+	// resource announces them without list changes, as mcp-go does.
+	Surfaces bool
+	// Refuse names methods the server answers with a JSON-RPC error, as a
+	// server that offers a capability but not one of its methods does.
+	Refuse []string
 }
 
 // Server is a running MCP server. Stop it with Stop (tests register it with
@@ -87,9 +95,24 @@ func Start(opts Options) (*Server, error) {
 	hooks.AddAfterListTools(func(context.Context, any, *mcp.ListToolsRequest, *mcp.ListToolsResult) {
 		s.lists.Add(1)
 	})
+	if len(opts.Refuse) > 0 {
+		hooks.AddOnRequestInitialization(func(_ context.Context, _ any, message any) error {
+			raw, _ := message.(json.RawMessage)
+			var m struct {
+				Method string `json:"method"`
+			}
+			if json.Unmarshal(raw, &m) == nil && slices.Contains(opts.Refuse, m.Method) {
+				return fmt.Errorf("%s is not served here", m.Method)
+			}
+			return nil
+		})
+	}
 	serverOpts := []server.ServerOption{server.WithToolCapabilities(opts.ListChanged), server.WithHooks(hooks)}
 	if opts.PageSize > 0 {
 		serverOpts = append(serverOpts, server.WithPaginationLimit(opts.PageSize))
+	}
+	if opts.Surfaces {
+		serverOpts = append(serverOpts, server.WithPromptCapabilities(opts.ListChanged), server.WithResourceCapabilities(false, opts.ListChanged))
 	}
 	s.MCP = server.NewMCPServer("testmcp", "1.0.0", serverOpts...)
 	if opts.RequireHeader.Name != "" {
