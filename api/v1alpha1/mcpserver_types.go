@@ -523,6 +523,22 @@ type MCPServerStatus struct {
 	// +optional
 	ToolsHash string `json:"toolsHash,omitempty"`
 
+	// prompts summarizes the server's prompts, when it offers them (its
+	// prompts capability): how many, and a hash that changes when one
+	// does. The definitions stay out of status, which they could outgrow:
+	// each catalog replica reads them from the server when a client first
+	// asks and again when the hash changes (docs/protocol.md).
+	// +optional
+	Prompts *SurfaceSummary `json:"prompts,omitempty"`
+	// resources summarizes the server's resources, when it offers them (its
+	// resources capability), as prompts does its prompts.
+	// +optional
+	Resources *SurfaceSummary `json:"resources,omitempty"`
+	// resourceTemplates summarizes the server's resource templates, when it
+	// offers resources and lists templates, as prompts does its prompts.
+	// +optional
+	ResourceTemplates *SurfaceSummary `json:"resourceTemplates,omitempty"`
+
 	// lastSyncTime is when a discovery result was last written. A refresh
 	// that finds nothing new does not move it, so that an unchanged server
 	// costs no writes to the API server.
@@ -557,6 +573,28 @@ type ServerInfo struct {
 	// refreshInterval.
 	// +optional
 	ListChanged bool `json:"listChanged,omitempty"`
+	// completions is true when the server completes prompt and resource
+	// template arguments (its completions capability).
+	// +optional
+	Completions bool `json:"completions,omitempty"`
+}
+
+// SurfaceSummary counts one of a server's listings besides tools.
+type SurfaceSummary struct {
+	// count is the number of items listed (a name or URI listed twice
+	// counts once).
+	// +kubebuilder:validation:Minimum=0
+	// +required
+	Count int32 `json:"count"`
+	// hash is the SHA-256 of the items as the server sent them: it changes
+	// when one does.
+	// +optional
+	Hash string `json:"hash,omitempty"`
+	// truncated is true when the server listed more than the operator
+	// reads (--max-tools items in --max-tool-pages pages); the first ones
+	// are offered.
+	// +optional
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // Tool is one tool definition as the server sent it, under its exposed name.

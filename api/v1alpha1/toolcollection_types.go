@@ -28,6 +28,31 @@ type ToolCollectionSpec struct {
 	// +optional
 	Tools *ToolSelection `json:"tools,omitempty"`
 
+	// prompts filters and renames the selected servers' prompts, which the
+	// collection's MCP endpoint offers (prompts/list, prompts/get). Each is
+	// exposed as mcp_{prefix}_{prompt}, as tools are, and conflicts are
+	// resolved as for tools. Absent, every prompt of the selected servers
+	// is offered.
+	//
+	// Example:
+	//   prompts:
+	//     exclude: ["mcp_*_debug_*"]
+	// +optional
+	Prompts *PromptSelection `json:"prompts,omitempty"`
+
+	// resources filters the selected servers' resources and resource
+	// templates, which the collection's MCP endpoint offers
+	// (resources/list, resources/templates/list, resources/read), by their
+	// exposed URI: the server's URI with the server named in it
+	// (docs/protocol.md). Absent, every resource of the selected servers
+	// is offered.
+	//
+	// Example:
+	//   resources:
+	//     include: ["file://files.tools/*"]
+	// +optional
+	Resources *ResourceSelection `json:"resources,omitempty"`
+
 	// maxTools caps the number of tools in the menu; tools past it, in name
 	// order, are left out and a condition says so. Many function-calling
 	// APIs accept at most 128 tools per request. 1 to 10000.
@@ -208,6 +233,98 @@ type ToolSelection struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=512
 	Overrides []ToolOverride `json:"overrides,omitempty"`
+}
+
+// PromptSelection filters and renames prompts as ToolSelection does tools.
+type PromptSelection struct {
+	// include keeps only prompts whose exposed name matches one of these
+	// glob patterns (path.Match syntax). Empty keeps every prompt. At most
+	// 128 patterns of at most 256 characters.
+	//
+	// Example: include: ["mcp_github_*"]
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=128
+	// +kubebuilder:validation:items:MaxLength=256
+	Include []string `json:"include,omitempty"`
+
+	// exclude drops prompts whose exposed name matches one of these glob
+	// patterns; exclude wins over include. At most 128 patterns of at most
+	// 256 characters.
+	//
+	// Example: exclude: ["mcp_*_debug_*"]
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=128
+	// +kubebuilder:validation:items:MaxLength=256
+	Exclude []string `json:"exclude,omitempty"`
+
+	// overrides rename prompts or replace their descriptions, each naming
+	// a prompt by its exposed name as a tool override names a tool. The
+	// first override that matches a prompt applies. At most 512.
+	//
+	// Example:
+	//   overrides:
+	//   - name: mcp_github_summarize_pr
+	//     rename: review
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=512
+	Overrides []ToolOverride `json:"overrides,omitempty"`
+}
+
+// ResourceURIs is how a collection's MCP endpoint names resources.
+// +kubebuilder:validation:Enum=Exposed;AsServed
+type ResourceURIs string
+
+const (
+	// ResourceURIsExposed names each resource by its URI with its server
+	// named in it (docs/protocol.md): the resources of many servers never
+	// collide.
+	ResourceURIsExposed ResourceURIs = "Exposed"
+	// ResourceURIsAsServed names each resource as its server does.
+	ResourceURIsAsServed ResourceURIs = "AsServed"
+)
+
+// ResourceSelection filters resources and resource templates by exposed URI.
+type ResourceSelection struct {
+	// uris is how the MCP endpoint names resources and templates: Exposed
+	// (the default) rewrites each URI to name its server, so that the
+	// resources of many servers never collide; AsServed offers them as
+	// their servers do, for clients that expect a server's own URIs. With
+	// AsServed a URI listed by more than one selected server is read from
+	// the first (in name order), which the REST listing reports as a
+	// conflict, and a URI no server lists is read from the first server
+	// with a template it matches.
+	//
+	// Example: uris: AsServed
+	// +optional
+	// +kubebuilder:default=Exposed
+	URIs ResourceURIs `json:"uris,omitempty"`
+
+	// include keeps only resources and templates whose exposed URI (or URI
+	// template) matches one of these patterns, in which '*' matches any
+	// run of characters ('/' included) and every other character itself.
+	// Empty keeps every one. At most 128 patterns of at most 1024
+	// characters.
+	//
+	// Example: include: ["ui://*", "file://files.tools/*"]
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=128
+	// +kubebuilder:validation:items:MaxLength=1024
+	Include []string `json:"include,omitempty"`
+
+	// exclude drops resources and templates whose exposed URI matches one
+	// of these patterns ('*' as in include); exclude wins over include. At
+	// most 128 patterns of at most 1024 characters.
+	//
+	// Example: exclude: ["file://files.tools/secrets/*"]
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=128
+	// +kubebuilder:validation:items:MaxLength=1024
+	Exclude []string `json:"exclude,omitempty"`
 }
 
 // ToolOverride renames one tool or replaces its description.

@@ -23,6 +23,13 @@ var _ = Describe("MCPServer against @modelcontextprotocol/server-everything", fu
 			Expect(got.Status.ToolCount).To(BeEquivalentTo(13), "13 tools for a client that does not declare roots")
 			Expect(toolNames(srv)).To(ContainElements("mcp_everything_echo", "mcp_everything_get-sum",
 				"mcp_everything_get-tiny-image", "mcp_everything_get-structured-content"))
+			// What it offers besides tools (server-everything's
+			// dist/prompts and dist/resources): four prompts, a resource
+			// for each of the seven files in dist/docs, and two templates.
+			Expect(got.Status.Prompts).To(HaveValue(HaveField("Count", BeEquivalentTo(4))))
+			Expect(got.Status.Resources).To(HaveValue(HaveField("Count", BeEquivalentTo(7))))
+			Expect(got.Status.ResourceTemplates).To(HaveValue(HaveField("Count", BeEquivalentTo(2))))
+			Expect(got.Status.ServerInfo.Completions).To(BeTrue())
 			for _, tool := range got.Status.Tools {
 				if tool.OriginalName == "get-sum" {
 					Expect(string(tool.InputSchema.Raw)).To(ContainSubstring(`"a"`))

@@ -64,24 +64,25 @@ func (s *lastEqualStatuses) forget(key string) {
 
 // discoveryInputs digests everything of a discovery that publish reads:
 // the tools as sent (the list's own digest), whether the list was cut,
-// and the server's info. The TTL is left out: it decides when to ask
+// the server's info, and the summaries of its other listings. The TTL is left out: it decides when to ask
 // again, not what status says. It is false for a workload, whose
 // conditions follow its Deployment and pods, which the object's
 // resourceVersion does not cover: its refreshes always publish and
 // compare.
-func discoveryInputs(srv *mcpv1alpha1.MCPServer, list mcpclient.ToolList, info mcpclient.ServerInfo) ([sha256.Size]byte, bool) {
+func discoveryInputs(srv *mcpv1alpha1.MCPServer, d discovery) ([sha256.Size]byte, bool) {
 	var sum [sha256.Size]byte
 	if srv.Spec.Workload != nil {
 		return sum, false
 	}
 	h := sha256.New()
-	h.Write(list.Digest[:])
+	h.Write(d.tools.Digest[:])
 	// JSON keeps each field apart from the next; it cannot fail on
-	// strings and booleans.
+	// strings, booleans and summaries.
 	_ = json.NewEncoder(h).Encode(struct {
-		Truncated bool
-		Info      mcpclient.ServerInfo
-	}{list.Truncated, info})
+		Truncated                     bool
+		Info                          mcpclient.ServerInfo
+		Prompts, Resources, Templates *mcpv1alpha1.SurfaceSummary
+	}{d.tools.Truncated, d.info, summaryOf(d.prompts), summaryOf(d.resources), summaryOf(d.templates)})
 	h.Sum(sum[:0])
 	return sum, true
 }

@@ -12,7 +12,7 @@ func TestDiscoveryInputs(t *testing.T) {
 	byURL := &mcpv1alpha1.MCPServer{Spec: mcpv1alpha1.MCPServerSpec{URL: "http://tools.example/mcp"}}
 	base := mcpclient.ToolList{Digest: [32]byte{1}}
 	info := mcpclient.ServerInfo{Name: "srv", Version: "1.0", ProtocolVersion: "2025-11-25", Transport: mcpclient.TransportStreamableHTTP}
-	want, ok := discoveryInputs(byURL, base, info)
+	want, ok := discoveryInputs(byURL, discovery{tools: base, info: info})
 	if !ok {
 		t.Fatal("a server reached by URL has no inputs")
 	}
@@ -20,22 +20,31 @@ func TestDiscoveryInputs(t *testing.T) {
 		name string
 		list mcpclient.ToolList
 		info mcpclient.ServerInfo
-		same bool
+		// other is set on the discovery's other listings.
+		other func(*discovery)
+		same  bool
 	}{
-		{"the same discovery", base, info, true},
-		{"another TTL", mcpclient.ToolList{Digest: base.Digest, TTL: time.Hour}, info, true},
-		{"other tools", mcpclient.ToolList{Digest: [32]byte{2}}, info, false},
-		{"cut at a limit", mcpclient.ToolList{Digest: base.Digest, Truncated: true}, info, false},
-		{"another name", base, mcpclient.ServerInfo{Name: "other", Version: "1.0", ProtocolVersion: "2025-11-25", Transport: mcpclient.TransportStreamableHTTP}, false},
-		{"another version", base, mcpclient.ServerInfo{Name: "srv", Version: "1.1", ProtocolVersion: "2025-11-25", Transport: mcpclient.TransportStreamableHTTP}, false},
-		{"another revision", base, mcpclient.ServerInfo{Name: "srv", Version: "1.0", ProtocolVersion: "2026-07-28", Transport: mcpclient.TransportStreamableHTTP}, false},
-		{"another transport", base, mcpclient.ServerInfo{Name: "srv", Version: "1.0", ProtocolVersion: "2025-11-25", Transport: mcpclient.TransportSSE}, false},
-		{"list changes announced", base, mcpclient.ServerInfo{Name: "srv", Version: "1.0", ProtocolVersion: "2025-11-25", Transport: mcpclient.TransportStreamableHTTP, ListChanged: true}, false},
-		{"a byte moved between fields", base, mcpclient.ServerInfo{Name: "srv1", Version: ".0", ProtocolVersion: "2025-11-25", Transport: mcpclient.TransportStreamableHTTP}, false},
+		{"the same discovery", base, info, nil, true},
+		{"another TTL", mcpclient.ToolList{Digest: base.Digest, TTL: time.Hour}, info, nil, true},
+		{"other tools", mcpclient.ToolList{Digest: [32]byte{2}}, info, nil, false},
+		{"cut at a limit", mcpclient.ToolList{Digest: base.Digest, Truncated: true}, info, nil, false},
+		{"another name", base, mcpclient.ServerInfo{Name: "other", Version: "1.0", ProtocolVersion: "2025-11-25", Transport: mcpclient.TransportStreamableHTTP}, nil, false},
+		{"another version", base, mcpclient.ServerInfo{Name: "srv", Version: "1.1", ProtocolVersion: "2025-11-25", Transport: mcpclient.TransportStreamableHTTP}, nil, false},
+		{"another revision", base, mcpclient.ServerInfo{Name: "srv", Version: "1.0", ProtocolVersion: "2026-07-28", Transport: mcpclient.TransportStreamableHTTP}, nil, false},
+		{"another transport", base, mcpclient.ServerInfo{Name: "srv", Version: "1.0", ProtocolVersion: "2025-11-25", Transport: mcpclient.TransportSSE}, nil, false},
+		{"list changes announced", base, mcpclient.ServerInfo{Name: "srv", Version: "1.0", ProtocolVersion: "2025-11-25", Transport: mcpclient.TransportStreamableHTTP, ListChanged: true}, nil, false},
+		{"prompts offered", base, info, func(d *discovery) { d.prompts = &mcpclient.SurfaceList{Digest: [32]byte{3}} }, false},
+		{"resources cut at a limit", base, info, func(d *discovery) { d.resources = &mcpclient.SurfaceList{Truncated: true} }, false},
+		{"templates offered", base, info, func(d *discovery) { d.templates = &mcpclient.SurfaceList{} }, false},
+		{"a byte moved between fields", base, mcpclient.ServerInfo{Name: "srv1", Version: ".0", ProtocolVersion: "2025-11-25", Transport: mcpclient.TransportStreamableHTTP}, nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := discoveryInputs(byURL, tt.list, tt.info)
+			d := discovery{tools: tt.list, info: tt.info}
+			if tt.other != nil {
+				tt.other(&d)
+			}
+			got, ok := discoveryInputs(byURL, d)
 			if !ok || (got == want) != tt.same {
 				t.Errorf("same inputs: got %v (ok %v), want %v", got == want, ok, tt.same)
 			}
@@ -43,7 +52,7 @@ func TestDiscoveryInputs(t *testing.T) {
 	}
 	t.Run("a workload", func(t *testing.T) {
 		workload := &mcpv1alpha1.MCPServer{Spec: mcpv1alpha1.MCPServerSpec{Workload: &mcpv1alpha1.WorkloadSpec{Image: "tools:1"}}}
-		if _, ok := discoveryInputs(workload, base, info); ok {
+		if _, ok := discoveryInputs(workload, discovery{tools: base, info: info}); ok {
 			t.Error("a workload's conditions follow its Deployment, yet its discovery has inputs to remember")
 		}
 	})

@@ -171,19 +171,19 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err != nil {
 		return r.failed(&srv, err)
 	}
-	discovered, info, err := r.discover(ctx, req.NamespacedName, target)
+	discovered, err := r.discover(ctx, req.NamespacedName, target)
 	if err != nil {
 		return r.failed(&srv, err)
 	}
-	if digest, ok := discoveryInputs(&srv, discovered, info); ok {
+	if digest, ok := discoveryInputs(&srv, discovered); ok {
 		inputs, unchanged = &digest, r.lastEqual.matches(req.String(), srv.ResourceVersion, digest)
 	}
 	if !unchanged {
-		r.publish(&srv, before, discovered, info)
+		r.publish(&srv, before, discovered)
 	}
 	// A server that says how long its list stays fresh (2026-07-28 ttlMs)
 	// is not asked again sooner.
-	return ctrl.Result{RequeueAfter: max(wait.Jitter(reach.DurationOr(srv.Spec.RefreshInterval, time.Minute), 0.1), discovered.TTL)}, nil
+	return ctrl.Result{RequeueAfter: max(wait.Jitter(reach.DurationOr(srv.Spec.RefreshInterval, time.Minute), 0.1), discovered.tools.TTL)}, nil
 }
 
 // forget closes what the controller holds for a server it no longer
@@ -195,11 +195,12 @@ func (r *MCPServerReconciler) forget(key string) {
 	forgetServerMetrics(key)
 }
 
-// discover lists the server's tools over a held session, or a short-lived
-// one for servers that do not announce list changes. A session that broke
+// discover lists the server's tools, then its prompts and resources
+// (discovery.listSurfaces), over a held session, or a short-lived one for
+// servers that do not announce list changes. A session that broke
 // ends itself and is replaced on the next use; a failed listing alone
 // keeps it.
-func (r *MCPServerReconciler) discover(ctx context.Context, key types.NamespacedName, target mcpclient.Target) (list mcpclient.ToolList, info mcpclient.ServerInfo, err error) {
+func (r *MCPServerReconciler) discover(ctx context.Context, key types.NamespacedName, target mcpclient.Target) (d discovery, err error) {
 	ctx, span := tracing.Tracer().Start(ctx, "discover", trace.WithAttributes(tracing.Server.String(key.String())))
 	// Discovery is the operator's own: a server whose tokens are exchanged
 	// for its callers' gets the exchanging client's own token here.
@@ -214,21 +215,24 @@ func (r *MCPServerReconciler) discover(ctx context.Context, key types.Namespaced
 		discoveryDuration.WithLabelValues(key.String(), outcome).Observe(time.Since(started).Seconds())
 	}(time.Now())
 	err = r.sessions.Do(ctx, key.String(), target, func(s *mcpclient.Session) error {
-		var err error
-		list, err = s.ListTools(ctx, r.Limits)
-		info = s.Info()
 		// Until the next refresh the session needs only its stream.
-		s.ReleaseIdle()
-		return err
+		defer s.ReleaseIdle()
+		d = discovery{info: s.Info()}
+		var err error
+		if d.tools, err = s.ListTools(ctx, r.Limits); err != nil {
+			return err
+		}
+		return d.listSurfaces(ctx, s, r.Limits)
 	})
 	if err != nil {
-		return mcpclient.ToolList{}, mcpclient.ServerInfo{}, err
+		return discovery{}, err
 	}
-	return list, info, nil
+	return d, nil
 }
 
 // publish writes a successful discovery into status and says what changed.
-func (r *MCPServerReconciler) publish(srv, before *mcpv1alpha1.MCPServer, list mcpclient.ToolList, info mcpclient.ServerInfo) {
+func (r *MCPServerReconciler) publish(srv, before *mcpv1alpha1.MCPServer, d discovery) {
+	list, info := d.tools, d.info
 	prefix := srv.Spec.ToolPrefix
 	if prefix == "" {
 		prefix = srv.Name
@@ -239,7 +243,11 @@ func (r *MCPServerReconciler) publish(srv, before *mcpv1alpha1.MCPServer, list m
 	srv.Status.ServerInfo = &mcpv1alpha1.ServerInfo{
 		Name: info.Name, Version: info.Version, ProtocolVersion: info.ProtocolVersion,
 		Transport: mcpv1alpha1.TransportType(info.Transport), ListChanged: info.ListChanged,
+		Completions: info.Capabilities.Completions,
 	}
+	srv.Status.Prompts = summaryOf(d.prompts)
+	srv.Status.Resources = summaryOf(d.resources)
+	srv.Status.ResourceTemplates = summaryOf(d.templates)
 	srv.Status.Tools = tools
 	srv.Status.ToolCount = int32(len(tools))
 	srv.Status.ToolsHash = toolsHash(tools)
@@ -374,7 +382,7 @@ func (r *MCPServerReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	// Held sessions are those of servers that announce list changes: their
 	// notifications, and their loss, trigger a reconcile, debounced.
 	r.sessions = &mcpclient.Pool{
-		Hold:    func(info mcpclient.ServerInfo) bool { return info.ListChanged },
+		Hold:    mcpclient.ServerInfo.HearsListChanges,
 		OnEvent: r.listChanged.notify,
 		Owner:   "controller",
 	}

@@ -94,6 +94,11 @@ func Validate(spec *mcpv1alpha1.ToolCollectionSpec) error {
 			return &InvalidSpecError{Message: fmt.Sprintf("spec.tools pattern %q is not a valid glob", p)}
 		}
 	}
+	if spec.Prompts != nil {
+		if p, bad := glob.FirstInvalid(spec.Prompts.Include, spec.Prompts.Exclude); bad {
+			return &InvalidSpecError{Message: fmt.Sprintf("spec.prompts pattern %q is not a valid glob", p)}
+		}
+	}
 	return nil
 }
 

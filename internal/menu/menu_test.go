@@ -238,6 +238,10 @@ func TestValidate(t *testing.T) {
 			Tools: &mcpv1alpha1.ToolSelection{Include: []string{"mcp_*"}}}, false},
 		{"a bad glob", mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Names: []string{"a"}},
 			Tools: &mcpv1alpha1.ToolSelection{Exclude: []string{"mcp_["}}}, true},
+		{"a bad prompt glob", mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Names: []string{"a"}},
+			Prompts: &mcpv1alpha1.PromptSelection{Include: []string{"mcp_["}}}, true},
+		{"a resource pattern with brackets, which are literal there", mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Names: []string{"a"}},
+			Resources: &mcpv1alpha1.ResourceSelection{Include: []string{"test://a.b/["}}}, false},
 		{"a bad selector operator", mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{
 			Selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Near"}}}}}, true},
 	}
