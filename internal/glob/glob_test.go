@@ -34,3 +34,31 @@ func TestFirstInvalid(t *testing.T) {
 		t.Error("valid patterns reported invalid")
 	}
 }
+
+func TestKeepURI(t *testing.T) {
+	tests := []struct {
+		uri              string
+		include, exclude []string
+		want             bool
+	}{
+		{"file://files.tools//home/a.txt", nil, nil, true},
+		{"file://files.tools//home/a.txt", []string{"file://files.tools/*"}, nil, true},
+		{"file://files.tools//home/a.txt", []string{"file://other.tools/*"}, nil, false},
+		{"ui://weather.tools/w/view.html", []string{"ui://*"}, nil, true},
+		{"ui://weather.tools/w/view.html", []string{"*.html"}, nil, true},
+		{"ui://weather.tools/w/view.html", []string{"ui://*/w/*"}, nil, true},
+		{"ui://weather.tools/w/view.html", []string{"ui://*/x/*"}, nil, false},
+		{"ui://weather.tools/w/view.html", []string{"ui://*"}, []string{"*/view.html"}, false},
+		{"ab", []string{"a*b*"}, nil, true},
+		{"ab", []string{"a*ab"}, nil, false}, // the prefix and suffix may not overlap
+		{"a", []string{"a"}, nil, true},
+		{"a?", []string{"a?"}, nil, true}, // only '*' is special
+		{"ab", []string{"a?"}, nil, false},
+		{"test://x.y/[a]", []string{"test://x.y/[a]"}, nil, true},
+	}
+	for _, tt := range tests {
+		if got := KeepURI(tt.uri, tt.include, tt.exclude); got != tt.want {
+			t.Errorf("KeepURI(%q, %q, %q) = %v, want %v", tt.uri, tt.include, tt.exclude, got, tt.want)
+		}
+	}
+}
