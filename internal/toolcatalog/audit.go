@@ -42,9 +42,18 @@ type AuditRecord struct {
 	Collection string `json:"collection,omitempty"`
 	// Tool is the name the caller used; OriginalName and Server the tool's
 	// name on its MCPServer (namespace/name), when the name was found.
-	Tool         string `json:"tool"`
+	Tool         string `json:"tool,omitempty"`
 	OriginalName string `json:"originalName,omitempty"`
 	Server       string `json:"server,omitempty"`
+	// Method is set for what is not a tool call: prompts/get,
+	// resources/read or completion/complete. Prompt is the prompt's
+	// exposed name; Resource the resource's exposed URI without its query
+	// or fragment, which may carry what is not the audit's to keep.
+	// OriginalName is then the prompt's name or the URI's (likewise cut)
+	// on Server.
+	Method   string `json:"method,omitempty"`
+	Prompt   string `json:"prompt,omitempty"`
+	Resource string `json:"resource,omitempty"`
 	// Outcome is how it ended, as the metrics name it: success,
 	// tool_error, invalid_arguments, unknown_tool, forbidden,
 	// policy_denied, unauthorized, rate_limited, busy, upstream_unreachable, upstream_auth_refused,

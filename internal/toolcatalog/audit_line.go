@@ -33,9 +33,12 @@ func (r *AuditRecord) appendJSON(b []byte) []byte {
 	b = appendOptionalField(b, `,"issuer":`, r.Issuer)
 	b = appendStringField(b, `,"via":`, r.Via)
 	b = appendOptionalField(b, `,"collection":`, r.Collection)
-	b = appendStringField(b, `,"tool":`, r.Tool)
+	b = appendOptionalField(b, `,"tool":`, r.Tool)
 	b = appendOptionalField(b, `,"originalName":`, r.OriginalName)
 	b = appendOptionalField(b, `,"server":`, r.Server)
+	b = appendOptionalField(b, `,"method":`, r.Method)
+	b = appendOptionalField(b, `,"prompt":`, r.Prompt)
+	b = appendOptionalField(b, `,"resource":`, r.Resource)
 	b = appendStringField(b, `,"outcome":`, r.Outcome)
 	if r.Status != 0 {
 		b = append(b, `,"status":`...)

@@ -13,11 +13,13 @@ func TestAuditLineIsWhatJSONMarshalWrites(t *testing.T) {
 	full := AuditRecord{Time: "2026-12-02T01:02:03.123456789Z", RequestID: "0123456789abcdef", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736",
 		User: "system:serviceaccount:team-a:agent", Groups: []string{"system:serviceaccounts", "system:authenticated"}, Issuer: "https://idp.example.com", Via: "mcp",
 		Collection: "team-a/all", Tool: "mcp_calc_echo", OriginalName: "echo", Server: "team-a/calc", Outcome: "success",
+		Method: "prompts/get", Prompt: "mcp_calc_greet", Resource: "test://calc.team-a/static/a",
 		Status: 200, Policy: &AuditPolicy{Decision: "deny", Rule: "oncall-only", Mode: "Audit"}, DurationMs: 1.234, ResultBytes: 42}
 	cases := map[string]AuditRecord{
 		"every field":       full,
 		"only the required": {Time: "t", RequestID: "r", User: "anonymous", Via: "rest", Tool: "x", Outcome: "unknown_tool"},
 		"empty groups":      {User: "u", Groups: []string{}},
+		"a resource read":   {Time: "t", RequestID: "r", User: "u", Via: "mcp", Method: "resources/read", Resource: "test://a.b/c", Server: "b/a", Outcome: "success"},
 		"quotes and backslashes in a caller's tool name": {Tool: `a"b\c`},
 		"control characters":                             {Tool: "a\nb\tc\x00d\x1f"},
 		"HTML characters":                                {Tool: "<script>&</script>"},

@@ -109,7 +109,7 @@ func (c *Catalog) callSteps(ctx context.Context, key viewKey, req *callRequest) 
 	}
 	envelope, err := c.callUpstream(ctx, entry, arguments, req.opts)
 	if err != nil {
-		return entry, Envelope{}, c.toldCaller(ctx, entry, err)
+		return entry, Envelope{}, c.toldCaller(ctx, entry.Namespace+"/"+entry.Server, err)
 	}
 	c.truncate(&envelope)
 	return entry, envelope, nil

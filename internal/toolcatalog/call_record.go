@@ -235,3 +235,75 @@ func resultSize(env Envelope) int {
 	}
 	return n
 }
+
+// recordSurface is record for prompts/get, resources/read and
+// completion/complete: counted, logged, audited and on the span alike.
+func (c *Catalog) recordSurface(ctx context.Context, key viewKey, method string, target surfaceTarget, err error) {
+	note := noteOf(ctx)
+	outcome := "success"
+	if err != nil {
+		outcome = outcomeOf(err)
+		var protoErr *protocolError
+		if errors.As(err, &protoErr) {
+			outcome = "invalid_request"
+		}
+	}
+	elapsed := time.Since(note.started)
+	server, prompt, resource, original := "", "", "", ""
+	if target.server != nil {
+		server = target.server.key()
+		if target.kind == promptsKind {
+			prompt, original = target.exposed, target.original
+		} else {
+			resource, original = recordedURI(target.exposed), recordedURI(target.original)
+		}
+	}
+	surfaceRequests.WithLabelValues(method, outcome).Inc()
+	collection := ""
+	if key.kind == collectionView {
+		collection = key.namespace + "/" + key.name
+	}
+	if debug := c.log.V(1); debug.Enabled() {
+		debug.Info("MCP request", "method", method, "collection", collection, "server", server,
+			"duration", elapsed.String(), "outcome", outcome, "requestId", note.requestID)
+	}
+	span := trace.SpanFromContext(ctx)
+	if span.IsRecording() {
+		span.SetAttributes(tracing.Outcome.String(outcome), attribute.String("mcp_operator.request_id", note.requestID))
+		if server != "" {
+			span.SetAttributes(tracing.Server.String(server))
+		}
+		if collection != "" {
+			span.SetAttributes(tracing.Collection.String(collection))
+		}
+		if outcome != "success" {
+			span.SetStatus(codes.Error, outcome)
+		}
+	}
+	user, groups, issuer := "anonymous", []string(nil), ""
+	if who := callerFrom(ctx); who != nil {
+		user, groups, issuer = who.username, who.groups, who.issuer
+	}
+	c.audit.write(AuditRecord{
+		Time: auditTime(time.Now()), RequestID: note.requestID, User: user, Groups: groups, Issuer: issuer, Via: note.via,
+		Collection: collection, Method: method, Prompt: prompt, Resource: resource, OriginalName: original, Server: server,
+		Outcome: outcome, DurationMs: float64(elapsed.Microseconds()) / 1000, TraceID: traceIDOf(span),
+	})
+}
+
+// recordedName is a name as records keep it: not at any length.
+func recordedName(name string) string {
+	if len(name) > maxRecordedName {
+		return name[:maxRecordedName] + "…"
+	}
+	return name
+}
+
+// recordedURI is a URI as records and errors name it: without its query
+// and fragment, and not at any length.
+func recordedURI(uri string) string {
+	if i := strings.IndexAny(uri, "?#"); i >= 0 {
+		uri = uri[:i]
+	}
+	return recordedName(uri)
+}

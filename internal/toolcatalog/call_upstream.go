@@ -27,36 +27,60 @@ type upstreamError struct {
 
 func (e *upstreamError) Error() string { return e.err.Error() }
 
-// callUpstream calls the tool on its server over the pooled session, once
-// the server's limiter gives it a turn. A request that certainly never
-// reached the server (refused, or a session that ended) is sent once more
-// on a fresh session; any other failure is not retried, since the tool may
-// have run.
+// callUpstream calls the tool on its server (onUpstream). A JSON-RPC
+// error answer is a failed tool call, which the agent reads as an
+// observation; any other failure is the caller's error.
 func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments json.RawMessage, opts mcpclient.CallOptions) (Envelope, error) {
-	up := c.upstreams.get(entry.Namespace + "/" + entry.Server)
+	var result mcpclient.CallResult
+	err := c.onUpstream(ctx, entry.Namespace, entry.Server, func(s *mcpclient.Session) error {
+		var err error
+		opts.InputSchema = entry.Tool.InputSchema.Raw
+		result, err = s.CallTool(ctx, entry.Tool.OriginalName, arguments, opts)
+		return err
+	})
+	if err == nil {
+		return envelopeOf(result), nil
+	}
+	if code, message, ok := mcpclient.RPCErrorOf(err); ok {
+		// The server answered: the call failed as a tool call, which the
+		// agent reads as an observation.
+		return Envelope{IsError: true, Error: fmt.Sprintf("%s (JSON-RPC error %d)", message, code), Content: []json.RawMessage{}}, nil
+	}
+	return Envelope{}, err
+}
+
+// onUpstream runs one request on a server's pooled session, once the
+// server's limiter gives it a turn, as the caller when the server's
+// credentials are per caller. A request that certainly never reached the
+// server (refused, or a session that ended) is sent once more on a fresh
+// session; any other failure is not retried, since the server may have
+// acted on it. A JSON-RPC error answer comes back as fn returned it
+// (mcpclient.RPCErrorOf reads it); any other failure is an *upstreamError.
+func (c *Catalog) onUpstream(ctx context.Context, namespace, server string, fn func(*mcpclient.Session) error) error {
+	up := c.upstreams.get(namespace + "/" + server)
 	if up == nil {
 		var err error
-		if up, err = c.upstreamFromCache(ctx, entry); err != nil {
-			return Envelope{}, err
+		if up, err = c.upstreamFromCache(ctx, namespace, server); err != nil {
+			return err
 		}
 	}
 	release, err := up.limit.acquire(ctx, c.opts.QueueTimeout)
 	if err != nil {
-		return Envelope{}, c.busy(up, err)
+		return c.busy(up, err)
 	}
 	defer release()
 	target, err := c.targetOf(ctx, up)
 	if err != nil {
 		var spec *reach.SpecError
 		if errors.As(err, &spec) {
-			return Envelope{}, &upstreamError{code: http.StatusBadGateway, kind: spec.Reason, err: err}
+			return &upstreamError{code: http.StatusBadGateway, kind: spec.Reason, err: err}
 		}
-		return Envelope{}, &upstreamError{code: http.StatusBadGateway, kind: "Internal", err: errors.New("reading the server's configuration failed")}
+		return &upstreamError{code: http.StatusBadGateway, kind: "Internal", err: errors.New("reading the server's configuration failed")}
 	}
 	key := up.key
 	if target.Credentials != nil && target.Credentials.PerCaller() {
 		if ctx, key, err = up.asCaller(ctx); err != nil {
-			return Envelope{}, err
+			return err
 		}
 		if up.sessions == nil {
 			defer c.pool.Drop(key) // an upstream kept for this call only
@@ -72,20 +96,12 @@ func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments
 			}()
 		}
 	}
-	var result mcpclient.CallResult
-	err = c.pool.Do(ctx, key, target, func(s *mcpclient.Session) error {
-		var err error
-		opts.InputSchema = entry.Tool.InputSchema.Raw
-		result, err = s.CallTool(ctx, entry.Tool.OriginalName, arguments, opts)
-		return err
-	})
+	err = c.pool.Do(ctx, key, target, fn)
 	if err == nil {
-		return envelopeOf(result), nil
+		return nil
 	}
-	if code, message, ok := mcpclient.RPCErrorOf(err); ok {
-		// The server answered: the call failed as a tool call, which the
-		// agent reads as an observation.
-		return Envelope{IsError: true, Error: fmt.Sprintf("%s (JSON-RPC error %d)", message, code), Content: []json.RawMessage{}}, nil
+	if _, _, ok := mcpclient.RPCErrorOf(err); ok {
+		return err
 	}
 	code := http.StatusBadGateway
 	switch mcpclient.KindOf(err) {
@@ -96,7 +112,7 @@ func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments
 		// server: the caller may not, as a 403 from the server would say.
 		code = http.StatusForbidden
 	}
-	return Envelope{}, &upstreamError{code: code, kind: string(mcpclient.KindOf(err)), err: err}
+	return &upstreamError{code: code, kind: string(mcpclient.KindOf(err)), err: err}
 }
 
 // upstreamFromCache is the upstream of a server the menu lists but the
@@ -114,7 +130,7 @@ func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments
 // Such a read is made again, with a fresh count; only under deletions
 // that never pause does one call go out with what it read and a limiter
 // of its own.
-func (c *Catalog) upstreamFromCache(ctx context.Context, entry *menu.Entry) (*upstream, error) {
+func (c *Catalog) upstreamFromCache(ctx context.Context, namespace, name string) (*upstream, error) {
 	var up *upstream
 	for range maxCacheReads {
 		deletions := c.upstreams.deletionCount()
@@ -123,16 +139,16 @@ func (c *Catalog) upstreamFromCache(ctx context.Context, entry *menu.Entry) (*up
 		// keeps its metadata, spec, serverInfo and a copy of its Ready
 		// condition, never its tools, and copying every tool's schemas for
 		// that would be most of the read.
-		err := c.reader.Get(ctx, types.NamespacedName{Namespace: entry.Namespace, Name: entry.Server}, srv, sharedFromCache)
+		err := c.reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, srv, sharedFromCache)
 		switch {
 		case apierrors.IsNotFound(err):
 			return nil, &upstreamError{code: http.StatusBadGateway, kind: "NotFound",
-				err: fmt.Errorf("MCPServer %s/%s is gone", entry.Namespace, entry.Server)}
+				err: fmt.Errorf("MCPServer %s/%s is gone", namespace, name)}
 		case err != nil && ctx.Err() != nil:
 			return nil, &upstreamError{code: http.StatusGatewayTimeout, kind: "Canceled",
-				err: fmt.Errorf("the call to MCPServer %s/%s ended while reading the server: %w", entry.Namespace, entry.Server, context.Cause(ctx))}
+				err: fmt.Errorf("the call to MCPServer %s/%s ended while reading the server: %w", namespace, name, context.Cause(ctx))}
 		case err != nil:
-			c.log.Error(err, "Reading an MCPServer from the cache failed", "server", entry.Namespace+"/"+entry.Server)
+			c.log.Error(err, "Reading an MCPServer from the cache failed", "server", namespace+"/"+name)
 			return nil, &upstreamError{code: http.StatusBadGateway, kind: "Internal", err: errors.New("reading the server failed")}
 		}
 		var kept bool

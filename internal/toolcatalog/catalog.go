@@ -114,6 +114,9 @@ type Catalog struct {
 	mcp       *mcpHandlers
 	browsers  *browserGuard
 	audit     *auditor
+	// surfaces keeps the prompts and resources servers listed
+	// (surface_lists.go).
+	surfaces *surfaceLists
 	// version moves on every change to an MCPServer or ToolCollection;
 	// rendered menus are reused while it stands still. serverVersion moves
 	// on every change to an MCPServer, before version does: the global and
@@ -158,6 +161,7 @@ func New(reader client.Reader, opts Options) (*Catalog, error) {
 		upstreams: newUpstreams(pool), callers: newCallerLimits(opts.CallerRate, opts.CallerBurst)}
 	c.streams, c.endStreams = context.WithCancel(context.Background())
 	c.menus = newMenuCache(c)
+	c.surfaces = newSurfaceLists(c)
 	c.audit = newAuditor(opts.Audit)
 	c.authz = newAuthorizer(opts.Auth, opts.Reviewer, opts.AuthCacheTTL, maxCachedDecisions)
 	c.authz.refused = c.refused

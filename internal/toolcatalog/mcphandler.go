@@ -52,6 +52,9 @@ type mcpHandler struct {
 	perCaller bool
 	// listed holds the revision's tools/list pages (mcp_list.go).
 	listed listPages
+	// surfaceRevision is the view's surfaces' revision its clients last
+	// heard of.
+	surfaceRevision string
 }
 
 func newMCPHandlers(c *Catalog) *mcpHandlers {
@@ -158,6 +161,11 @@ func (m *mcpHandlers) handlerFor(key viewKey) *mcpHandler {
 	h := &mcpHandler{key: key, listed: newListPages()}
 	opts := []server.ServerOption{
 		server.WithToolCapabilities(true),
+		// Prompts, resources and completion are answered by the catalog
+		// (mcp_surface.go); mcp-go only announces them.
+		server.WithPromptCapabilities(true),
+		server.WithResourceCapabilities(false, true),
+		server.WithCompletions(),
 		server.WithLogging(),
 		server.WithPaginationLimit(mcpPageSize),
 		server.WithRecovery(),
@@ -203,6 +211,11 @@ func (m *mcpHandlers) sync(ctx context.Context, h *mcpHandler) error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if vw.surfaces.revision != h.surfaceRevision {
+		h.surfaceRevision = vw.surfaces.revision
+		h.server.SendNotificationToAllClients(string(mcp.MethodNotificationPromptsListChanged), nil)
+		h.server.SendNotificationToAllClients(string(mcp.MethodNotificationResourcesListChanged), nil)
+	}
 	if vw.mcpRevision == h.revision {
 		return nil
 	}
@@ -406,6 +419,13 @@ func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey)
 			return true, nil
 		}
 		m.serveCall(w, r, key, &msg)
+		return true, nil
+	case !notification && isSurfaceMethod(msg.Method):
+		if !msg.stateless(r) && session == "" {
+			writeRPCError(w, http.StatusBadRequest, msg.ID, mcp.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
+			return true, nil
+		}
+		m.serveSurface(w, r, key, &msg)
 		return true, nil
 	case notification && msg.Method == string(mcp.MethodNotificationCancelled):
 		// Before 2026-07-28 a cancel names the session's request; this

@@ -64,6 +64,8 @@ type view struct {
 	// base is the view a caller's view narrows (nil for a menu's own):
 	// searches rank the base's tools, keeping the caller's.
 	base *view
+	// surfaces are what the menu offers besides tools (surface_views.go).
+	surfaces *surfaceSet
 }
 
 // menuCache keeps resolved views and rendered bodies until the catalog's
@@ -277,6 +279,7 @@ func (c *Catalog) buildView(ctx context.Context, key viewKey) (*view, error) {
 	var m menu.Menu
 	var exposure menu.Exposure
 	var pol *policy.Policy
+	var surfaces *surfaceSet
 	switch key.kind {
 	case globalView:
 		var servers mcpv1alpha1.MCPServerList
@@ -284,6 +287,12 @@ func (c *Catalog) buildView(ctx context.Context, key viewKey) (*view, error) {
 			return nil, fmt.Errorf("listing MCPServers: %w", err)
 		}
 		m = menu.Global(servers.Items)
+		all := make([]*mcpv1alpha1.MCPServer, len(servers.Items))
+		for i := range servers.Items {
+			all[i] = &servers.Items[i]
+		}
+		byNamespaceAndName(all)
+		surfaces = surfacesOf(all, nil)
 	case collectionView:
 		var tc mcpv1alpha1.ToolCollection
 		if err := c.reader.Get(ctx, types.NamespacedName{Namespace: key.namespace, Name: key.name}, &tc); err != nil {
@@ -299,6 +308,14 @@ func (c *Catalog) buildView(ctx context.Context, key viewKey) (*view, error) {
 			}
 			m = menu.ForCollection(&tc.Spec, servers.Items)
 			exposure = menu.ExposureOf(&tc.Spec, &m)
+			var picked []*mcpv1alpha1.MCPServer
+			for i := range servers.Items {
+				if menu.Selects(&tc.Spec, &servers.Items[i]) {
+					picked = append(picked, &servers.Items[i])
+				}
+			}
+			byNamespaceAndName(picked)
+			surfaces = surfacesOf(picked, &tc.Spec)
 		}
 		pol = c.policies.of(&tc)
 	case serverView:
@@ -310,8 +327,13 @@ func (c *Catalog) buildView(ctx context.Context, key viewKey) (*view, error) {
 			return nil, fmt.Errorf("reading MCPServer %s/%s: %w", key.namespace, key.name, err)
 		}
 		m = menu.Global([]mcpv1alpha1.MCPServer{srv})
+		surfaces = surfacesOf([]*mcpv1alpha1.MCPServer{&srv}, nil)
 	}
-	vw := &view{menu: m, revision: m.Hash(), byName: make(map[string]*menu.Entry, len(m.Tools)), withheld: map[string]*menu.Entry{}, exposure: exposure}
+	if surfaces == nil {
+		surfaces = surfacesOf(nil, nil) // a collection whose spec cannot be resolved
+	}
+	vw := &view{menu: m, revision: m.Hash(), byName: make(map[string]*menu.Entry, len(m.Tools)), withheld: map[string]*menu.Entry{}, exposure: exposure,
+		surfaces: surfaces}
 	if pol != nil {
 		// Who sees and calls what changes with the policy, so its menus'
 		// ETags and their MCP endpoint's list do.

@@ -34,6 +34,11 @@ var (
 		Help: "Tool calls turned away (429) because their server had spec.maxConcurrentCalls calls in flight and as many waiting, by server.",
 	}, []string{"server"})
 
+	surfaceRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_catalog_requests_total",
+		Help: "Requests other than tool calls sent to MCP servers through the catalog (prompts/get, resources/read, completion/complete), by method and outcome.",
+	}, []string{"method", "outcome"})
+
 	refusedTools = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "mcp_catalog_tools_refused",
 		Help: "Tools left out of an MCP endpoint because the MCP library refuses their definition, by menu (global or collection ns/name).",
@@ -57,7 +62,7 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(toolCalls, toolCallDuration, upstreamErrors, toolsServed, menuRevisions, busyCalls, refusedTools, mcpSyncFailures, catalogSessions,
-		policyDecisions)
+		policyDecisions, surfaceRequests)
 }
 
 // menuLabel names a view for metrics.

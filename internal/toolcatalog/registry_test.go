@@ -154,7 +154,7 @@ func TestUpstreamFromCache(t *testing.T) {
 			reader := &scriptedReader{}
 			reader.steps = tt.steps(u)
 			c := &Catalog{reader: reader, upstreams: u, log: logr.Discard()}
-			up, err := c.upstreamFromCache(context.Background(), entry)
+			up, err := c.upstreamFromCache(context.Background(), entry.Namespace, entry.Server)
 			if reader.reads != tt.wantReads {
 				t.Errorf("read the cache %d times, want %d", reader.reads, tt.wantReads)
 			}
@@ -185,7 +185,7 @@ func TestUpstreamFromCacheFailures(t *testing.T) {
 		left := errors.New("the caller went away")
 		reader := &scriptedReader{steps: []readStep{{during: func() { cancel(left) }, err: notSynced}}}
 		c := &Catalog{reader: reader, upstreams: newUpstreams(&mcpclient.Pool{}), log: logr.Discard()}
-		_, err := c.upstreamFromCache(ctx, entry)
+		_, err := c.upstreamFromCache(ctx, entry.Namespace, entry.Server)
 		var upErr *upstreamError
 		if !errors.As(err, &upErr) || upErr.code != http.StatusGatewayTimeout || upErr.kind != "Canceled" || !errors.Is(upErr.err, left) {
 			t.Fatalf("err %#v, want 504 Canceled with the context's cause", err)
@@ -196,7 +196,7 @@ func TestUpstreamFromCacheFailures(t *testing.T) {
 		log := funcr.New(func(prefix, args string) { logged = append(logged, args) }, funcr.Options{})
 		reader := &scriptedReader{steps: []readStep{{err: notSynced}}}
 		c := &Catalog{reader: reader, upstreams: newUpstreams(&mcpclient.Pool{}), log: log}
-		_, err := c.upstreamFromCache(context.Background(), entry)
+		_, err := c.upstreamFromCache(context.Background(), entry.Namespace, entry.Server)
 		var upErr *upstreamError
 		if !errors.As(err, &upErr) || upErr.code != http.StatusBadGateway || upErr.kind != "Internal" || err.Error() != "reading the server failed" {
 			t.Fatalf("err %#v, want 502 Internal, reading the server failed", err)

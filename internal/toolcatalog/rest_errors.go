@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
-	"github.com/toolmesh/mcp-operator/internal/menu"
 )
 
 // apiError is the body of every error the catalog answers.
@@ -105,13 +104,12 @@ func failureOf(err error) failure {
 // for a workload or a Service is an address inside the cluster. The URL
 // goes to the debug log with the kind; the rest of the message does not,
 // since the server's words in it may quote the call's arguments.
-func (c *Catalog) toldCaller(ctx context.Context, entry *menu.Entry, err error) error {
+func (c *Catalog) toldCaller(ctx context.Context, server string, err error) error {
 	var upErr *upstreamError
 	var failed *mcpclient.Error
 	if !errors.As(err, &upErr) || !errors.As(upErr.err, &failed) {
 		return err
 	}
-	server := entry.Namespace + "/" + entry.Server
 	c.log.V(1).Info("A call to an MCPServer failed", "server", server, "reason", failed.Kind, "url", failed.URL(),
 		"requestId", noteOf(ctx).requestID)
 	told := *upErr

@@ -8,6 +8,8 @@ func (c *Catalog) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/tools", onMenu(globalView, c.serveMenu))
 	mux.HandleFunc("GET /v1/namespaces/{ns}/toolcollections/{name}/tools", onMenu(collectionView, c.serveMenu))
 	mux.HandleFunc("GET /v1/namespaces/{ns}/mcpservers/{name}/tools", onMenu(serverView, c.serveMenu))
+	mux.HandleFunc("GET /v1/namespaces/{ns}/toolcollections/{name}/prompts", onMenu(collectionView, c.servePrompts))
+	mux.HandleFunc("GET /v1/namespaces/{ns}/toolcollections/{name}/resources", onMenu(collectionView, c.serveResources))
 	mux.HandleFunc("GET /v1/tools/search", onMenu(globalView, c.serveSearch))
 	mux.HandleFunc("GET /v1/namespaces/{ns}/toolcollections/{name}/tools/search", onMenu(collectionView, c.serveSearch))
 	mux.HandleFunc("GET /v1/namespaces/{ns}/mcpservers/{name}/tools/search", onMenu(serverView, c.serveSearch))

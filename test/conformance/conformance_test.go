@@ -7,8 +7,11 @@ package conformance
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -22,6 +25,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -77,7 +81,7 @@ var _ = It("passes every scenario of the official suite but the documented ones"
 		<-stopped
 	})
 
-	By("a collection exposing the conformance tools under the names the suite calls")
+	By("a collection exposing the conformance tools and prompts under the names the suite calls, and resources as served")
 	ns := env.Namespace()
 	srv := env.CreateServer(ns, "conf", upstream)
 	Eventually(env.ReadyOf(srv)).Should(Equal("True/ToolsDiscovered"))
@@ -87,9 +91,46 @@ var _ = It("passes every scenario of the official suite but the documented ones"
 	}
 	tc := &mcpv1alpha1.ToolCollection{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conformance"},
 		Spec: mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Names: []string{"conf"}},
-			Tools: &mcpv1alpha1.ToolSelection{Overrides: overrides}}}
+			Tools:     &mcpv1alpha1.ToolSelection{Overrides: overrides},
+			Resources: &mcpv1alpha1.ResourceSelection{URIs: mcpv1alpha1.ResourceURIsAsServed}}}
 	Expect(env.Client.Create(ctx, tc)).To(Succeed())
+	// The prompts' exposed names, from the collection's REST listing.
+	var listed struct {
+		Prompts []struct {
+			Original   string `json:"original"`
+			Definition struct {
+				Name string `json:"name"`
+			} `json:"definition"`
+		} `json:"prompts"`
+	}
+	Eventually(func(g Gomega) {
+		resp, err := http.Get(catalog.URL + "/v1/namespaces/" + ns + "/toolcollections/conformance/prompts")
+		g.Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		g.Expect(json.NewDecoder(resp.Body).Decode(&listed)).To(Succeed())
+		g.Expect(listed.Prompts).NotTo(BeEmpty())
+	}).Should(Succeed())
+	var promptOverrides []mcpv1alpha1.ToolOverride
+	for _, p := range listed.Prompts {
+		promptOverrides = append(promptOverrides, mcpv1alpha1.ToolOverride{Name: p.Definition.Name, Rename: p.Original})
+	}
+	Eventually(func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(tc), tc); err != nil {
+			return err
+		}
+		tc.Spec.Prompts = &mcpv1alpha1.PromptSelection{Overrides: promptOverrides}
+		return env.Client.Update(ctx, tc)
+	}).Should(Succeed())
 	endpoint := catalog.URL + "/v1/namespaces/" + ns + "/toolcollections/conformance/mcp"
+	Eventually(func() string {
+		resp, err := http.Get(catalog.URL + "/v1/namespaces/" + ns + "/toolcollections/conformance/prompts")
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}).Should(ContainSubstring(`"name":"` + listed.Prompts[0].Original + `"`))
 	Eventually(func() bool {
 		s, err := mcpclient.Connect(ctx, mcpclient.Target{URL: endpoint, Timeout: 5 * time.Second}, nil)
 		if err != nil {
