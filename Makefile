@@ -167,6 +167,7 @@ fuzz-smoke: ## Each fuzz target briefly, on top of its committed seed corpus (CI
 	go test -run '^$$' -fuzz '^FuzzMCPEndpoint$$' -fuzztime $(FUZZ_TIME) ./internal/toolcatalog
 	go test -run '^$$' -fuzz '^FuzzDecodeArguments$$' -fuzztime $(FUZZ_TIME) ./internal/policy
 	go test -run '^$$' -fuzz '^FuzzConvert$$' -fuzztime $(FUZZ_TIME) ./internal/strictschema
+	go test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZ_TIME) ./internal/resourceuri
 
 ##@ Build
 
