@@ -2,6 +2,7 @@ package toolcatalog
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+	"github.com/mark3labs/mcp-go/mcp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -23,12 +25,18 @@ import (
 // own and cannot start a control plane for each; what is fuzzed is the
 // JSON-RPC handling, which reads the menu once.
 func fuzzCatalog(f *testing.F) http.Handler {
-	upstream, err := testmcp.Start(testmcp.Options{Transport: testmcp.StreamableHTTP})
+	upstream, err := testmcp.Start(testmcp.Options{Transport: testmcp.StreamableHTTP, Surfaces: true})
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Cleanup(upstream.Stop)
 	upstream.AddTool("echo", "Echoes.", `{"type":"object","properties":{"message":{"type":"string"}}}`)
+	upstream.MCP.AddPrompt(mcp.NewPrompt("greet", mcp.WithArgument("name")), func(_ context.Context, r mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return mcp.NewGetPromptResult("greet", []mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent("hi "+r.Params.Arguments["name"]))}), nil
+	})
+	upstream.MCP.AddResource(mcp.NewResource("test://static/a", "a"), func(_ context.Context, r mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: r.Params.URI, Text: "a"}}, nil
+	})
 
 	scheme := k8sruntime.NewScheme()
 	if err := mcpv1alpha1.AddToScheme(scheme); err != nil {
@@ -42,6 +50,8 @@ func fuzzCatalog(f *testing.F) http.Handler {
 				ObservedGeneration: 1, Reason: "ToolsDiscovered", LastTransitionTime: metav1.Now()}},
 			Tools: []mcpv1alpha1.Tool{{Name: "mcp_fz_echo", OriginalName: "echo", Hash: "h1",
 				InputSchema: k8sruntime.RawExtension{Raw: []byte(`{"type":"object","properties":{"message":{"type":"string"}}}`)}}},
+			Prompts:   &mcpv1alpha1.SurfaceSummary{Count: 1, Hash: "p1"},
+			Resources: &mcpv1alpha1.SurfaceSummary{Count: 1, Hash: "r1"},
 		},
 	}
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(srv).Build()
@@ -89,7 +99,14 @@ func FuzzMCPEndpoint(f *testing.F) {
 		`[{"jsonrpc":"2.0","id":7,"method":"ping"},{"jsonrpc":"2.0","id":8,"method":"tools/list"}]`,
 		`{"jsonrpc":"1.0","id":9,"method":"ping"}`, `{"jsonrpc":"2.0","id":null,"method":"ping"}`,
 		`{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}`, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`,
-		`{"jsonrpc":"2.0","id":10,"method":"resources/list"}`, `{"jsonrpc":"2.0","id":11}`, `{"jsonrpc":"2.0","id":12,"result":{}}`,
+		`{"jsonrpc":"2.0","id":10,"method":"resources/list"}`, `{"jsonrpc":"2.0","id":11}`,
+		`{"jsonrpc":"2.0","id":13,"method":"prompts/list","params":{"cursor":"MQ=="}}`,
+		`{"jsonrpc":"2.0","id":14,"method":"prompts/get","params":{"name":"mcp_fz_greet","arguments":{"name":"x"}}}`,
+		`{"jsonrpc":"2.0","id":15,"method":"prompts/get","params":{"name":"mcp_fz_greet","arguments":{"name":7}}}`,
+		`{"jsonrpc":"2.0","id":16,"method":"resources/read","params":{"uri":"test://fz.fuzz/static/a"}}`,
+		`{"jsonrpc":"2.0","id":17,"method":"resources/read","params":{"uri":"test://static/a"}}`,
+		`{"jsonrpc":"2.0","id":18,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"mcp_fz_greet"},"argument":{"name":"name","value":"a"}}}`,
+		`{"jsonrpc":"2.0","id":19,"method":"resources/templates/list"}`, `{"jsonrpc":"2.0","id":12,"result":{}}`,
 		`{"jsonrpc":"2.0","id":1e400,"method":"ping"}`, `{`, `[]`, `null`, ``,
 	} {
 		f.Add([]byte(seed), true)
