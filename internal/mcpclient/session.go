@@ -446,7 +446,15 @@ type CallResult struct {
 	Content           []json.RawMessage `json:"content"`
 	StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
 	IsError           bool              `json:"isError,omitempty"`
+	// ResultType is the 2026-07-28 revision's: "complete" (or absent), or
+	// "input_required" when the server asks the client for input
+	// (elicitation, sampling, roots) before it can answer.
+	ResultType string `json:"resultType,omitempty"`
 }
+
+// InputRequired is the 2026-07-28 resultType of a call that needs input
+// from the client before the server can answer it.
+const InputRequired = "input_required"
 
 // CallOptions carry what a caller asked of one call besides the tool and
 // its arguments. The zero value asks for nothing more.

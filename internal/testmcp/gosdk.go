@@ -182,6 +182,20 @@ func (g *GoSDK) AddWaitTool(release <-chan struct{}, started chan<- struct{}) {
 		})
 }
 
+// AddAskingTool adds "ask", which, as a 2026-07-28 server does, answers a
+// call with an elicitation for the client to fulfil (input_required)
+// unless the call brings its answer.
+func (g *GoSDK) AddAskingTool() {
+	g.Server.AddTool(&sdk.Tool{Name: "ask", Description: "Asks for a name.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			if r, ok := req.Params.InputResponses["who"].(*sdk.ElicitResult); ok {
+				return text(fmt.Sprint("hello ", r.Content["name"])), nil
+			}
+			return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{"who": &sdk.ElicitParams{Message: "Your name?",
+				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}}, RequestState: "s1"}, nil
+		})
+}
+
 func text(s string) *sdk.CallToolResult {
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
 }

@@ -250,13 +250,13 @@ func (c *Catalog) recordSurface(ctx context.Context, key viewKey, method string,
 	}
 	elapsed := time.Since(note.started)
 	server, prompt, resource, original := "", "", "", ""
+	if target.kind == promptsKind {
+		prompt, original = recordedName(target.exposed), target.original
+	} else {
+		resource, original = recordedURI(target.exposed), recordedURI(target.original)
+	}
 	if target.server != nil {
 		server = target.server.key()
-		if target.kind == promptsKind {
-			prompt, original = target.exposed, target.original
-		} else {
-			resource, original = recordedURI(target.exposed), recordedURI(target.original)
-		}
 	}
 	surfaceRequests.WithLabelValues(method, outcome).Inc()
 	collection := ""

@@ -38,6 +38,12 @@ func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments
 		result, err = s.CallTool(ctx, entry.Tool.OriginalName, arguments, opts)
 		return err
 	})
+	if err == nil && result.ResultType == mcpclient.InputRequired {
+		// Relaying the server's questions to the caller is not done yet:
+		// the call fails, saying why, rather than seem to end with nothing.
+		return Envelope{IsError: true, Content: []json.RawMessage{}, Error: fmt.Sprintf(
+			"%s needs input from the user or the client's model (elicitation, sampling or roots) to go on, which the catalog does not relay", entry.Name)}, nil
+	}
 	if err == nil {
 		return envelopeOf(result), nil
 	}

@@ -64,16 +64,18 @@ func (m *mcpHandlers) serveSurface(w http.ResponseWriter, r *http.Request, key v
 		writeRPCError(w, http.StatusServiceUnavailable, msg.ID, mcp.INTERNAL_ERROR, "the catalog cannot read its cache yet; retry")
 		return
 	}
-	set, err := c.visibleSurfaces(ctx, key, vw.surfaces)
-	if err != nil {
-		writeRPCError(w, http.StatusServiceUnavailable, msg.ID, mcp.INTERNAL_ERROR, "permissions could not be checked with the API server; retry")
-		return
-	}
 	switch msg.Method {
 	case string(mcp.MethodPromptsList), string(mcp.MethodResourcesList), string(mcp.MethodResourcesTemplatesList):
+		set, err := c.visibleSurfaces(ctx, key, vw.surfaces)
+		if err != nil {
+			writeRPCError(w, http.StatusServiceUnavailable, msg.ID, mcp.INTERNAL_ERROR, "permissions could not be checked with the API server; retry")
+			return
+		}
 		c.serveSurfaceList(ctx, w, msg, set, surfaceMethods[msg.Method])
 	default:
-		answer, err := c.surfaceRequest(ctx, key, set, msg)
+		// Found in the whole set, then authorized: as a tool call through
+		// /mcp needs execute on its server, not get.
+		answer, err := c.surfaceRequest(ctx, key, vw.surfaces, msg)
 		if err != nil {
 			writeSurfaceError(w, msg.ID, err)
 			return
@@ -179,33 +181,33 @@ func (c *Catalog) surfaceRequest(ctx context.Context, key viewKey, set *surfaceS
 		return nil, &protocolError{code: mcp.INVALID_PARAMS, message: "the params could not be read: " + err.Error()}
 	}
 	meta := relayedMetaOf(msg)
-	switch msg.Method {
-	case string(mcp.MethodPromptsGet):
-		if target, err = c.findPrompt(ctx, set, params.Name); err != nil {
-			return nil, err
-		}
-	case string(mcp.MethodResourcesRead):
-		if target, err = c.findResource(ctx, set, params.URI); err != nil {
-			return nil, err
-		}
+	// What the caller named, recorded (shortened) even when not found.
+	var found surfaceTarget
+	switch {
+	case msg.Method == string(mcp.MethodPromptsGet):
+		target = surfaceTarget{kind: promptsKind, exposed: params.Name}
+		found, err = c.findPrompt(ctx, set, params.Name)
+	case msg.Method == string(mcp.MethodResourcesRead):
+		target = surfaceTarget{kind: resourcesKind, exposed: params.URI}
+		found, err = c.findResource(ctx, set, params.URI)
+	case params.Ref.Type == "ref/prompt":
+		target = surfaceTarget{kind: promptsKind, exposed: params.Ref.Name}
+		found, err = c.findPrompt(ctx, set, params.Ref.Name)
+	case params.Ref.Type == "ref/resource":
+		target = surfaceTarget{kind: resourcesKind, exposed: params.Ref.URI}
+		found, err = c.findTemplate(ctx, set, params.Ref.URI)
 	default:
-		switch params.Ref.Type {
-		case "ref/prompt":
-			target, err = c.findPrompt(ctx, set, params.Ref.Name)
-		case "ref/resource":
-			target, err = c.findTemplate(ctx, set, params.Ref.URI)
-		default:
-			err = &protocolError{code: mcp.INVALID_PARAMS, message: fmt.Sprintf("ref.type %q is neither ref/prompt nor ref/resource", params.Ref.Type)}
-		}
-		if err != nil {
-			return nil, err
-		}
-		if !target.server.completions {
-			return nil, &protocolError{code: mcp.METHOD_NOT_FOUND, message: fmt.Sprintf("MCPServer %s does not complete arguments", target.server.key())}
-		}
+		err = &protocolError{code: mcp.INVALID_PARAMS, message: fmt.Sprintf("ref.type %q is neither ref/prompt nor ref/resource", params.Ref.Type)}
 	}
+	if err != nil {
+		return nil, err
+	}
+	target = found
 	if err := c.authorizeSurface(ctx, key, target.server); err != nil {
 		return nil, err
+	}
+	if msg.Method == string(mcp.MethodCompletionComplete) && !target.server.completions {
+		return nil, &protocolError{code: mcp.METHOD_NOT_FOUND, message: fmt.Sprintf("MCPServer %s does not complete arguments", target.server.key())}
 	}
 	if err := c.callers.allow(ctx); err != nil {
 		return nil, err

@@ -288,3 +288,29 @@ var _ = Describe("MCP revisions through the catalog", func() {
 		Expect(logs).To(HaveLen(3))
 	})
 })
+
+var _ = Describe("A 2026-07-28 server that asks for input", func() {
+	It("fails the call, saying so, rather than answer it with nothing", func() {
+		ns := env.Namespace()
+		upstream := testmcp.StartGoSDK(testmcp.GoSDKOnly2026)
+		DeferCleanup(upstream.Stop)
+		upstream.AddAskingTool()
+		readyServer(ns, "asker", upstream.URL())
+		collection(ns, "asking", "asker")
+		Eventually(func() string { return string(get("/v1/namespaces/" + ns + "/toolcollections/asking/tools").body) }).Should(ContainSubstring("mcp_asker_ask"))
+		want := "mcp_asker_ask needs input from the user or the client's model (elicitation, sampling or roots) to go on, which the catalog does not relay"
+
+		r := post("/v1/namespaces/"+ns+"/toolcollections/asking/execute", `{"name":"mcp_asker_ask","arguments":{}}`)
+		Expect(r.code).To(Equal(http.StatusOK), string(r.body))
+		Expect(r.json()["isError"]).To(BeTrue())
+		Expect(r.json()["error"]).To(Equal(want))
+
+		for _, revision := range []string{"2025-11-25", ""} {
+			caller := callerOf(catalog.URL+"/v1/namespaces/"+ns+"/toolcollections/asking/mcp", revision)
+			result, err := caller.call(ctx, "mcp_asker_ask", nil, nil)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(result.IsError).To(BeTrue(), "revision %q", revision)
+			Expect(textOf(result)).To(Equal(want))
+		}
+	})
+})

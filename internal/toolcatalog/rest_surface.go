@@ -7,7 +7,7 @@ import (
 
 // The REST listings of what a collection offers besides tools, read-only:
 // what its MCP endpoint lists, whole, with the servers each came from and
-// the prompt names more than one server offers.
+// the names (or URIs as served) more than one server offers.
 
 // surfaceEntry is one prompt, resource or template in a REST listing.
 type surfaceEntry struct {
@@ -49,10 +49,15 @@ func (c *Catalog) serveResources(w http.ResponseWriter, req *http.Request, key v
 	if !ok {
 		return
 	}
-	resources, _ := c.offerings(req.Context(), vw.surfaces, resourcesKind)
-	templates, _ := c.offerings(req.Context(), vw.surfaces, templatesKind)
+	resources, conflicts := c.offerings(req.Context(), vw.surfaces, resourcesKind)
+	templates, templateConflicts := c.offerings(req.Context(), vw.surfaces, templatesKind)
+	conflicts = append(conflicts, templateConflicts...)
+	if conflicts == nil {
+		conflicts = []surfaceConflict{}
+	}
 	writeJSON(w, http.StatusOK, struct {
-		Resources         []surfaceEntry `json:"resources"`
-		ResourceTemplates []surfaceEntry `json:"resourceTemplates"`
-	}{entriesOf(resources), entriesOf(templates)})
+		Resources         []surfaceEntry    `json:"resources"`
+		ResourceTemplates []surfaceEntry    `json:"resourceTemplates"`
+		Conflicts         []surfaceConflict `json:"conflicts"`
+	}{entriesOf(resources), entriesOf(templates), conflicts})
 }
