@@ -591,8 +591,8 @@ type SurfaceSummary struct {
 	// +optional
 	Hash string `json:"hash,omitempty"`
 	// truncated is true when the server listed more than the operator
-	// reads (--max-tools items in --max-tool-pages pages); the first ones
-	// are offered.
+	// reads (--max-tools items in --max-tool-pages pages, 16 MiB of
+	// items); the first ones are offered.
 	// +optional
 	Truncated bool `json:"truncated,omitempty"`
 }

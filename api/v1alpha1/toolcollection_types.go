@@ -42,10 +42,11 @@ type ToolCollectionSpec struct {
 
 	// resources filters the selected servers' resources and resource
 	// templates, which the collection's MCP endpoint offers
-	// (resources/list, resources/templates/list, resources/read), by their
-	// exposed URI: the server's URI with the server named in it
-	// (docs/protocol.md). Absent, every resource of the selected servers
-	// is offered.
+	// (resources/list, resources/templates/list, resources/read), by the
+	// URI the endpoint offers: the server's URI with the server named in
+	// it (docs/protocol.md), or as served with uris AsServed. Only what
+	// is offered, or a template's expansion, can be read. Absent, every
+	// resource of the selected servers is offered.
 	//
 	// Example:
 	//   resources:
@@ -302,8 +303,8 @@ type ResourceSelection struct {
 	// +kubebuilder:default=Exposed
 	URIs ResourceURIs `json:"uris,omitempty"`
 
-	// include keeps only resources and templates whose exposed URI (or URI
-	// template) matches one of these patterns, in which '*' matches any
+	// include keeps only resources and templates whose offered URI (or
+	// URI template) matches one of these patterns, in which '*' matches any
 	// run of characters ('/' included) and every other character itself.
 	// Empty keeps every one. At most 128 patterns of at most 1024
 	// characters.
@@ -315,11 +316,11 @@ type ResourceSelection struct {
 	// +kubebuilder:validation:items:MaxLength=1024
 	Include []string `json:"include,omitempty"`
 
-	// exclude drops resources and templates whose exposed URI matches one
+	// exclude drops resources and templates whose offered URI matches one
 	// of these patterns ('*' as in include); exclude wins over include. At
 	// most 128 patterns of at most 1024 characters.
 	//
-	// Example: exclude: ["file://files.tools/secrets/*"]
+	// Example: exclude: ["file://files.tools//etc/*"]
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=128

@@ -274,6 +274,7 @@ func setUp(ctx context.Context, mgr ctrl.Manager, cfg *config) error {
 	cfg.catalog.Reviewer = mgr.GetClient()
 	cfg.catalog.Egress = cfg.controllers.Egress
 	cfg.catalog.AuthSources = cfg.controllers.AuthSources
+	cfg.catalog.Limits = cfg.controllers.Limits
 	if err := cfg.setUpOIDC(); err != nil {
 		return err
 	}

@@ -82,7 +82,8 @@ func discoveryInputs(srv *mcpv1alpha1.MCPServer, d discovery) ([sha256.Size]byte
 		Truncated                     bool
 		Info                          mcpclient.ServerInfo
 		Prompts, Resources, Templates *mcpv1alpha1.SurfaceSummary
-	}{d.tools.Truncated, d.info, summaryOf(d.prompts), summaryOf(d.resources), summaryOf(d.templates)})
+		Failed                        []string
+	}{d.tools.Truncated, d.info, summaryOf(d.prompts), summaryOf(d.resources), summaryOf(d.templates), d.failed})
 	h.Sum(sum[:0])
 	return sum, true
 }

@@ -222,7 +222,8 @@ func (r *MCPServerReconciler) discover(ctx context.Context, key types.Namespaced
 		if d.tools, err = s.ListTools(ctx, r.Limits); err != nil {
 			return err
 		}
-		return d.listSurfaces(ctx, s, r.Limits)
+		d.listSurfaces(ctx, s, r.Limits)
+		return nil
 	})
 	if err != nil {
 		return discovery{}, err
@@ -245,9 +246,9 @@ func (r *MCPServerReconciler) publish(srv, before *mcpv1alpha1.MCPServer, d disc
 		Transport: mcpv1alpha1.TransportType(info.Transport), ListChanged: info.ListChanged,
 		Completions: info.Capabilities.Completions,
 	}
-	srv.Status.Prompts = summaryOf(d.prompts)
-	srv.Status.Resources = summaryOf(d.resources)
-	srv.Status.ResourceTemplates = summaryOf(d.templates)
+	srv.Status.Prompts = d.keptOr("prompts", d.prompts, before.Status.Prompts)
+	srv.Status.Resources = d.keptOr("resources", d.resources, before.Status.Resources)
+	srv.Status.ResourceTemplates = d.keptOr("resource templates", d.templates, before.Status.ResourceTemplates)
 	srv.Status.Tools = tools
 	srv.Status.ToolCount = int32(len(tools))
 	srv.Status.ToolsHash = toolsHash(tools)

@@ -3,7 +3,10 @@ package controller
 import (
 	"context"
 	"encoding/hex"
-	"errors"
+	"slices"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
@@ -14,43 +17,47 @@ type discovery struct {
 	tools mcpclient.ToolList
 	info  mcpclient.ServerInfo
 	// prompts, resources and templates are the server's other listings,
-	// nil for one it does not offer.
+	// nil for one it does not offer, or that failed (failed says which).
 	prompts, resources, templates *mcpclient.SurfaceList
+	failed                        []string
 }
 
 // listSurfaces reads the prompts, resources and resource templates the
-// server offers, after its tools. A listing the server answers with a
-// JSON-RPC error is left out, as if not offered: many servers that offer
-// resources answer resources/templates/list with "method not found", and
-// their tools are no less usable. Any other failure (the server did not
-// answer, or answered what is not MCP) fails the discovery, as a failed
-// tools listing does.
-func (d *discovery) listSurfaces(ctx context.Context, s *mcpclient.Session, limits mcpclient.Limits) error {
+// server offers, after its tools. None of them decides whether the server
+// is Ready, which its tools do: a listing the server answers "method not
+// found" (many servers that offer resources lack resources/templates/list)
+// counts as not offered, and any other failure is named in failed, so that
+// publish keeps what status said of that listing until it works again.
+func (d *discovery) listSurfaces(ctx context.Context, s *mcpclient.Session, limits mcpclient.Limits) {
 	caps := d.info.Capabilities
-	var err error
-	if d.prompts, err = listOffered(ctx, caps.Prompts, s.ListPrompts, limits); err != nil {
-		return err
-	}
-	if d.resources, err = listOffered(ctx, caps.Resources, s.ListResources, limits); err != nil {
-		return err
-	}
-	d.templates, err = listOffered(ctx, caps.Resources, s.ListResourceTemplates, limits)
-	return err
+	d.prompts = d.listOffered(ctx, "prompts", caps.Prompts, s.ListPrompts, limits)
+	d.resources = d.listOffered(ctx, "resources", caps.Resources, s.ListResources, limits)
+	d.templates = d.listOffered(ctx, "resource templates", caps.Resources, s.ListResourceTemplates, limits)
 }
 
-func listOffered(ctx context.Context, offered bool, list func(context.Context, mcpclient.Limits) (mcpclient.SurfaceList, error), limits mcpclient.Limits) (*mcpclient.SurfaceList, error) {
+func (d *discovery) listOffered(ctx context.Context, what string, offered bool, list func(context.Context, mcpclient.Limits) (mcpclient.SurfaceList, error), limits mcpclient.Limits) *mcpclient.SurfaceList {
 	if !offered {
-		return nil, nil
+		return nil
 	}
 	l, err := list(ctx, limits)
-	var refused *mcpclient.Error
-	switch {
-	case errors.As(err, &refused) && refused.RPCCode != 0:
-		return nil, nil
-	case err != nil:
-		return nil, err
+	if code, _, ok := mcpclient.RPCErrorOf(err); ok && code == mcp.METHOD_NOT_FOUND {
+		return nil
 	}
-	return &l, nil
+	if err != nil {
+		logf.FromContext(ctx).Info("A server's listing failed; status keeps what it last said of it", "listing", what, "error", err.Error())
+		d.failed = append(d.failed, what)
+		return nil
+	}
+	return &l
+}
+
+// keptOr is a listing's summary: as read, or, when reading it failed, as
+// status had it.
+func (d *discovery) keptOr(what string, l *mcpclient.SurfaceList, before *mcpv1alpha1.SurfaceSummary) *mcpv1alpha1.SurfaceSummary {
+	if slices.Contains(d.failed, what) {
+		return before
+	}
+	return summaryOf(l)
 }
 
 // summaryOf is a listing as status counts it.

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	. "github.com/onsi/ginkgo/v2"
@@ -54,7 +55,7 @@ var _ = Describe("MCPServer prompts and resources", func() {
 		Expect(fetch(srv).Status.Resources.Hash).To(Equal(got.Status.Resources.Hash), "the resources unchanged")
 	})
 
-	It("has no summary for what a server does not offer, nor for a listing it refuses", func() {
+	It("has no summary for what a server does not offer, nor for a listing it answers \"method not found\"", func() {
 		up, err := testmcp.Start(testmcp.Options{Transport: testmcp.StreamableHTTP,
 			Refuse: []string{string(mcp.MethodResourcesTemplatesList)}})
 		Expect(err).NotTo(HaveOccurred())
@@ -69,5 +70,36 @@ var _ = Describe("MCPServer prompts and resources", func() {
 		Expect(got.Status.Resources).To(HaveValue(HaveField("Count", BeEquivalentTo(1))))
 		Expect(got.Status.ResourceTemplates).To(BeNil(), "resources/templates/list refused")
 		Expect(got.Status.ServerInfo.Completions).To(BeFalse())
+	})
+
+	It("stays Ready on its tools when a listing besides them fails, keeping what status said of it", func() {
+		up, err := testmcp.Start(testmcp.Options{Transport: testmcp.StreamableHTTP, ListChanged: true, Surfaces: true})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(up.Stop)
+		up.AddTools("echo")
+		up.MCP.AddPrompt(mcp.NewPrompt("greet"), greeting)
+		up.MCP.AddResource(mcp.NewResource("test://static/a", "a"), contents)
+
+		// Each change below is announced (list_changed), which re-lists.
+		srv := createServer(newNamespace(), "flaky", up.URL())
+		Eventually(readyOf(srv)).Should(Equal("True/ToolsDiscovered"))
+		before := fetch(srv).Status
+		Expect(before.Resources).To(HaveValue(HaveField("Count", BeEquivalentTo(1))))
+
+		By("resources/list answering 500, and a prompt added: the prompts follow, the resources keep their summary")
+		up.SetFailing(string(mcp.MethodResourcesList))
+		up.MCP.AddPrompt(mcp.NewPrompt("farewell"), greeting)
+		Eventually(func() int32 { return fetch(srv).Status.Prompts.Count }).Should(BeEquivalentTo(2))
+		Consistently(func(g Gomega) {
+			now := fetch(srv)
+			g.Expect(readyOf(now)()).To(Equal("True/ToolsDiscovered"))
+			g.Expect(now.Status.ToolCount).To(BeEquivalentTo(1))
+			g.Expect(now.Status.Resources).To(Equal(before.Resources))
+		}, 3*time.Second, 500*time.Millisecond).Should(Succeed())
+
+		By("working again: a resource added is counted")
+		up.SetFailing()
+		up.MCP.AddResource(mcp.NewResource("test://static/b", "b"), contents)
+		Eventually(func() int32 { return fetch(srv).Status.Resources.Count }).Should(BeEquivalentTo(2))
 	})
 })

@@ -113,7 +113,7 @@ func (s *Session) discover(ctx context.Context) error {
 	_ = json.Unmarshal(result.Meta[mcp.MetaKeyServerInfo], &server)
 	s.info.Name, s.info.Version, s.info.ProtocolVersion = server.Name, server.Version, RevisionStateless
 	s.info.ListChanged = result.Capabilities.Tools != nil && result.Capabilities.Tools.ListChanged
-	s.info.Capabilities = result.Capabilities.surfaceCapabilities.read()
+	s.info.Capabilities = result.Capabilities.read()
 	s.logging = len(result.Capabilities.Logging) > 0
 	return nil
 }

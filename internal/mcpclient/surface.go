@@ -126,6 +126,12 @@ func isListChanged(method string) bool {
 	return false
 }
 
+// MaxListingBytes bounds the items one listing keeps, by their size as
+// sent: past it the listing is cut (Truncated), so that a server listing
+// files by the thousand, or a hostile one, cannot fill the memory of its
+// readers (the controller, and every catalog replica).
+const MaxListingBytes = 16 << 20
+
 // SurfaceList is one paginated listing (prompts, resources or resource
 // templates): each item as the JSON the server sent.
 type SurfaceList struct {
@@ -201,6 +207,7 @@ func (s *Session) listSurface(ctx context.Context, limits Limits, l listing) (Su
 		digest.Sum(list.Digest[:0])
 		return list, nil
 	}
+	size := 0 // of the items kept
 	for page := 0; ; page++ {
 		if page == limits.MaxPages {
 			list.Truncated = true
@@ -215,7 +222,7 @@ func (s *Session) listSurface(ctx context.Context, limits Limits, l listing) (Su
 			return SurfaceList{}, classify(err, s.target, l.doing, nil)
 		}
 		for _, raw := range l.items(&decoded) {
-			if len(list.Items) == limits.MaxTools {
+			if len(list.Items) == limits.MaxTools || size+len(raw) > MaxListingBytes {
 				list.Truncated = true
 				return sealed()
 			}
@@ -229,6 +236,7 @@ func (s *Session) listSurface(ctx context.Context, limits Limits, l listing) (Su
 				continue
 			}
 			keys[key] = true
+			size += len(raw)
 			list.Items = append(list.Items, raw)
 			list.Keys = append(list.Keys, key)
 			binary.BigEndian.PutUint64(length, uint64(len(raw)))

@@ -522,6 +522,10 @@ func TestAListingThatBreaksTheProtocolFails(t *testing.T) {
 			DefaultLimits, "", []string{"a", "b"}, false},
 		{"more items than allowed", pages(map[string]string{"": `{"prompts":[{"name":"a"},{"name":"b"},{"name":"c"}]}`}), Limits{MaxPages: 10, MaxTools: 2}, "", []string{"a", "b"}, true},
 		{"more pages than allowed", pages(map[string]string{"": `{"prompts":[{"name":"a"}],"nextCursor":"c"}`, "c": `{"prompts":[{"name":"b"}]}`}), Limits{MaxPages: 1, MaxTools: 10}, "", []string{"a"}, true},
+		{"more bytes than allowed", pages(map[string]string{
+			"":  `{"prompts":[{"name":"a","description":"` + strings.Repeat("x", MaxListingBytes*3/5) + `"}],"nextCursor":"c"}`,
+			"c": `{"prompts":[{"name":"b","description":"` + strings.Repeat("y", MaxListingBytes*3/5) + `"}]}`}),
+			DefaultLimits, "", []string{"a"}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			backend := startMCPGoServer(t, server.NewMCPServer("fronted", "1.0.0", server.WithPromptCapabilities(false)), false, &wireLog{})

@@ -47,8 +47,20 @@ func Expose(s Server, uri string) (string, error) {
 }
 
 // Resolve reads the server and its own URI back from an exposed URI; ok is
-// false for a URI Expose did not write.
+// false for a URI Expose did not write, so that each resource has one
+// exposed URI and no alias of it gets past a filter written for it.
 func Resolve(exposed string) (s Server, uri string, ok bool) {
+	s, uri, ok = resolve(exposed)
+	if !ok {
+		return Server{}, "", false
+	}
+	if again, err := Expose(s, uri); err != nil || again != exposed {
+		return Server{}, "", false
+	}
+	return s, uri, true
+}
+
+func resolve(exposed string) (s Server, uri string, ok bool) {
 	scheme, rest, ok := splitScheme(exposed)
 	if !ok {
 		return Server{}, "", false

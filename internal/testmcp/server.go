@@ -57,9 +57,14 @@ type Options struct {
 	// changes when ListChanged is set); without it, adding a prompt or
 	// resource announces them without list changes, as mcp-go does.
 	Surfaces bool
-	// Refuse names methods the server answers with a JSON-RPC error, as a
-	// server that offers a capability but not one of its methods does.
+	// Refuse names methods the server answers with the JSON-RPC error
+	// "method not found" (-32601), as a server that offers a capability but
+	// not one of its methods does (Streamable HTTP only).
 	Refuse []string
+	// Fail names methods the server answers with HTTP 500, as a server
+	// whose backend is down does (Streamable HTTP only); SetFailing
+	// changes them.
+	Fail []string
 }
 
 // Server is a running MCP server. Stop it with Stop (tests register it with
@@ -73,6 +78,7 @@ type Server struct {
 	listeners   atomic.Int64
 	connects    atomic.Int64
 	required    atomic.Pointer[[2]string]
+	failing     atomic.Pointer[[]string]
 	seenMu      sync.Mutex
 	seen        map[string][]string
 
@@ -95,18 +101,6 @@ func Start(opts Options) (*Server, error) {
 	hooks.AddAfterListTools(func(context.Context, any, *mcp.ListToolsRequest, *mcp.ListToolsResult) {
 		s.lists.Add(1)
 	})
-	if len(opts.Refuse) > 0 {
-		hooks.AddOnRequestInitialization(func(_ context.Context, _ any, message any) error {
-			raw, _ := message.(json.RawMessage)
-			var m struct {
-				Method string `json:"method"`
-			}
-			if json.Unmarshal(raw, &m) == nil && slices.Contains(opts.Refuse, m.Method) {
-				return fmt.Errorf("%s is not served here", m.Method)
-			}
-			return nil
-		})
-	}
 	serverOpts := []server.ServerOption{server.WithToolCapabilities(opts.ListChanged), server.WithHooks(hooks)}
 	if opts.PageSize > 0 {
 		serverOpts = append(serverOpts, server.WithPaginationLimit(opts.PageSize))
@@ -272,7 +266,7 @@ func (s *Server) serve(ln net.Listener) {
 		mux.Handle("/mcp", live)
 		s.live = live
 	}
-	srv := &http.Server{Handler: s.requireHeader(mux), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: s.requireHeader(s.refuse(mux)), ReadHeaderTimeout: 5 * time.Second}
 	s.mu.Lock()
 	s.http = srv
 	s.mu.Unlock()
@@ -280,6 +274,32 @@ func (s *Server) serve(ln net.Listener) {
 		ln = tls.NewListener(ln, s.tlsConfig)
 	}
 	go func() { _ = srv.Serve(ln) }()
+}
+
+// SetFailing makes the server answer these methods with HTTP 500 from now
+// on (none: serve them again).
+func (s *Server) SetFailing(methods ...string) { s.failing.Store(&methods) }
+
+// refuse answers the methods Options.Refuse names, and those failing.
+func (s *Server) refuse(next http.Handler) http.Handler {
+	s.SetFailing(s.opts.Fail...)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		method := peekMethod(r)
+		switch {
+		case slices.Contains(*s.failing.Load(), method):
+			http.Error(w, "the backend is down", http.StatusInternalServerError)
+		case slices.Contains(s.opts.Refuse, method):
+			body, _ := io.ReadAll(r.Body)
+			var msg struct {
+				ID json.RawMessage `json:"id"`
+			}
+			_ = json.Unmarshal(body, &msg)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}`, msg.ID)
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
 }
 
 func (s *Server) requireHeader(next http.Handler) http.Handler {

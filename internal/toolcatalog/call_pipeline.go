@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/menu"
+	"github.com/toolmesh/mcp-operator/internal/resourceuri"
 )
 
 // One tool call, whichever way it came: REST execute (rest_execute.go), /mcp
@@ -33,7 +34,8 @@ import (
 //     (internal/strictschema); only once the caller may call the tool,
 //     since reading arguments costs time in their size.
 //  6. validate: the arguments against the tool's input schema.
-//  7. invoke: the call on the server's session, long output cut, a
+//  7. invoke: the call on the server's session, the resources its result
+//     links or embeds named as the menu offers them, long output cut, a
 //     failure told as the caller may read it.
 //  8. record: metrics, debug log, audit line and span attributes, once,
 //     whatever the outcome (call_record.go).
@@ -110,6 +112,10 @@ func (c *Catalog) callSteps(ctx context.Context, key viewKey, req *callRequest) 
 	envelope, err := c.callUpstream(ctx, entry, arguments, req.opts)
 	if err != nil {
 		return entry, Envelope{}, c.toldCaller(ctx, entry.Namespace+"/"+entry.Server, err)
+	}
+	if vw.exposesURIs() {
+		// A resource the result links or embeds, as the view offers it.
+		exposeContent(envelope.Content, resourceuri.Server{Namespace: entry.Namespace, Name: entry.Server})
 	}
 	c.truncate(&envelope)
 	return entry, envelope, nil

@@ -299,11 +299,21 @@ func recordedName(name string) string {
 	return name
 }
 
-// recordedURI is a URI as records and errors name it: without its query
-// and fragment, and not at any length.
+// recordedURI is a URI as records and errors name it: without its query,
+// its fragment and any user information (user:password@), which may carry
+// secrets, and not at any length.
 func recordedURI(uri string) string {
 	if i := strings.IndexAny(uri, "?#"); i >= 0 {
 		uri = uri[:i]
+	}
+	if scheme, rest, ok := strings.Cut(uri, "://"); ok {
+		authority, path, _ := strings.Cut(rest, "/")
+		if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+			uri = scheme + "://" + authority[at+1:]
+			if len(rest) > len(authority) {
+				uri += "/" + path
+			}
+		}
 	}
 	return recordedName(uri)
 }

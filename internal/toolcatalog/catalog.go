@@ -85,6 +85,10 @@ type Options struct {
 	// Audit, when set, receives the audit trail: one JSON line per tool
 	// call (see AuditRecord).
 	Audit io.Writer
+	// Limits bound how much of a server's prompts, resources and templates
+	// the catalog reads: the controllers' (--max-tools, --max-tool-pages),
+	// so that it serves what status counts (default mcpclient.DefaultLimits).
+	Limits mcpclient.Limits
 }
 
 const (
@@ -140,6 +144,9 @@ func New(reader client.Reader, opts Options) (*Catalog, error) {
 	}
 	if opts.MaxResultText <= 0 {
 		opts.MaxResultText = defaultMaxResultText
+	}
+	if opts.Limits.MaxPages <= 0 || opts.Limits.MaxTools <= 0 {
+		opts.Limits = mcpclient.DefaultLimits
 	}
 	if opts.Auth == "" {
 		opts.Auth = AuthNone

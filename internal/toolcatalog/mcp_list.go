@@ -162,7 +162,7 @@ func (m *mcpHandlers) listPage(vw *view, entries []menu.Entry, serverName string
 			skip = func(i int) bool { return refused[entries[i].Name] }
 		}
 		for _, i := range pageOf(len(entries), func(i int) string { return entries[i].Name }, skip, hasCursor, after) {
-			tools = append(tools, mcpToolOf(&entries[i]))
+			tools = append(tools, mcpToolOf(&entries[i], vw.exposesURIs()))
 		}
 	}
 	next := nextCursor(tools)

@@ -86,7 +86,7 @@ func (c *Catalog) searchTools(vw *view) []mcp.Tool {
 	}
 	for _, e := range vw.exposure.AlwaysInclude {
 		if !refused[e.Name] && e.Name != findToolsName && e.Name != callToolName {
-			tools = append(tools, mcpToolOf(e))
+			tools = append(tools, mcpToolOf(e, vw.exposesURIs()))
 		}
 	}
 	slices.SortFunc(tools, func(a, b mcp.Tool) int { return strings.Compare(a.Name, b.Name) })

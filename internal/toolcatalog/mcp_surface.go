@@ -64,18 +64,23 @@ func (m *mcpHandlers) serveSurface(w http.ResponseWriter, r *http.Request, key v
 		writeRPCError(w, http.StatusServiceUnavailable, msg.ID, mcp.INTERNAL_ERROR, "the catalog cannot read its cache yet; retry")
 		return
 	}
+	if vw.missing != "" {
+		// The collection went since the handler read it.
+		writeRPCError(w, http.StatusNotFound, msg.ID, mcp.INVALID_REQUEST, vw.missing)
+		return
+	}
+	// What a caller lists is what it may ask for: through /mcp, the
+	// servers it may get.
+	set, err := c.visibleSurfaces(ctx, key, vw.surfaces)
+	if err != nil {
+		writeRPCError(w, http.StatusServiceUnavailable, msg.ID, mcp.INTERNAL_ERROR, "permissions could not be checked with the API server; retry")
+		return
+	}
 	switch msg.Method {
 	case string(mcp.MethodPromptsList), string(mcp.MethodResourcesList), string(mcp.MethodResourcesTemplatesList):
-		set, err := c.visibleSurfaces(ctx, key, vw.surfaces)
-		if err != nil {
-			writeRPCError(w, http.StatusServiceUnavailable, msg.ID, mcp.INTERNAL_ERROR, "permissions could not be checked with the API server; retry")
-			return
-		}
 		c.serveSurfaceList(ctx, w, msg, set, surfaceMethods[msg.Method])
 	default:
-		// Found in the whole set, then authorized: as a tool call through
-		// /mcp needs execute on its server, not get.
-		answer, err := c.surfaceRequest(ctx, key, vw.surfaces, msg)
+		answer, err := c.surfaceRequest(ctx, key, set, msg)
 		if err != nil {
 			writeSurfaceError(w, msg.ID, err)
 			return
@@ -181,6 +186,10 @@ func (c *Catalog) surfaceRequest(ctx context.Context, key viewKey, set *surfaceS
 		return nil, &protocolError{code: mcp.INVALID_PARAMS, message: "the params could not be read: " + err.Error()}
 	}
 	meta := relayedMetaOf(msg)
+	// The caller's rate first: finding what it names may read servers.
+	if err := c.callers.allow(ctx); err != nil {
+		return nil, err
+	}
 	// What the caller named, recorded (shortened) even when not found.
 	var found surfaceTarget
 	switch {
@@ -209,9 +218,6 @@ func (c *Catalog) surfaceRequest(ctx context.Context, key viewKey, set *surfaceS
 	if msg.Method == string(mcp.MethodCompletionComplete) && !target.server.completions {
 		return nil, &protocolError{code: mcp.METHOD_NOT_FOUND, message: fmt.Sprintf("MCPServer %s does not complete arguments", target.server.key())}
 	}
-	if err := c.callers.allow(ctx); err != nil {
-		return nil, err
-	}
 	var raw json.RawMessage
 	err = c.onUpstream(ctx, target.server.namespace, target.server.name, func(s *mcpclient.Session) error {
 		var err error
@@ -234,7 +240,7 @@ func (c *Catalog) surfaceRequest(ctx context.Context, key viewKey, set *surfaceS
 	if set.asServed() {
 		return raw, nil
 	}
-	return exposeURIs(raw, resourceuri.Server{Namespace: target.server.namespace, Name: target.server.name}), nil
+	return exposeURIs(raw, resourceuri.Server{Namespace: target.server.namespace, Name: target.server.name}, msg.Method), nil
 }
 
 // relayedMetaOf is the request's _meta that goes on upstream: what a tool
@@ -258,41 +264,36 @@ func (c *Catalog) findPrompt(ctx context.Context, set *surfaceSet, name string) 
 	return surfaceTarget{}, &protocolError{code: mcp.INVALID_PARAMS, message: fmt.Sprintf("prompt %s not found", recordedName(name))}
 }
 
-// findResource is the server a URI the view offers names (a resource's,
-// or a template's expansion), and the URI as the server knows it. An
-// exposed URI names its server; one as served is the first server's that
-// lists it, else the first's with a template it matches. The collection's
-// resource filter applies to what a caller reads as to what it lists.
+// findResource is the server that offers a URI the view offers, and the
+// URI as that server knows it: a resource it lists, else an expansion of
+// one of its templates (RFC 6570), first server first. Only what the view
+// lists, or expands from what it lists, is read: the collection's filter
+// holds for reads as for listings, and no other URI reaches a server.
 func (c *Catalog) findResource(ctx context.Context, set *surfaceSet, uri string) (surfaceTarget, error) {
-	notFound := &protocolError{code: resourceNotFound, message: fmt.Sprintf("resource %s not found", recordedURI(uri))}
-	if set.resources != nil && !glob.KeepURI(uri, set.resources.Include, set.resources.Exclude) {
-		return surfaceTarget{}, notFound
-	}
-	if !set.asServed() {
-		named, original, ok := resourceuri.Resolve(uri)
-		if ok {
-			for i := range set.servers {
-				s := &set.servers[i]
-				if s.namespace == named.Namespace && s.name == named.Name && (s.resources != "" || s.templates != "") {
-					return surfaceTarget{kind: resourcesKind, server: s, exposed: uri, original: original}, nil
-				}
+	if set.resources == nil || glob.KeepURI(uri, set.resources.Include, set.resources.Exclude) {
+		resources, _ := c.offerings(ctx, set, resourcesKind)
+		for _, o := range resources {
+			if o.exposed == uri {
+				return surfaceTarget{kind: resourcesKind, server: o.server, exposed: uri, original: o.original}, nil
 			}
 		}
-		return surfaceTarget{}, notFound
-	}
-	resources, _ := c.offerings(ctx, set, resourcesKind)
-	for _, o := range resources {
-		if o.exposed == uri {
-			return surfaceTarget{kind: resourcesKind, server: o.server, exposed: uri, original: uri}, nil
+		templates, _ := c.offerings(ctx, set, templatesKind)
+		for _, o := range templates {
+			if t, err := uritemplate.New(o.exposed); err != nil || t.Match(uri) == nil {
+				continue
+			}
+			original := uri
+			if o.exposed != o.original { // a template the view rewrote
+				named, own, ok := resourceuri.Resolve(uri)
+				if !ok || named.Namespace != o.server.namespace || named.Name != o.server.name {
+					continue
+				}
+				original = own
+			}
+			return surfaceTarget{kind: resourcesKind, server: o.server, exposed: uri, original: original}, nil
 		}
 	}
-	templates, _ := c.offerings(ctx, set, templatesKind)
-	for _, o := range templates {
-		if t, err := uritemplate.New(o.original); err == nil && t.Match(uri) != nil {
-			return surfaceTarget{kind: resourcesKind, server: o.server, exposed: uri, original: uri}, nil
-		}
-	}
-	return surfaceTarget{}, notFound
+	return surfaceTarget{}, &protocolError{code: resourceNotFound, message: fmt.Sprintf("resource %s not found", recordedURI(uri))}
 }
 
 // findTemplate is the server a completion's ref/resource names: by its
@@ -339,45 +340,105 @@ func withRef(params json.RawMessage, refType, original string) (json.RawMessage,
 	return json.Marshal(fields)
 }
 
-// exposeURIs rewrites the URIs a server's answer names (the contents of a
-// resource read, the resources and links in a prompt's messages) as the
-// view offers them, so that the caller can read them back. A URI that
-// cannot be exposed, and every other byte, is kept as sent.
-func exposeURIs(raw json.RawMessage, s resourceuri.Server) json.RawMessage {
-	if !strings.Contains(string(raw), `"uri"`) {
+// exposeURIs rewrites the resource URIs in a server's answer to method as
+// the view offers them, so that the caller can read them back: the
+// contents of a resource read, and the resources embedded in or linked
+// from a prompt's messages. Nothing else is touched, nor is any other
+// byte: numbers stay as sent.
+func exposeURIs(raw json.RawMessage, s resourceuri.Server, method string) json.RawMessage {
+	if !bytes.Contains(raw, []byte(`"uri"`)) {
 		return raw
 	}
-	var v any
+	var answer map[string]any
 	decoder := json.NewDecoder(bytes.NewReader(raw))
-	decoder.UseNumber() // numbers as sent, not as float64
-	if decoder.Decode(&v) != nil {
+	decoder.UseNumber()
+	if decoder.Decode(&answer) != nil {
 		return raw
 	}
-	exposeIn(v, s)
-	out, err := json.Marshal(v)
+	switch method {
+	case string(mcp.MethodResourcesRead):
+		for _, c := range listOf(answer["contents"]) {
+			exposeAt(c, "uri", s)
+		}
+	case string(mcp.MethodPromptsGet):
+		for _, m := range listOf(answer["messages"]) {
+			if m, ok := m.(map[string]any); ok {
+				exposeInContent(m["content"], s)
+			}
+		}
+	default:
+		return raw
+	}
+	out, err := json.Marshal(answer)
 	if err != nil {
 		return raw
 	}
 	return out
 }
 
-func exposeIn(v any, s resourceuri.Server) {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, child := range v {
-			if uri, ok := child.(string); ok && k == "uri" {
-				if exposed, err := resourceuri.Expose(s, uri); err == nil {
-					v[k] = exposed
-				}
-				continue
-			}
-			exposeIn(child, s)
+// exposeContent rewrites the resource URIs of a tool result's content
+// items, each kept as sent unless it links or embeds a resource.
+func exposeContent(items []json.RawMessage, s resourceuri.Server) {
+	for i, raw := range items {
+		if !bytes.Contains(raw, []byte(`"uri"`)) {
+			continue
 		}
-	case []any:
-		for _, child := range v {
-			exposeIn(child, s)
+		var item map[string]any
+		decoder := json.NewDecoder(bytes.NewReader(raw))
+		decoder.UseNumber()
+		if decoder.Decode(&item) != nil || !exposeInContent(item, s) {
+			continue
+		}
+		if out, err := json.Marshal(item); err == nil {
+			items[i] = out
 		}
 	}
+}
+
+// exposeInContent rewrites one content item's resource URI: a
+// resource_link's, or an embedded resource's. It reports whether it did.
+func exposeInContent(content any, s resourceuri.Server) bool {
+	item, ok := content.(map[string]any)
+	if !ok {
+		return false
+	}
+	switch item["type"] {
+	case "resource_link":
+		return exposeAt(item, "uri", s)
+	case "resource":
+		return exposeAt(item["resource"], "uri", s)
+	}
+	return false
+}
+
+// exposeAt rewrites obj[key] when it is a URI the catalog exposes.
+func exposeAt(obj any, key string, s resourceuri.Server) bool {
+	m, ok := obj.(map[string]any)
+	if !ok {
+		return false
+	}
+	uri, ok := m[key].(string)
+	if !ok || isWebURI(uri) {
+		return false
+	}
+	exposed, err := resourceuri.Expose(s, uri)
+	if err != nil {
+		return false
+	}
+	m[key] = exposed
+	return true
+}
+
+func listOf(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+// isWebURI says a URI is http(s): the client fetches such a resource
+// itself (the MCP specification), so it keeps its URI everywhere.
+func isWebURI(uri string) bool {
+	scheme, _, ok := strings.Cut(uri, ":")
+	return ok && (strings.EqualFold(scheme, "https") || strings.EqualFold(scheme, "http"))
 }
 
 // writeSurfaceError answers a failed prompts/get, resources/read or

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -164,6 +165,71 @@ var _ = Describe("Prompts, resources and completion through the catalog", func()
 		})
 	}
 
+	It("names the resources a tool links, embeds or renders (an MCP App) as the endpoint offers them, so that they read back", func() {
+		ns := env.Namespace()
+		up, err := testmcp.Start(testmcp.Options{Transport: testmcp.StreamableHTTP, Surfaces: true})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(up.Stop)
+		read := func(_ context.Context, r mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+			return []mcp.ResourceContents{mcp.TextResourceContents{URI: r.Params.URI, MIMEType: "text/html", Text: "content of " + r.Params.URI}}, nil
+		}
+		up.MCP.AddResource(mcp.NewResource("ui://weather/view.html", "view"), read)
+		up.MCP.AddResource(mcp.NewResource("test://notes/today", "today"), read)
+		app := mcp.NewTool("forecast", mcp.WithDescription("Shows the forecast."))
+		app.Meta = mcp.NewMetaFromMap(map[string]any{"ui": map[string]any{"resourceUri": "ui://weather/view.html"}, "other": map[string]any{"uri": "test://left/alone"}})
+		up.MCP.AddTool(app, func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{
+				mcp.NewTextContent("see the notes"),
+				mcp.NewResourceLink("test://notes/today", "today", "Today's notes", "text/plain"),
+				mcp.NewEmbeddedResource(mcp.TextResourceContents{URI: "test://notes/today", Text: "buy milk"}),
+				mcp.NewResourceLink("https://example.com/doc", "doc", "A web page", "text/html"),
+			}}, nil
+		})
+		readyServer(ns, "weather", up.URL())
+		collection(ns, "apps", "weather")
+		via := callerOf(catalog.URL+"/v1/namespaces/"+ns+"/toolcollections/apps/mcp", "2025-11-25").session
+		exposed := func(uri string) string {
+			out, err := resourceuri.Expose(resourceuri.Server{Namespace: ns, Name: "weather"}, uri)
+			Expect(err).NotTo(HaveOccurred())
+			return out
+		}
+
+		By("the MCP App's resource in the tool's _meta, and nothing else there")
+		var tools []*sdk.Tool
+		for t, err := range via.Tools(ctx, nil) {
+			Expect(err).NotTo(HaveOccurred())
+			tools = append(tools, t)
+		}
+		Expect(tools).To(HaveLen(1))
+		Expect(tools[0].Meta["ui"]).To(Equal(map[string]any{"resourceUri": exposed("ui://weather/view.html")}))
+		Expect(tools[0].Meta["other"]).To(Equal(map[string]any{"uri": "test://left/alone"}))
+		view, err := via.ReadResource(ctx, &sdk.ReadResourceParams{URI: tools[0].Meta["ui"].(map[string]any)["resourceUri"].(string)})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(view.Contents[0].Text).To(Equal("content of ui://weather/view.html"))
+
+		By("a call's linked and embedded resources, but not a web page")
+		result, err := via.CallTool(ctx, &sdk.CallToolParams{Name: "mcp_weather_forecast", Arguments: map[string]any{}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(result.Content).To(HaveLen(4))
+		Expect(result.Content[1].(*sdk.ResourceLink).URI).To(Equal(exposed("test://notes/today")))
+		Expect(result.Content[2].(*sdk.EmbeddedResource).Resource.URI).To(Equal(exposed("test://notes/today")))
+		Expect(result.Content[3].(*sdk.ResourceLink).URI).To(Equal("https://example.com/doc"))
+		linked, err := via.ReadResource(ctx, &sdk.ReadResourceParams{URI: result.Content[1].(*sdk.ResourceLink).URI})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(linked.Contents[0].Text).To(Equal("content of test://notes/today"))
+
+		By("REST execute names them alike")
+		r := post("/v1/namespaces/"+ns+"/toolcollections/apps/execute", `{"name":"mcp_weather_forecast","arguments":{}}`)
+		Expect(r.code).To(Equal(http.StatusOK), string(r.body))
+		Expect(string(r.body)).To(ContainSubstring(`"uri":"` + exposed("test://notes/today") + `"`))
+
+		By("and a URI the server does not offer, or an alias of one it does, is not read")
+		for _, uri := range []string{exposed("test://notes/yesterday"), "test:weather." + ns + "://notes/today"} {
+			_, err = via.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
+			Expect(err).To(MatchError(ContainSubstring("not found")), uri)
+		}
+	})
+
 	It("tells a 2026-07-28 caller that listens that the prompts changed", func() {
 		ns := env.Namespace()
 		up, err := testmcp.Start(testmcp.Options{Transport: testmcp.StreamableHTTP, ListChanged: true, Surfaces: true})
@@ -225,9 +291,10 @@ var _ = Describe("Prompts, resources and completion through the catalog", func()
 		Expect(env.Client.Create(ctx, tc)).To(Succeed())
 		Eventually(func() int { return get("/v1/namespaces/" + ns + "/toolcollections/picked/tools").code }).Should(Equal(http.StatusOK))
 
-		var promptsChanged atomic.Int32
+		var promptsChanged, resourcesChanged atomic.Int32
 		listener := sdk.NewClient(&sdk.Implementation{Name: "listener", Version: "1"}, &sdk.ClientOptions{
-			PromptListChangedHandler: func(context.Context, *sdk.PromptListChangedRequest) { promptsChanged.Add(1) },
+			PromptListChangedHandler:   func(context.Context, *sdk.PromptListChangedRequest) { promptsChanged.Add(1) },
+			ResourceListChangedHandler: func(context.Context, *sdk.ResourceListChangedRequest) { resourcesChanged.Add(1) },
 		})
 		via, err := listener.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: catalog.URL + "/v1/namespaces/" + ns + "/toolcollections/picked/mcp"},
 			&sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
@@ -268,12 +335,14 @@ var _ = Describe("Prompts, resources and completion through the catalog", func()
 		Expect(r.code).To(Equal(http.StatusOK), string(r.body))
 		Expect(r.json()["resources"]).To(HaveLen(1))
 
-		By("a prompt added upstream: status, then the listening client, hear of it")
+		By("a prompt added upstream: status, then the listening client, hear of it, and of no resource change")
+		promptsBefore, resourcesBefore := promptsChanged.Load(), resourcesChanged.Load()
 		b.MCP.AddPrompt(mcp.NewPrompt("wave"), func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return mcp.NewGetPromptResult("wave", nil), nil
 		})
-		Eventually(promptsChanged.Load).Should(BeNumerically(">", 0))
+		Eventually(promptsChanged.Load).Should(BeNumerically(">", promptsBefore))
 		Eventually(names).Should(ContainElement("mcp_kit_wave: "))
+		Consistently(resourcesChanged.Load, time.Second).Should(Equal(resourcesBefore))
 
 		By("without the rename, b's greet conflicts with a's and a's wins")
 		Eventually(func() error {

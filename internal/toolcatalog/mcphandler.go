@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolmesh/mcp-operator/internal/menu"
+	"github.com/toolmesh/mcp-operator/internal/resourceuri"
 	"github.com/toolmesh/mcp-operator/internal/tracing"
 	"github.com/toolmesh/mcp-operator/internal/wire"
 )
@@ -52,9 +53,9 @@ type mcpHandler struct {
 	perCaller bool
 	// listed holds the revision's tools/list pages (mcp_list.go).
 	listed listPages
-	// surfaceRevision is the view's surfaces' revision its clients last
-	// heard of.
-	surfaceRevision string
+	// promptsRevision and resourcesRevision are the view's surfaces'
+	// revisions its clients last heard of.
+	promptsRevision, resourcesRevision string
 }
 
 func newMCPHandlers(c *Catalog) *mcpHandlers {
@@ -211,10 +212,15 @@ func (m *mcpHandlers) sync(ctx context.Context, h *mcpHandler) error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if vw.surfaces.revision != h.surfaceRevision {
-		h.surfaceRevision = vw.surfaces.revision
-		h.server.SendNotificationToAllClients(string(mcp.MethodNotificationPromptsListChanged), nil)
-		h.server.SendNotificationToAllClients(string(mcp.MethodNotificationResourcesListChanged), nil)
+	if set := vw.surfaces; set != nil {
+		if set.promptsRevision != h.promptsRevision {
+			h.promptsRevision = set.promptsRevision
+			h.server.SendNotificationToAllClients(string(mcp.MethodNotificationPromptsListChanged), nil)
+		}
+		if set.resourcesRevision != h.resourcesRevision {
+			h.resourcesRevision = set.resourcesRevision
+			h.server.SendNotificationToAllClients(string(mcp.MethodNotificationResourcesListChanged), nil)
+		}
 	}
 	if vw.mcpRevision == h.revision {
 		return nil
@@ -230,7 +236,11 @@ func (m *mcpHandlers) sync(ctx context.Context, h *mcpHandler) error {
 // serverVersion is the version each endpoint gives as its server's.
 const serverVersion = "v1alpha1"
 
-func mcpToolOf(e *menu.Entry) mcp.Tool {
+// mcpToolOf is a menu's tool as its MCP endpoint lists it. With
+// exposedURIs, the MCP App resource its _meta names (ui.resourceUri, and
+// the older ui/resourceUri) is named as the endpoint offers it, so that a
+// host reads the app through the catalog.
+func mcpToolOf(e *menu.Entry, exposedURIs bool) mcp.Tool {
 	t := mcp.Tool{
 		Name:           e.Name,
 		Title:          e.Tool.Title,
@@ -245,6 +255,11 @@ func mcpToolOf(e *menu.Entry) mcp.Tool {
 			DestructiveHint: a.DestructiveHint, IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
 	}
 	t.Icons, t.Execution, t.Meta = mcpClientFields(e.Tool)
+	if exposedURIs && t.Meta != nil {
+		server := resourceuri.Server{Namespace: e.Namespace, Name: e.Server}
+		exposeAt(t.Meta.AdditionalFields["ui"], "resourceUri", server)
+		exposeAt(t.Meta.AdditionalFields, "ui/resourceUri", server)
+	}
 	return t
 }
 

@@ -153,13 +153,13 @@ func TestListPagesAsMCPGo(t *testing.T) {
 			offered = []mcp.Tool{find, call}
 			for _, e := range tc.vw.exposure.AlwaysInclude {
 				if !refused[e.Name] {
-					offered = append(offered, mcpToolOf(e))
+					offered = append(offered, mcpToolOf(e, tc.vw.exposesURIs()))
 				}
 			}
 		} else {
 			for i := range tc.vw.menu.Tools {
 				if e := &tc.vw.menu.Tools[i]; !refused[e.Name] {
-					offered = append(offered, mcpToolOf(e))
+					offered = append(offered, mcpToolOf(e, tc.vw.exposesURIs()))
 				}
 			}
 		}

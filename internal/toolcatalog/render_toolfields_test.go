@@ -63,7 +63,10 @@ func TestMCPAnswersCarryIconsMetaAndExecution(t *testing.T) {
 		{Name: plain.Name, Namespace: "ns", Server: "s", Tool: &plain, Description: "Has none of them"},
 	}}}
 	want := map[string]string{"icons": sentIcons, "_meta": sentMeta, "execution": sentExecution}
-	check := func(t *testing.T, answer []byte) {
+	// Over MCP, the MCP App's resource is the one the endpoint offers, which
+	// names its server (docs/protocol.md); the REST menus keep it as sent.
+	listed := map[string]string{"icons": sentIcons, "_meta": `{"ui":{"resourceUri":"ui://s.ns/pictured/view"},"io.example/rank":7}`, "execution": sentExecution}
+	check := func(t *testing.T, answer []byte, want map[string]string) {
 		t.Helper()
 		pictured, err := toolFieldsOf(answer, "mcp_s_pictured")
 		if err != nil || pictured == nil {
@@ -89,16 +92,16 @@ func TestMCPAnswersCarryIconsMetaAndExecution(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			check(t, page)
+			check(t, page, listed)
 		})
 	}
-	t.Run("REST format mcp", func(t *testing.T) { check(t, render(vw, formatMCP).body) })
+	t.Run("REST format mcp", func(t *testing.T) { check(t, render(vw, formatMCP).body, want) })
 	t.Run("REST search format mcp", func(t *testing.T) {
 		body, err := json.Marshal(searchResult("r", []rankedTool{{entry: &vw.menu.Tools[0]}, {entry: &vw.menu.Tools[1]}}, formatMCP))
 		if err != nil {
 			t.Fatal(err)
 		}
-		check(t, body)
+		check(t, body, want)
 	})
 	for _, format := range []string{formatOpenAI, formatOpenAIResponses, formatAnthropic, formatGemini} {
 		t.Run("REST format "+format, func(t *testing.T) {
@@ -143,12 +146,16 @@ var _ = Describe("A tool's icons, _meta and execution", func() {
 			Expect(fields).NotTo(BeNil(), string(r.body))
 			return fields
 		}
-		expectSent := func(fields map[string]json.RawMessage) {
+		// Over MCP the MCP App's resource is named as the endpoint offers
+		// it; the REST menu keeps _meta as sent.
+		listedMeta := `{"ui":{"resourceUri":"ui://art.` + ns + `/pictured/view"},"io.example/rank":7}`
+		expectFields := func(fields map[string]json.RawMessage, meta string) {
 			GinkgoHelper()
 			Expect(string(fields["icons"])).To(MatchJSON(sentIcons))
-			Expect(string(fields["_meta"])).To(MatchJSON(sentMeta))
+			Expect(string(fields["_meta"])).To(MatchJSON(meta))
 			Expect(string(fields["execution"])).To(MatchJSON(sentExecution))
 		}
+		expectSent := func(fields map[string]json.RawMessage) { GinkgoHelper(); expectFields(fields, listedMeta) }
 
 		By("a 2025-11-25 session")
 		init := callTo(catalog.URL, path, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`, plain...)
@@ -167,6 +174,6 @@ var _ = Describe("A tool's icons, _meta and execution", func() {
 		Expect(rest.code).To(Equal(http.StatusOK))
 		fields, err := toolFieldsOf(rest.body, "mcp_art_pictured")
 		Expect(err).NotTo(HaveOccurred())
-		expectSent(fields)
+		expectFields(fields, sentMeta)
 	})
 })

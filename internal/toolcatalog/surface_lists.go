@@ -145,11 +145,11 @@ func (l *surfaceLists) fetch(ctx context.Context, s *surfaceServer, kind surface
 		var err error
 		switch kind {
 		case promptsKind:
-			list, err = session.ListPrompts(ctx, mcpclient.DefaultLimits)
+			list, err = session.ListPrompts(ctx, l.catalog.opts.Limits)
 		case resourcesKind:
-			list, err = session.ListResources(ctx, mcpclient.DefaultLimits)
+			list, err = session.ListResources(ctx, l.catalog.opts.Limits)
 		default:
-			list, err = session.ListResourceTemplates(ctx, mcpclient.DefaultLimits)
+			list, err = session.ListResourceTemplates(ctx, l.catalog.opts.Limits)
 		}
 		return err
 	})
@@ -267,7 +267,7 @@ func offer(set *surfaceSet, s *surfaceServer, kind surfaceKind, key string, expo
 		}
 	default:
 		o.exposed = key
-		if !set.asServed() {
+		if !set.asServed() && !isWebURI(key) {
 			exposed, err := resourceuri.Expose(resourceuri.Server{Namespace: s.namespace, Name: s.name}, key)
 			if err != nil {
 				return offered{}, false

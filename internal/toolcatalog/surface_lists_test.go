@@ -45,3 +45,18 @@ func TestSurfaceListsKeepWithinTheirBudget(t *testing.T) {
 		t.Errorf("%d bytes kept after keeping one key twice", l.bytes)
 	}
 }
+
+func TestRecordedURIKeepsNoSecrets(t *testing.T) {
+	for uri, want := range map[string]string{
+		"test://a.b/files/readme?token=s3cret#x": "test://a.b/files/readme",
+		"https://user:tok@host/x":                "https://host/x",
+		"https://user:tok@host":                  "https://host",
+		"ftp://u@h/p/q@r":                        "ftp://h/p/q@r",
+		"urn:a.b:isbn:1":                         "urn:a.b:isbn:1",
+		"file://a.b//home/x":                     "file://a.b//home/x",
+	} {
+		if got := recordedURI(uri); got != want {
+			t.Errorf("recordedURI(%q) = %q, want %q", uri, got, want)
+		}
+	}
+}

@@ -21,9 +21,27 @@ type surfaceSet struct {
 	servers   []surfaceServer
 	prompts   *mcpv1alpha1.PromptSelection
 	resources *mcpv1alpha1.ResourceSelection
-	// revision changes when what the set lists may: a server's listings,
-	// or the selections.
-	revision string
+	// prompts and resources revisions change when what the set lists of
+	// each may: a server's listings, or the selections.
+	promptsRevision, resourcesRevision string
+}
+
+// surfaceSet is the view's surfaces: its own, or those of the menu's view
+// it narrows.
+func (vw *view) surfaceSet() *surfaceSet {
+	for v := vw; v != nil; v = v.base {
+		if v.surfaces != nil {
+			return v.surfaces
+		}
+	}
+	return nil
+}
+
+// exposesURIs says the view names resources with their server in the
+// URI (not as served).
+func (vw *view) exposesURIs() bool {
+	set := vw.surfaceSet()
+	return set == nil || !set.asServed()
 }
 
 // asServed says resources keep their servers' URIs.
@@ -73,12 +91,13 @@ func surfacesOf(servers []*mcpv1alpha1.MCPServer, spec *mcpv1alpha1.ToolCollecti
 		}
 		set.servers = append(set.servers, s)
 	}
-	parts := make([]string, 0, 1+6*len(set.servers))
-	parts = append(parts, selectionsKey(set.prompts, set.resources))
+	prompts := []string{selectionKey(set.prompts)}
+	resources := []string{selectionKey(set.resources)}
 	for _, s := range set.servers {
-		parts = append(parts, s.key(), s.prefix, s.prompts, s.resources, s.templates, boolKey(s.completions))
+		prompts = append(prompts, s.key(), s.prefix, s.prompts, boolKey(s.completions))
+		resources = append(resources, s.key(), s.resources, s.templates, boolKey(s.completions))
 	}
-	set.revision = hashParts(parts...)
+	set.promptsRevision, set.resourcesRevision = hashParts(prompts...), hashParts(resources...)
 	return set
 }
 
@@ -98,10 +117,10 @@ func boolKey(b bool) string {
 	return "0"
 }
 
-// selectionsKey is the selections as JSON, which encodes them one way.
-func selectionsKey(p *mcpv1alpha1.PromptSelection, r *mcpv1alpha1.ResourceSelection) string {
+// selectionKey is a selection as JSON, which encodes it one way.
+func selectionKey(selection any) string {
 	// Typed structs of strings encode without fail.
-	b, _ := json.Marshal([]any{p, r})
+	b, _ := json.Marshal(selection)
 	return string(b)
 }
 
