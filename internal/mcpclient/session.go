@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"log/slog"
 	"net/http"
@@ -368,32 +369,17 @@ type ToolList struct {
 func (s *Session) ListTools(ctx context.Context, limits Limits) (ToolList, error) {
 	var (
 		list   ToolList
-		cursor string
-		seen   = map[string]bool{}
 		names  = map[string]bool{}
-		digest = sha256.New()
-		length = make([]byte, 8)
+		digest = newItemDigest()
 	)
-	sealed := func() (ToolList, error) {
-		digest.Sum(list.Digest[:0])
-		return list, nil
-	}
-	for page := 0; ; page++ {
-		if page == limits.MaxPages {
-			list.Truncated = true
-			return sealed()
-		}
-		result, err := s.request(ctx, call{method: string(mcp.MethodToolsList), params: cursorParams(cursor)}, "listing tools")
-		if err != nil {
-			return ToolList{}, err
-		}
+	truncated, err := s.paginate(ctx, string(mcp.MethodToolsList), "listing tools", limits.MaxPages, func(result json.RawMessage) (string, bool, error) {
 		var decoded struct {
 			Tools      []json.RawMessage `json:"tools"`
 			NextCursor string            `json:"nextCursor"`
 			TTLMs      *int64            `json:"ttlMs"`
 		}
 		if err := json.Unmarshal(result, &decoded); err != nil {
-			return ToolList{}, classify(err, s.target, "listing tools", nil)
+			return "", false, classify(err, s.target, "listing tools", nil)
 		}
 		if decoded.TTLMs != nil && *decoded.TTLMs > 0 {
 			list.TTL = max(list.TTL, time.Duration(*decoded.TTLMs)*time.Millisecond)
@@ -405,12 +391,11 @@ func (s *Session) ListTools(ctx context.Context, limits Limits) (ToolList, error
 		}
 		for _, raw := range decoded.Tools {
 			if len(list.Tools) == limits.MaxTools {
-				list.Truncated = true
-				return sealed()
+				return "", true, nil
 			}
 			tool, err := decodeTool(raw)
 			if err != nil {
-				return ToolList{}, classify(err, s.target, "listing tools", nil)
+				return "", false, classify(err, s.target, "listing tools", nil)
 			}
 			// A name listed twice (a list that shifted between pages) is one
 			// tool: calls address tools by name.
@@ -419,20 +404,64 @@ func (s *Session) ListTools(ctx context.Context, limits Limits) (ToolList, error
 			}
 			names[tool.Name] = true
 			list.Tools = append(list.Tools, tool)
-			binary.BigEndian.PutUint64(length, uint64(len(raw)))
-			digest.Write(length)
-			digest.Write(raw)
+			digest.add(raw)
 		}
-		if decoded.NextCursor == "" {
-			return sealed()
+		return decoded.NextCursor, false, nil
+	})
+	if err != nil {
+		return ToolList{}, err
+	}
+	list.Truncated = truncated
+	digest.sum(&list.Digest)
+	return list, nil
+}
+
+// paginate reads the pages of one listing, following nextCursor: page
+// takes each page's result and returns its nextCursor ("" for the last),
+// or full when a limit on what is kept was hit. It reports truncated when
+// a limit (full, or maxPages pages) cut the listing. A server that sends a
+// cursor twice is refused: it would be listed forever.
+func (s *Session) paginate(ctx context.Context, method, doing string, maxPages int, page func(result json.RawMessage) (next string, full bool, err error)) (truncated bool, err error) {
+	cursor := ""
+	seen := map[string]bool{}
+	for n := 0; ; n++ {
+		if n == maxPages {
+			return true, nil
 		}
-		if seen[decoded.NextCursor] {
-			return ToolList{}, &Error{Kind: ErrProtocol, Message: fmt.Sprintf("listing tools: %s sent the same nextCursor twice", s.target.redactedURL())}
+		result, err := s.request(ctx, call{method: method, params: cursorParams(cursor)}, doing)
+		if err != nil {
+			return false, err
 		}
-		seen[decoded.NextCursor] = true
-		cursor = decoded.NextCursor
+		next, full, err := page(result)
+		switch {
+		case err != nil || full:
+			return full, err
+		case next == "":
+			return false, nil
+		case seen[next]:
+			return false, s.protocolError(doing, "%s sent the same nextCursor twice", s.target.redactedURL())
+		}
+		seen[next] = true
+		cursor = next
 	}
 }
+
+// itemDigest is a listing's Digest: the SHA-256 of each item kept, as
+// sent, after its length.
+type itemDigest struct {
+	h      hash.Hash
+	length [8]byte
+}
+
+func newItemDigest() *itemDigest { return &itemDigest{h: sha256.New()} }
+
+func (d *itemDigest) add(raw json.RawMessage) {
+	binary.BigEndian.PutUint64(d.length[:], uint64(len(raw)))
+	d.h.Write(d.length[:])
+	d.h.Write(raw)
+}
+
+func (d *itemDigest) sum(into *[sha256.Size]byte) { d.h.Sum(into[:0]) }
 
 func cursorParams(cursor string) any {
 	if cursor == "" {

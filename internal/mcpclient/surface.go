@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -197,38 +196,22 @@ func (s *Session) ListResourceTemplates(ctx context.Context, limits Limits) (Sur
 func (s *Session) listSurface(ctx context.Context, limits Limits, l listing) (SurfaceList, error) {
 	var (
 		list   SurfaceList
-		cursor string
-		seen   = map[string]bool{}
 		keys   = map[string]bool{}
-		digest = sha256.New()
-		length = make([]byte, 8)
+		digest = newItemDigest()
+		size   int // of the items kept
 	)
-	sealed := func() (SurfaceList, error) {
-		digest.Sum(list.Digest[:0])
-		return list, nil
-	}
-	size := 0 // of the items kept
-	for page := 0; ; page++ {
-		if page == limits.MaxPages {
-			list.Truncated = true
-			return sealed()
-		}
-		result, err := s.request(ctx, call{method: string(l.method), params: cursorParams(cursor)}, l.doing)
-		if err != nil {
-			return SurfaceList{}, err
-		}
+	truncated, err := s.paginate(ctx, string(l.method), l.doing, limits.MaxPages, func(result json.RawMessage) (string, bool, error) {
 		var decoded surfacePage
 		if err := json.Unmarshal(result, &decoded); err != nil {
-			return SurfaceList{}, classify(err, s.target, l.doing, nil)
+			return "", false, classify(err, s.target, l.doing, nil)
 		}
 		for _, raw := range l.items(&decoded) {
 			if len(list.Items) == limits.MaxTools || size+len(raw) > MaxListingBytes {
-				list.Truncated = true
-				return sealed()
+				return "", true, nil
 			}
 			key, ok := itemKey(raw, l.key)
 			if !ok {
-				return SurfaceList{}, s.protocolError(l.doing, "%s sent an item with no %s", s.target.redactedURL(), l.key)
+				return "", false, s.protocolError(l.doing, "%s sent an item with no %s", s.target.redactedURL(), l.key)
 			}
 			// A key listed twice (a list that shifted between pages) is
 			// one item: requests address items by their key.
@@ -239,19 +222,16 @@ func (s *Session) listSurface(ctx context.Context, limits Limits, l listing) (Su
 			size += len(raw)
 			list.Items = append(list.Items, raw)
 			list.Keys = append(list.Keys, key)
-			binary.BigEndian.PutUint64(length, uint64(len(raw)))
-			digest.Write(length)
-			digest.Write(raw)
+			digest.add(raw)
 		}
-		if decoded.NextCursor == "" {
-			return sealed()
-		}
-		if seen[decoded.NextCursor] {
-			return SurfaceList{}, s.protocolError(l.doing, "%s sent the same nextCursor twice", s.target.redactedURL())
-		}
-		seen[decoded.NextCursor] = true
-		cursor = decoded.NextCursor
+		return decoded.NextCursor, false, nil
+	})
+	if err != nil {
+		return SurfaceList{}, err
 	}
+	list.Truncated = truncated
+	digest.sum(&list.Digest)
+	return list, nil
 }
 
 // itemKey is the string member key of an item; false when the item is

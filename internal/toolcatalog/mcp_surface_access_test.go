@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"net"
 	"net/http"
 	"strings"
@@ -169,39 +170,28 @@ func connectedAs(url, token string) *sdk.ClientSession {
 // promptNames and resourceURIs list a session's prompts and resources,
 // for Eventually.
 func promptNames(s *sdk.ClientSession) func() ([]string, error) {
-	return func() ([]string, error) {
-		var out []string
-		for p, err := range s.Prompts(ctx, nil) {
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, p.Name)
-		}
-		return out, nil
-	}
+	return listed(func() iter.Seq2[*sdk.Prompt, error] { return s.Prompts(ctx, nil) }, func(p *sdk.Prompt) string { return p.Name })
 }
 
 func resourceURIs(s *sdk.ClientSession) func() ([]string, error) {
-	return func() ([]string, error) {
-		var out []string
-		for r, err := range s.Resources(ctx, nil) {
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, r.URI)
-		}
-		return out, nil
-	}
+	return listed(func() iter.Seq2[*sdk.Resource, error] { return s.Resources(ctx, nil) }, func(r *sdk.Resource) string { return r.URI })
 }
 
 func templateURIs(s *sdk.ClientSession) func() ([]string, error) {
+	return listed(func() iter.Seq2[*sdk.ResourceTemplate, error] { return s.ResourceTemplates(ctx, nil) },
+		func(t *sdk.ResourceTemplate) string { return t.URITemplate })
+}
+
+// listed is a listing's names, read again at each call.
+func listed[T any](list func() iter.Seq2[T, error], name func(T) string) func() ([]string, error) {
 	return func() ([]string, error) {
+		items, err := all(list())
+		if err != nil {
+			return nil, err
+		}
 		var out []string
-		for t, err := range s.ResourceTemplates(ctx, nil) {
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, t.URITemplate)
+		for _, item := range items {
+			out = append(out, name(item))
 		}
 		return out, nil
 	}

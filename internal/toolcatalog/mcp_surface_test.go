@@ -3,6 +3,7 @@ package toolcatalog
 import (
 	"context"
 	"encoding/json"
+	"iter"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -29,31 +30,31 @@ func directTo(url, revision string) *sdk.ClientSession {
 	return session
 }
 
-func allPrompts(s *sdk.ClientSession) []*sdk.Prompt {
-	var out []*sdk.Prompt
-	for p, err := range s.Prompts(ctx, nil) {
-		Expect(err).NotTo(HaveOccurred())
-		out = append(out, p)
+// all collects what an SDK listing iterates over, page after page.
+func all[T any](items iter.Seq2[T, error]) ([]T, error) {
+	var out []T
+	for item, err := range items {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, item)
 	}
-	return out
+	return out, nil
 }
 
-func allResources(s *sdk.ClientSession) []*sdk.Resource {
-	var out []*sdk.Resource
-	for r, err := range s.Resources(ctx, nil) {
-		Expect(err).NotTo(HaveOccurred())
-		out = append(out, r)
-	}
-	return out
+// must is all for an Expect: the listing does not fail.
+func must[T any](items []T, err error) []T {
+	GinkgoHelper()
+	Expect(err).NotTo(HaveOccurred())
+	return items
 }
+
+func allPrompts(s *sdk.ClientSession) []*sdk.Prompt { return must(all(s.Prompts(ctx, nil))) }
+
+func allResources(s *sdk.ClientSession) []*sdk.Resource { return must(all(s.Resources(ctx, nil))) }
 
 func allTemplates(s *sdk.ClientSession) []*sdk.ResourceTemplate {
-	var out []*sdk.ResourceTemplate
-	for t, err := range s.ResourceTemplates(ctx, nil) {
-		Expect(err).NotTo(HaveOccurred())
-		out = append(out, t)
-	}
-	return out
+	return must(all(s.ResourceTemplates(ctx, nil)))
 }
 
 // asJSON is v encoded, to compare what two clients decoded field by field.
