@@ -196,6 +196,16 @@ func (g *GoSDK) AddAskingTool() {
 		})
 }
 
+// AddAskingPrompt adds the prompt "ask", which answers as AddAskingTool's
+// tool does: with an elicitation for the client to fulfil.
+func (g *GoSDK) AddAskingPrompt() {
+	g.Server.AddPrompt(&sdk.Prompt{Name: "ask", Description: "Asks for a name."},
+		func(_ context.Context, _ *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+			return &sdk.GetPromptResult{InputRequests: sdk.InputRequestMap{"who": &sdk.ElicitParams{Message: "Your name?",
+				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}}, RequestState: "s1"}, nil
+		})
+}
+
 func text(s string) *sdk.CallToolResult {
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
 }

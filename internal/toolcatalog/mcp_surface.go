@@ -237,6 +237,11 @@ func (c *Catalog) surfaceRequest(ctx context.Context, key viewKey, set *surfaceS
 	if err != nil {
 		return nil, c.toldCaller(ctx, target.server.key(), err)
 	}
+	if bytes.Contains(raw, []byte(mcpclient.InputRequired)) && string(wire.Member(raw, "resultType")) == `"`+mcpclient.InputRequired+`"` {
+		// As for a tool call: the server's questions are not relayed yet.
+		return nil, &protocolError{code: mcp.INTERNAL_ERROR, message: fmt.Sprintf(
+			"MCPServer %s needs input from the user or the client's model (elicitation, sampling or roots) to answer, which the catalog does not relay", target.server.key())}
+	}
 	if set.asServed() {
 		return raw, nil
 	}

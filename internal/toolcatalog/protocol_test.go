@@ -295,6 +295,7 @@ var _ = Describe("A 2026-07-28 server that asks for input", func() {
 		upstream := testmcp.StartGoSDK(testmcp.GoSDKOnly2026)
 		DeferCleanup(upstream.Stop)
 		upstream.AddAskingTool()
+		upstream.AddAskingPrompt()
 		readyServer(ns, "asker", upstream.URL())
 		collection(ns, "asking", "asker")
 		Eventually(func() string { return string(get("/v1/namespaces/" + ns + "/toolcollections/asking/tools").body) }).Should(ContainSubstring("mcp_asker_ask"))
@@ -311,6 +312,9 @@ var _ = Describe("A 2026-07-28 server that asks for input", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(result.IsError).To(BeTrue(), "revision %q", revision)
 			Expect(textOf(result)).To(Equal(want))
+			Eventually(func() int { return len(allPrompts(caller.session)) }).Should(Equal(1))
+			_, err = caller.session.GetPrompt(ctx, &sdk.GetPromptParams{Name: "mcp_asker_ask"})
+			Expect(err).To(MatchError(ContainSubstring("MCPServer " + ns + "/asker needs input from the user or the client's model")), "revision %q", revision)
 		}
 	})
 })
