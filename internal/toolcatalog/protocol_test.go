@@ -314,7 +314,7 @@ var _ = Describe("A 2026-07-28 server that asks for input", func() {
 			Expect(textOf(result)).To(Equal(want))
 			Eventually(func() int { return len(allPrompts(caller.session)) }).Should(Equal(1))
 			_, err = caller.session.GetPrompt(ctx, &sdk.GetPromptParams{Name: "mcp_asker_ask"})
-			Expect(err).To(MatchError(ContainSubstring("MCPServer " + ns + "/asker needs input from the user or the client's model")), "revision %q", revision)
+			Expect(err).To(MatchError(ContainSubstring("MCPServer "+ns+"/asker needs input from the user or the client's model")), "revision %q", revision)
 		}
 	})
 })
