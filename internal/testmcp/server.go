@@ -79,6 +79,7 @@ type Server struct {
 	connects    atomic.Int64
 	required    atomic.Pointer[[2]string]
 	failing     atomic.Pointer[[]string]
+	slow        atomic.Pointer[slowMethod]
 	seenMu      sync.Mutex
 	seen        map[string][]string
 
@@ -280,11 +281,31 @@ func (s *Server) serve(ln net.Listener) {
 // on (none: serve them again).
 func (s *Server) SetFailing(methods ...string) { s.failing.Store(&methods) }
 
-// refuse answers the methods Options.Refuse names, and those failing.
+// slowMethod is a method the server holds each request of for a while.
+type slowMethod struct {
+	method string
+	delay  time.Duration
+}
+
+// SetSlow makes the server hold each request of method for delay before
+// serving it, from now on ("" serves every method at once again).
+func (s *Server) SetSlow(method string, delay time.Duration) {
+	s.slow.Store(&slowMethod{method: method, delay: delay})
+}
+
+// refuse answers the methods Options.Refuse names, and those failing, and
+// holds those slowed.
 func (s *Server) refuse(next http.Handler) http.Handler {
 	s.SetFailing(s.opts.Fail...)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		method := peekMethod(r)
+		if slow := s.slow.Load(); slow != nil && slow.method != "" && slow.method == method {
+			select {
+			case <-time.After(slow.delay):
+			case <-r.Context().Done():
+				return
+			}
+		}
 		switch {
 		case slices.Contains(*s.failing.Load(), method):
 			http.Error(w, "the backend is down", http.StatusInternalServerError)

@@ -231,6 +231,38 @@ var _ = Describe("Prompts, resources and completion through the catalog", func()
 		}
 	})
 
+	It("leaves a slow server's prompts out of a listing rather than wait for them, and lists them once read", func() {
+		ns := env.Namespace()
+		start := func(tool, prompt string) *testmcp.Server {
+			up, err := testmcp.Start(testmcp.Options{Transport: testmcp.StreamableHTTP, Surfaces: true})
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(up.Stop)
+			up.AddTools(tool)
+			up.MCP.AddPrompt(mcp.NewPrompt(prompt), func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+				return mcp.NewGetPromptResult(prompt, nil), nil
+			})
+			return up
+		}
+		fast, slow := start("echo_fast", "quick"), start("echo_slow", "patient")
+		readyServer(ns, "fast", fast.URL())
+		readyServer(ns, "slow", slow.URL())
+		collection(ns, "mixed", "fast", "slow")
+		// From now on the slow server takes longer to list its prompts than
+		// a listing waits for one server (maxListingWait).
+		slow.SetSlow(string(mcp.MethodPromptsList), maxListingWait+3*time.Second)
+		via := callerOf(catalog.URL+"/v1/namespaces/"+ns+"/toolcollections/mixed/mcp", "2025-11-25").session
+		names := func() []string {
+			var out []string
+			for _, p := range allPrompts(via) {
+				out = append(out, p.Name)
+			}
+			return out
+		}
+		Expect(names()).To(Equal([]string{"mcp_fast_quick"}))
+		Eventually(names).WithTimeout(time.Minute).Should(Equal([]string{"mcp_fast_quick", "mcp_slow_patient"}),
+			"the read the first listing left goes on, and serves a later one")
+	})
+
 	It("tells a 2026-07-28 caller that listens that the prompts changed", func() {
 		ns := env.Namespace()
 		up, err := testmcp.Start(testmcp.Options{Transport: testmcp.StreamableHTTP, ListChanged: true, Surfaces: true})

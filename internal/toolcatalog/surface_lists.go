@@ -176,8 +176,9 @@ type surfaceConflict struct {
 
 // offerings are what a view offers of kind, in its servers' order and then
 // each server's: every server that offers kind is read at once (a few at a
-// time), and one that cannot be read is left out and logged, so that one
-// broken server does not hide the others'.
+// time), and one that cannot be read, or not within maxListingWait, is
+// left out and logged, so that one broken or slow server does not hide or
+// hold up the others'.
 func (c *Catalog) offerings(ctx context.Context, set *surfaceSet, kind surfaceKind) ([]offered, []surfaceConflict) {
 	lists := make([]*mcpclient.SurfaceList, len(set.servers))
 	var g errgroup.Group
@@ -188,7 +189,12 @@ func (c *Catalog) offerings(ctx context.Context, set *surfaceSet, kind surfaceKi
 			continue
 		}
 		g.Go(func() error {
-			list, err := c.surfaces.read(ctx, s, kind)
+			// A slow server is left out of this answer rather than hold
+			// up every other server's items; a shared read goes on and
+			// serves the next request.
+			readCtx, cancel := context.WithTimeout(ctx, maxListingWait)
+			defer cancel()
+			list, err := c.surfaces.read(readCtx, s, kind)
 			if err != nil {
 				c.log.Info("A server's listing could not be read; its items are left out", "server", s.key(), "listing", kind.String(), "error", err.Error())
 				return nil
@@ -236,6 +242,9 @@ func (c *Catalog) offerings(ctx context.Context, set *surfaceSet, kind surfaceKi
 
 // maxParallelListings is how many servers one request reads at once.
 const maxParallelListings = 8
+
+// maxListingWait is how long one request waits for one server's listing.
+const maxListingWait = 5 * time.Second
 
 func winnerOf(out []offered, exposed string) string {
 	for _, o := range out {
