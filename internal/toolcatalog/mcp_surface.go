@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,19 +29,20 @@ import (
 // does (execute on the collection, or through the global menu on the
 // server), and they are rate limited, counted and audited as calls are.
 
-// surfaceMethods are the methods answered here.
-var surfaceMethods = map[string]surfaceKind{
-	string(mcp.MethodPromptsList):            promptsKind,
-	string(mcp.MethodResourcesList):          resourcesKind,
-	string(mcp.MethodResourcesTemplatesList): templatesKind,
-	string(mcp.MethodPromptsGet):             promptsKind,
-	string(mcp.MethodResourcesRead):          resourcesKind,
-	string(mcp.MethodCompletionComplete):     promptsKind, // by its ref, in serveComplete
-}
+// listings are the list methods answered here, and what each lists;
+// requests the other methods answered here.
+var (
+	listings = map[string]surfaceKind{
+		string(mcp.MethodPromptsList):            promptsKind,
+		string(mcp.MethodResourcesList):          resourcesKind,
+		string(mcp.MethodResourcesTemplatesList): templatesKind,
+	}
+	requests = []string{string(mcp.MethodPromptsGet), string(mcp.MethodResourcesRead), string(mcp.MethodCompletionComplete)}
+)
 
 func isSurfaceMethod(method string) bool {
-	_, ok := surfaceMethods[method]
-	return ok
+	_, listing := listings[method]
+	return listing || slices.Contains(requests, method)
 }
 
 // listMember is the member of a listing's answer that holds its items.
@@ -76,17 +78,16 @@ func (m *mcpHandlers) serveSurface(w http.ResponseWriter, r *http.Request, key v
 		writeRPCError(w, http.StatusServiceUnavailable, msg.ID, mcp.INTERNAL_ERROR, "permissions could not be checked with the API server; retry")
 		return
 	}
-	switch msg.Method {
-	case string(mcp.MethodPromptsList), string(mcp.MethodResourcesList), string(mcp.MethodResourcesTemplatesList):
-		c.serveSurfaceList(ctx, w, msg, set, surfaceMethods[msg.Method])
-	default:
-		answer, err := c.surfaceRequest(ctx, key, set, msg)
-		if err != nil {
-			writeSurfaceError(w, msg.ID, err)
-			return
-		}
-		writeListAnswer(w, msg.ID, answer)
+	if kind, ok := listings[msg.Method]; ok {
+		c.serveSurfaceList(ctx, w, msg, set, kind)
+		return
 	}
+	answer, err := c.surfaceRequest(ctx, key, set, msg)
+	if err != nil {
+		writeSurfaceError(w, msg.ID, err)
+		return
+	}
+	writeListAnswer(w, msg.ID, answer)
 }
 
 // visibleSurfaces is the set a caller may read: through the global menu,
@@ -258,13 +259,25 @@ func relayedMetaOf(msg *rpcMessage) map[string]any {
 	return wire.RelayedMeta(meta, notRelayed...)
 }
 
+// offeredAs is what the view offers of kind under the exposed name or URI.
+func (c *Catalog) offeredAs(ctx context.Context, set *surfaceSet, kind surfaceKind, exposed string) (surfaceTarget, bool) {
+	targetKind := resourcesKind // a resource or template is named by URI
+	if kind == promptsKind {
+		targetKind = promptsKind
+	}
+	items, _ := c.offerings(ctx, set, kind)
+	for _, o := range items {
+		if o.exposed == exposed {
+			return surfaceTarget{kind: targetKind, server: o.server, exposed: exposed, original: o.original}, true
+		}
+	}
+	return surfaceTarget{}, false
+}
+
 // findPrompt is the prompt the view offers by that exposed name.
 func (c *Catalog) findPrompt(ctx context.Context, set *surfaceSet, name string) (surfaceTarget, error) {
-	prompts, _ := c.offerings(ctx, set, promptsKind)
-	for _, o := range prompts {
-		if o.exposed == name {
-			return surfaceTarget{kind: promptsKind, server: o.server, exposed: name, original: o.original}, nil
-		}
+	if target, ok := c.offeredAs(ctx, set, promptsKind, name); ok {
+		return target, nil
 	}
 	return surfaceTarget{}, &protocolError{code: mcp.INVALID_PARAMS, message: fmt.Sprintf("prompt %s not found", recordedName(name))}
 }
@@ -276,11 +289,8 @@ func (c *Catalog) findPrompt(ctx context.Context, set *surfaceSet, name string) 
 // holds for reads as for listings, and no other URI reaches a server.
 func (c *Catalog) findResource(ctx context.Context, set *surfaceSet, uri string) (surfaceTarget, error) {
 	if set.resources == nil || glob.KeepURI(uri, set.resources.Include, set.resources.Exclude) {
-		resources, _ := c.offerings(ctx, set, resourcesKind)
-		for _, o := range resources {
-			if o.exposed == uri {
-				return surfaceTarget{kind: resourcesKind, server: o.server, exposed: uri, original: o.original}, nil
-			}
+		if target, ok := c.offeredAs(ctx, set, resourcesKind, uri); ok {
+			return target, nil
 		}
 		templates, _ := c.offerings(ctx, set, templatesKind)
 		for _, o := range templates {
@@ -304,11 +314,8 @@ func (c *Catalog) findResource(ctx context.Context, set *surfaceSet, uri string)
 // findTemplate is the server a completion's ref/resource names: by its
 // template's URI, as the view offers it.
 func (c *Catalog) findTemplate(ctx context.Context, set *surfaceSet, uri string) (surfaceTarget, error) {
-	templates, _ := c.offerings(ctx, set, templatesKind)
-	for _, o := range templates {
-		if o.exposed == uri {
-			return surfaceTarget{kind: resourcesKind, server: o.server, exposed: uri, original: o.original}, nil
-		}
+	if target, ok := c.offeredAs(ctx, set, templatesKind, uri); ok {
+		return target, nil
 	}
 	return surfaceTarget{}, &protocolError{code: mcp.INVALID_PARAMS, message: fmt.Sprintf("resource template %s not found", recordedURI(uri))}
 }

@@ -258,7 +258,9 @@ var _ = Describe("Prompts, resources and completion through the catalog", func()
 			}
 			return out
 		}
-		Expect(names()).To(Equal([]string{"mcp_fast_quick"}))
+		// The slow server's read outlasts the wait whatever the load; the
+		// fast one's is not held to a time here.
+		Expect(names()).NotTo(ContainElement("mcp_slow_patient"))
 		Eventually(names).WithTimeout(time.Minute).Should(Equal([]string{"mcp_fast_quick", "mcp_slow_patient"}),
 			"the read the first listing left goes on, and serves a later one")
 	})

@@ -93,7 +93,6 @@ func sizeOf(l mcpclient.SurfaceList) int {
 const maxListingRead = time.Minute
 
 type keptListing struct {
-	hash string
 	list mcpclient.SurfaceList
 	size int
 }
@@ -110,8 +109,7 @@ func (l *surfaceLists) read(ctx context.Context, s *surfaceServer, kind surfaceK
 	if s.perCaller {
 		return l.fetch(ctx, s, kind)
 	}
-	hash := s.hashOf(kind)
-	key := fmt.Sprintf("%d\x00%s\x00%s", kind, s.key(), hash)
+	key := fmt.Sprintf("%d\x00%s\x00%s", kind, s.key(), s.hashOf(kind))
 	l.mu.Lock()
 	cached, ok := l.kept.Get(key)
 	l.mu.Unlock()
@@ -125,7 +123,7 @@ func (l *surfaceLists) read(ctx context.Context, s *surfaceServer, kind surfaceK
 		if err != nil {
 			return nil, err
 		}
-		l.keep(key, &keptListing{hash: hash, list: list, size: sizeOf(list)})
+		l.keep(key, &keptListing{list: list, size: sizeOf(list)})
 		return list, nil
 	})
 	select {
