@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,7 +52,7 @@ func (c *cluster) restoreSysctls() error {
 	var errs []error
 	for line := range strings.Lines(string(raw)) {
 		name, value, ok := strings.Cut(strings.TrimSpace(line), "=")
-		if !ok || !strings.Contains(strings.Join(sysctls, " "), name) {
+		if !ok || !slices.Contains(sysctls, name) {
 			continue
 		}
 		if err := os.WriteFile(filepath.Join("/proc/sys", name), []byte(value), 0o644); err != nil {

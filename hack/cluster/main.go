@@ -85,7 +85,10 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		if err := c.up(ctx, bins, *images); err != nil {
+		var refused *refusal
+		if err := c.up(ctx, bins, *images); errors.As(err, &refused) {
+			return err
+		} else if err != nil {
 			// Nothing half-started is left behind: up either returns
 			// a working cluster or none.
 			logf("up failed, stopping what it started: %v", err)

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,11 +73,20 @@ func (c *cluster) running(name string) int {
 // stop ends the process of pids/<name>.pid: SIGTERM, and SIGKILL after
 // grace. A pidfile whose process is gone is removed without a signal.
 func (c *cluster) stop(name string, grace time.Duration) error {
-	defer os.Remove(c.pidfile(name))
 	pid := c.running(name)
 	if pid == 0 {
+		if err := os.Remove(c.pidfile(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 		return nil
 	}
+	// The pidfile goes only with its process: one that outlives SIGKILL
+	// stays known to the next down, and keeps the next up from starting.
+	defer func() {
+		if c.running(name) == 0 {
+			_ = os.Remove(c.pidfile(name))
+		}
+	}()
 	started, _ := startTime(pid)
 	gone := func() bool {
 		now, err := startTime(pid)

@@ -19,6 +19,13 @@ import (
 // kube-proxy, then CoreDNS as a pod.
 func (c *cluster) up(ctx context.Context, bins binaries, images string) error {
 	started := time.Now()
+	// Ports another cluster holds (one from another folder, which this
+	// one's pidfiles do not know) refuse the start before anything is
+	// cleaned up: the cleanup below would take that cluster's pods, chains
+	// and bridge down.
+	if err := portsFree(); err != nil {
+		return &refusal{err}
+	}
 	if c.leftover() {
 		logf("a previous cluster's state is left in %s or on the machine: removing it first", c.dir)
 		if err := c.down(); err != nil {
@@ -26,9 +33,6 @@ func (c *cluster) up(ctx context.Context, bins binaries, images string) error {
 		}
 	}
 	if err := ensurePackages(ctx); err != nil {
-		return err
-	}
-	if err := portsFree(); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(c.dir, 0o755); err != nil {
@@ -52,6 +56,12 @@ func (c *cluster) up(ctx context.Context, bins binaries, images string) error {
 	logf("cluster up in %s: export KUBECONFIG=%s", time.Since(started).Round(100*time.Millisecond), c.kubeconfig())
 	return nil
 }
+
+// refusal is an up that started nothing, and so has nothing to undo.
+type refusal struct{ err error }
+
+func (r *refusal) Error() string { return r.err.Error() }
+func (r *refusal) Unwrap() error { return r.err }
 
 // runningPIDs names the components that run from the folder.
 func (c *cluster) runningPIDs() []string {

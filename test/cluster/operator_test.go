@@ -55,14 +55,7 @@ var _ = Describe("the operator on a cluster with real pods", Ordered, ContinueOn
 
 	It("installs with helm: both managers Ready by their probes, one leader, the catalog served through its Service with RBAC on", func() {
 		By("the Deployment rolling out both replicas")
-		deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: managerName}}
-		Eventually(func(g Gomega) {
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(deploy), deploy)).To(Succeed())
-			g.Expect(deploy.Status.ObservedGeneration).To(Equal(deploy.Generation))
-			g.Expect(deploy.Status.UpdatedReplicas).To(BeEquivalentTo(2))
-			g.Expect(deploy.Status.ReadyReplicas).To(BeEquivalentTo(2))
-			g.Expect(deploy.Status.AvailableReplicas).To(BeEquivalentTo(2))
-		}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		rolledOut(managerName, 2, 4*time.Minute)
 
 		pods := managerPods()
 		Expect(pods).To(HaveLen(2))
@@ -382,14 +375,7 @@ var _ = Describe("the operator on a cluster with real pods", Ordered, ContinueOn
 		By("helm upgrade moving the catalog to another port, with one replica")
 		helm("upgrade", release, "charts/mcp-operator", "-n", operatorNS, "--reuse-values",
 			"--set", "catalog.port=8091", "--set", "replicas=1")
-		deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: managerName}}
-		Eventually(func(g Gomega) {
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(deploy), deploy)).To(Succeed())
-			g.Expect(deploy.Status.ObservedGeneration).To(Equal(deploy.Generation))
-			g.Expect(deploy.Status.Replicas).To(BeEquivalentTo(1))
-			g.Expect(deploy.Status.UpdatedReplicas).To(BeEquivalentTo(1))
-			g.Expect(deploy.Status.ReadyReplicas).To(BeEquivalentTo(1))
-		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		rolledOut(managerName, 1, 3*time.Minute)
 		var svc corev1.Service
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: catalogService}, &svc)).To(Succeed())
 		Expect(svc.Spec.Ports[0].Port).To(BeEquivalentTo(8091))
@@ -406,7 +392,9 @@ var _ = Describe("the operator on a cluster with real pods", Ordered, ContinueOn
 			g.Expect(k8s.List(ctx, &pods, client.InNamespace(operatorNS))).To(Succeed())
 			g.Expect(pods.Items).To(BeEmpty())
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
-		Expect(leftovers()).To(ConsistOf(
+		// What the garbage collector removes (EndpointSlices, say) may
+		// lag behind the pods.
+		Eventually(leftovers).WithTimeout(2 * time.Minute).Should(ConsistOf(
 			// The namespace README's install creates, and what the
 			// controller manager puts in every namespace.
 			"Namespace "+operatorNS, "ConfigMap "+operatorNS+"/kube-root-ca.crt", "ServiceAccount "+operatorNS+"/default",
@@ -520,6 +508,9 @@ func runAgent(image, account, tool, arguments string) map[string]agentStep {
 	Expect(k8s.Create(ctx, pod)).To(Succeed())
 	Eventually(func(g Gomega) corev1.PodPhase {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+		if pod.Status.Phase == corev1.PodFailed {
+			StopTrying("the agent pod " + account + " failed").Now()
+		}
 		return pod.Status.Phase
 	}).WithTimeout(2*time.Minute).Should(Equal(corev1.PodSucceeded), "the agent pod %s", account)
 	// The log comes through the API server from the kubelet.
@@ -543,14 +534,13 @@ func runAgent(image, account, tool, arguments string) map[string]agentStep {
 // remain in the operator's namespace, and the cluster-scoped ones that
 // name the release, as "<Kind> <namespace>/<name>" or "<Kind> <name>";
 // Events are not counted.
-func leftovers() []string {
-	GinkgoHelper()
+func leftovers(g Gomega) []string {
 	lists, err := clientset.Discovery().ServerPreferredResources()
-	Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
 	var out []string
 	for _, list := range lists {
 		gv, err := schema.ParseGroupVersion(list.GroupVersion)
-		Expect(err).NotTo(HaveOccurred())
+		g.Expect(err).NotTo(HaveOccurred())
 		for _, r := range list.APIResources {
 			if !slices.Contains(r.Verbs, "list") || r.Kind == "Event" {
 				continue
@@ -561,7 +551,7 @@ func leftovers() []string {
 			if r.Namespaced {
 				opts = append(opts, client.InNamespace(operatorNS))
 			}
-			Expect(k8s.List(ctx, items, opts...)).To(Succeed(), "listing %s", r.Name)
+			g.Expect(k8s.List(ctx, items, opts...)).To(Succeed(), "listing %s", r.Name)
 			for _, item := range items.Items {
 				switch {
 				case r.Namespaced:
@@ -574,4 +564,18 @@ func leftovers() []string {
 		}
 	}
 	return out
+}
+
+// rolledOut waits for the operator's Deployment name to run replicas pods
+// of its current generation, each ready and available.
+func rolledOut(name string, replicas int32, within time.Duration) {
+	GinkgoHelper()
+	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: name}}
+	Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(deploy), deploy)).To(Succeed())
+		st := deploy.Status
+		g.Expect(st.ObservedGeneration).To(Equal(deploy.Generation))
+		g.Expect([]int32{st.Replicas, st.UpdatedReplicas, st.ReadyReplicas, st.AvailableReplicas}).To(HaveEach(replicas),
+			"replicas, updated, ready, available")
+	}).WithTimeout(within).WithPolling(time.Second).Should(Succeed())
 }

@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,7 +133,7 @@ func runErr(dir string, env []string, name string, args ...string) (string, erro
 	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
-	cmd.Stderr = ioTee(&stderr)
+	cmd.Stderr = io.MultiWriter(&stderr, GinkgoWriter)
 	started := time.Now()
 	err := cmd.Run()
 	fmt.Fprintf(GinkgoWriter, "$ %s %s (%s)\n", name, strings.Join(args, " "), time.Since(started).Round(100*time.Millisecond))
@@ -140,14 +141,4 @@ func runErr(dir string, env []string, name string, args ...string) (string, erro
 		return stdout.String(), fmt.Errorf("%s %s: %w\nstdout:\n%s\nstderr:\n%s", name, strings.Join(args, " "), err, stdout.String(), stderr.String())
 	}
 	return stdout.String(), nil
-}
-
-// ioTee writes to buf and to the spec's output.
-func ioTee(buf *bytes.Buffer) *teeWriter { return &teeWriter{buf: buf} }
-
-type teeWriter struct{ buf *bytes.Buffer }
-
-func (t *teeWriter) Write(p []byte) (int, error) {
-	_, _ = GinkgoWriter.Write(p)
-	return t.buf.Write(p)
 }
