@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/toolmesh/mcp-operator/internal/loopback"
 )
 
 // PeersEnv names the folder hack/npm-peers.sh installed the npm MCP servers
@@ -20,7 +22,7 @@ const PeersEnv = "MCP_NPM_PEERS"
 // reference server from npm, kept on 127.0.0.1.
 type Everything struct {
 	cmd  *exec.Cmd
-	port int
+	addr string
 	mode string
 }
 
@@ -31,22 +33,23 @@ func StartEverything(mode string) (*Everything, error) {
 	if peers == "" {
 		return nil, fmt.Errorf("%s is not set: run `make test`, which installs the npm MCP servers", PeersEnv)
 	}
-	port, err := freePort()
+	addr, err := loopback.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
+	_, port, _ := net.SplitHostPort(addr)
 	entry := filepath.Join(peers, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
 	cmd := exec.Command("node", "--require", filepath.Join(peers, "loopback.cjs"), entry, mode)
-	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	cmd.Env = append(os.Environ(), "PORT="+port)
 	// Its own process group, so that Stop ends it and anything it spawned.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting server-everything: %w", err)
 	}
-	e := &Everything{cmd: cmd, port: port, mode: mode}
+	e := &Everything{cmd: cmd, addr: addr, mode: mode}
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		conn, err := net.DialTimeout("tcp", e.addr(), 200*time.Millisecond)
+		conn, err := net.DialTimeout("tcp", e.addr, 200*time.Millisecond)
 		if err == nil {
 			conn.Close()
 			return e, nil
@@ -57,29 +60,18 @@ func StartEverything(mode string) (*Everything, error) {
 	return nil, errors.New("server-everything did not accept connections within 30s")
 }
 
-func (e *Everything) addr() string { return fmt.Sprintf("127.0.0.1:%d", e.port) }
-
 // URL is its MCP endpoint for the mode it runs in.
 func (e *Everything) URL() string {
 	if e.mode == "sse" {
-		return "http://" + e.addr() + "/sse"
+		return "http://" + e.addr + "/sse"
 	}
-	return "http://" + e.addr() + "/mcp"
+	return "http://" + e.addr + "/mcp"
 }
 
 // Stop kills its process group and waits for it.
 func (e *Everything) Stop() {
 	_ = syscall.Kill(-e.cmd.Process.Pid, syscall.SIGKILL)
 	_ = e.cmd.Wait()
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Inspector runs the MCP Inspector CLI (npm @modelcontextprotocol/inspector),

@@ -37,6 +37,7 @@ import (
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/controller"
+	"github.com/toolmesh/mcp-operator/internal/loopback"
 	"github.com/toolmesh/mcp-operator/internal/testenv"
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
 	"github.com/toolmesh/mcp-operator/internal/toolcatalog"
@@ -189,10 +190,8 @@ func startDemoServer() string {
 	build := exec.Command("go", "build", "-o", bin, "github.com/toolmesh/mcp-operator/cmd/demo-mcp-server")
 	out, err := build.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), string(out))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := loopback.FreeAddr()
 	Expect(err).NotTo(HaveOccurred())
-	addr := ln.Addr().String()
-	Expect(ln.Close()).To(Succeed())
 	cmd := exec.Command(bin, "--listen", addr)
 	cmd.Stdout, cmd.Stderr = GinkgoWriter, GinkgoWriter
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

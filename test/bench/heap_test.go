@@ -16,6 +16,7 @@ import (
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/controller"
+	"github.com/toolmesh/mcp-operator/internal/loopback"
 	"github.com/toolmesh/mcp-operator/internal/toolcatalog"
 )
 
@@ -54,7 +55,7 @@ func BenchmarkHeapInProcess(b *testing.B) {
 	if err := controller.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: scaleConcurrency}); err != nil {
 		b.Fatal(err)
 	}
-	addr, err := freeAddr()
+	addr, err := loopback.FreeAddr()
 	if err != nil {
 		b.Fatal(err)
 	}

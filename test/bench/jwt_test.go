@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/toolmesh/mcp-operator/internal/loopback"
 	"github.com/toolmesh/mcp-operator/internal/testenv"
 	"github.com/toolmesh/mcp-operator/internal/testoidc"
 )
@@ -52,7 +53,7 @@ const (
 // its catalog's URL, the audience of the token, is chosen.
 func startJWTReplica(b *testing.B, cp *controlPlane, flags []string) *jwtReplica {
 	b.Helper()
-	addr, err := freeAddr()
+	addr, err := loopback.FreeAddr()
 	if err != nil {
 		b.Fatal(err)
 	}

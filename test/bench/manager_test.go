@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolmesh/mcp-operator/internal/loopback"
 )
 
 // manager is the manager binary running as a process of its own, as a
@@ -71,16 +72,6 @@ func managerBinary() (string, error) {
 	return path, err
 }
 
-// freeAddr is a loopback address nothing listens on right now.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
 // startManager starts the manager with the flags given on top of the
 // addresses and kubeconfig, and waits until it is ready. It is stopped
 // when the benchmark ends, if not before.
@@ -117,7 +108,7 @@ func launchManagerAt(cp *controlPlane, name, catalogAddr string, env []string, f
 		if addrs[i] != "" {
 			continue
 		}
-		if addrs[i], err = freeAddr(); err != nil {
+		if addrs[i], err = loopback.FreeAddr(); err != nil {
 			return nil, err
 		}
 	}

@@ -15,16 +15,17 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolmesh/mcp-operator/internal/loopback"
 )
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := loopback.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 func listening(addr string) bool {

@@ -2,7 +2,6 @@ package faults
 
 import (
 	"fmt"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"syscall"
@@ -10,6 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2" //nolint:revive,staticcheck // Ginkgo's DSL reads best dot-imported
 	. "github.com/onsi/gomega"    //nolint:revive,staticcheck // so does Gomega's
 
+	"github.com/toolmesh/mcp-operator/internal/loopback"
 	"github.com/toolmesh/mcp-operator/internal/testenv"
 )
 
@@ -54,10 +54,9 @@ type managerProcess struct {
 
 // freeAddress is a loopback address nothing listens on right now.
 func freeAddress() string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := loopback.FreeAddr()
 	Expect(err).NotTo(HaveOccurred())
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String()
+	return addr
 }
 
 // startManager runs the manager with its catalog on a free loopback port;

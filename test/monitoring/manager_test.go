@@ -200,19 +200,20 @@ func runManager(t *testing.T) []map[string]*dto.MetricFamily {
 	controlPlane := startProcess(t, filepath.Join(bins, "controlplane"), "--kubeconfig-out", kubeconfig, "--crds", filepath.Join(root, "config", "crd", "bases"))
 	controlPlane.waitFor(t, "kubeconfig", 2*time.Minute, fileFilled(kubeconfig))
 
+	// Two servers, the catalog, metrics, and an address nobody listens on.
+	free := freeAddresses(t, 5)
 	servers := map[string]*process{}
-	addrs := map[string]string{}
+	addrs := map[string]string{"steady": free[0], "doomed": free[1]}
 	for _, name := range []string{"steady", "doomed"} {
-		addrs[name] = freeAddress(t)
 		servers[name] = startProcess(t, filepath.Join(bins, "demo-mcp-server"), "--listen", addrs[name])
 		servers[name].waitFor(t, "listening", 30*time.Second, func() bool { return listening(addrs[name]) })
 	}
-	catalogAddr, metricsAddr := freeAddress(t), freeAddress(t)
+	catalogAddr, metricsAddr := free[2], free[3]
 	manager := startProcess(t, filepath.Join(bins, "manager"), "--kubeconfig="+kubeconfig,
 		"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address=0", "--catalog-bind-address="+catalogAddr)
 	manager.waitFor(t, "catalog", time.Minute, func() bool { return listening(catalogAddr) && listening(metricsAddr) })
 
-	kubectl(t, kubeconfig, manifests(addrs["steady"], addrs["doomed"], freeAddress(t)), "apply", "-f", "-")
+	kubectl(t, kubeconfig, manifests(addrs["steady"], addrs["doomed"], free[4]), "apply", "-f", "-")
 	kubectl(t, kubeconfig, "", "wait", "-n", testNamespace, "--for=condition=Ready", "--timeout=90s",
 		"mcpservers/steady", "mcpservers/doomed", "toolcollections/assistant")
 

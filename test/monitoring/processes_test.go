@@ -117,15 +117,24 @@ func (p *process) waitFor(t *testing.T, what string, timeout time.Duration, chec
 	}
 }
 
-// freeAddress is a loopback address nothing listens on right now.
-func freeAddress(t *testing.T) string {
+// freeAddresses is n distinct loopback addresses nothing listens on right
+// now. Every listener stays open until all n are picked: the kernel may
+// pick a port again as soon as its listener closes, and a process given
+// one port for two listeners exits with "address already in use". (This
+// module does not import the operator's, so internal/loopback is out of
+// reach.)
+func freeAddresses(t *testing.T, n int) []string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	addrs := make([]string, n)
+	for i := range addrs {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = ln.Close() }()
+		addrs[i] = ln.Addr().String()
 	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String()
+	return addrs
 }
 
 func listening(addr string) bool {
