@@ -30,9 +30,13 @@ type corpus struct {
 	labels []string
 }
 
-func loadCorpus(tb testing.TB) corpus {
+// loadCorpus is the tuning corpus, testdata/corpus.
+func loadCorpus(tb testing.TB) corpus { return loadCorpusFrom(tb, "testdata/corpus") }
+
+// loadCorpusFrom is every fixture of dir.
+func loadCorpusFrom(tb testing.TB, dir string) corpus {
 	tb.Helper()
-	files, err := filepath.Glob("testdata/corpus/*.json")
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil || len(files) == 0 {
 		tb.Fatalf("finding corpus fixtures: %v (%d files)", err, len(files))
 	}
@@ -98,15 +102,19 @@ type labelledQuery struct {
 	Relevant []string `json:"relevant"`
 }
 
-func loadQueries(tb testing.TB) []labelledQuery {
+// loadQueries is the tuning set's queries, testdata/queries.json.
+func loadQueries(tb testing.TB) []labelledQuery { return loadQueriesFrom(tb, "testdata/queries.json") }
+
+// loadQueriesFrom is a file of labelled queries.
+func loadQueriesFrom(tb testing.TB, path string) []labelledQuery {
 	tb.Helper()
-	raw, err := os.ReadFile("testdata/queries.json")
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		tb.Fatalf("reading queries: %v", err)
 	}
 	var qs []labelledQuery
 	if err := json.Unmarshal(raw, &qs); err != nil {
-		tb.Fatalf("decoding queries: %v", err)
+		tb.Fatalf("decoding %s: %v", path, err)
 	}
 	return qs
 }
