@@ -27,6 +27,7 @@ type labelledSet struct {
 var labelledSets = []labelledSet{
 	{name: "tuning", corpus: "testdata/corpus", queries: "testdata/queries.json"},
 	{name: "agent", corpus: "testdata/corpus", queries: "testdata/queries-agent.json"},
+	{name: "blind", corpus: "testdata/blind/corpus", queries: "testdata/blind/queries.json", blind: true},
 }
 
 // lengthBuckets name a query's length in words, as written; the last one
