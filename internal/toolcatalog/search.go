@@ -36,13 +36,13 @@ func (s *searchIndex) of(tools []menu.Entry) *toolsearch.Index {
 }
 
 // searchDocuments are the tools as the ranking reads them: exposed and
-// original name, title, description as the agent sees it (overrides
-// applied), input schema.
+// original name, the MCPServer serving it, title, description as the agent
+// sees it (overrides applied), input schema.
 func searchDocuments(tools []menu.Entry) []toolsearch.Document {
 	docs := make([]toolsearch.Document, len(tools))
 	for i := range tools {
 		e := &tools[i]
-		docs[i] = toolsearch.Document{Name: e.Name, OriginalName: e.Tool.OriginalName, Title: titleOf(e),
+		docs[i] = toolsearch.Document{Name: e.Name, OriginalName: e.Tool.OriginalName, Server: e.Server, Title: titleOf(e),
 			Description: e.Description, InputSchema: json.RawMessage(e.Tool.InputSchema.Raw)}
 	}
 	return docs
@@ -59,7 +59,7 @@ func titleOf(e *menu.Entry) string {
 
 // searchFingerprint identifies what an index of the view's tools holds.
 // The revision covers the names in order, descriptions, titles and
-// schemas; original names and annotation titles are not in it. Every
+// schemas; original names, servers and annotation titles are not in it. Every
 // build of a view computes it, over up to 100,000 tools, so each part is
 // appended length-prefixed (no two views share the bytes hashed) rather
 // than JSON-encoded, which was a fifth of a global view's build.
@@ -69,6 +69,7 @@ func searchFingerprint(vw *view) string {
 	for i := range vw.menu.Tools {
 		e := &vw.menu.Tools[i]
 		buf = menu.AppendPart(buf, e.Tool.OriginalName)
+		buf = menu.AppendPart(buf, e.Server)
 		buf = menu.AppendPart(buf, titleOf(e))
 		if len(buf) >= 32<<10 {
 			h.Write(buf)

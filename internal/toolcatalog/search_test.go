@@ -387,17 +387,18 @@ var _ = Describe("Tool search and authorization", func() {
 
 // TestSearchFingerprint: views whose searchable text is the same share a
 // fingerprint (and so an index); a change to the revision, an original
-// name or a title, or a different split of the same characters, gives
-// another.
+// name, a server or a title, or a different split of the same characters,
+// gives another.
 func TestSearchFingerprint(t *testing.T) {
-	viewOf := func(revision string, tools ...[2]string) *view {
+	viewOfServer := func(server, revision string, tools ...[2]string) *view {
 		vw := &view{revision: revision}
 		for _, tool := range tools {
-			vw.menu.Tools = append(vw.menu.Tools, menu.Entry{Name: "mcp_s_" + tool[0],
+			vw.menu.Tools = append(vw.menu.Tools, menu.Entry{Name: "mcp_s_" + tool[0], Server: server,
 				Tool: &mcpv1alpha1.Tool{OriginalName: tool[0], Title: tool[1]}})
 		}
 		return vw
 	}
+	viewOf := func(revision string, tools ...[2]string) *view { return viewOfServer("s", revision, tools...) }
 	base := searchFingerprint(viewOf("r1", [2]string{"read", "Read"}, [2]string{"write", ""}))
 	if again := searchFingerprint(viewOf("r1", [2]string{"read", "Read"}, [2]string{"write", ""})); again != base {
 		t.Fatalf("the same view fingerprinted twice: %s and %s", base, again)
@@ -406,6 +407,7 @@ func TestSearchFingerprint(t *testing.T) {
 		"another revision":          viewOf("r2", [2]string{"read", "Read"}, [2]string{"write", ""}),
 		"another original name":     viewOf("r1", [2]string{"reads", "Read"}, [2]string{"write", ""}),
 		"another title":             viewOf("r1", [2]string{"read", "Reads"}, [2]string{"write", ""}),
+		"another server":            viewOfServer("t", "r1", [2]string{"read", "Read"}, [2]string{"write", ""}),
 		"the same text split apart": viewOf("r1", [2]string{"rea", "dRead"}, [2]string{"write", ""}),
 		"a tool less":               viewOf("r1", [2]string{"read", "Read"}),
 	} {

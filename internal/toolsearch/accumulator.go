@@ -1,5 +1,7 @@
 package toolsearch
 
+import "math"
+
 // accumulator sums one query's scores. It is sized for one index and reused
 // through that index's pool, so a query touches only the documents in its
 // postings and allocates nothing per document; it is never shared by two
@@ -43,14 +45,17 @@ func (a *accumulator) endWord() {
 }
 
 // top returns the limit best documents and clears the accumulator for reuse.
-// A document's score is scaled by the share of the query's words it matched
-// (Lucene's classic coordination factor): one that answers every word of
-// "list files in a folder" beats one that matches "folder" alone, however
-// rare "folder" is.
+// A document's score is scaled by the square root of the share of the
+// query's words it matched (a softened form of Lucene's classic
+// coordination factor): one that answers every word of "list files in a
+// folder" beats one that matches "folder" alone, however rare "folder" is,
+// yet in a long request, where many words name no capability ("before the
+// demo tomorrow, so the team can see it"), a tool matching one more of
+// them does not outrank the tool that matches what is asked.
 func (a *accumulator) top(limit, words int, names []string) []Hit {
 	hits := make([]Hit, 0, min(limit, len(a.touched)))
 	for _, d := range a.touched {
-		s := a.score[d] * float32(a.matched[d]) / float32(words)
+		s := a.score[d] * float32(math.Sqrt(float64(a.matched[d])/float64(words)))
 		a.score[d], a.matched[d] = 0, 0
 		if len(hits) == limit && !better(s, d, hits[limit-1], names) {
 			continue

@@ -2,6 +2,7 @@ package toolsearch
 
 import (
 	"runtime"
+	"slices"
 	"sync"
 )
 
@@ -13,7 +14,15 @@ type analyzed [numFields][]string
 // words is most of the cost of a build.
 func analyze(d Document) analyzed {
 	var a analyzed
-	a[fieldName] = appendWords(appendWords(nil, d.Name), d.OriginalName)
+	a[fieldServer] = appendWords(nil, d.Server)
+	a[fieldName] = appendWords(nil, d.OriginalName)
+	// The exposed name adds what is neither "mcp" nor the server's name: a
+	// collection's rename, or the original name as sanitized.
+	for _, w := range appendWords(nil, d.Name) {
+		if w != "mcp" && !slices.Contains(a[fieldServer], w) {
+			a[fieldName] = append(a[fieldName], w)
+		}
+	}
 	a[fieldTitle] = appendWords(nil, d.Title)
 	a[fieldDescription] = appendWords(nil, d.Description)
 	params := schemaTexts(d.InputSchema)

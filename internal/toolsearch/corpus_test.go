@@ -71,7 +71,7 @@ func (c *corpus) add(server, prefix string, tools []corpusTool) {
 			title = t.Annotations.Title
 		}
 		c.docs = append(c.docs, Document{
-			Name: exposed[i], OriginalName: t.Name, Title: title,
+			Name: exposed[i], OriginalName: t.Name, Server: prefix + server, Title: title,
 			Description: t.Description, InputSchema: t.InputSchema,
 		})
 		c.labels = append(c.labels, server+"/"+t.Name)

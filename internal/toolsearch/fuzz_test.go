@@ -2,6 +2,7 @@ package toolsearch
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"unicode/utf8"
 )
@@ -15,9 +16,12 @@ func FuzzSearch(f *testing.F) {
 	f.Add("", "", `{"$defs":{"a":{"$defs":{"b":{}}}}}`, "   ", 0)
 	f.Fuzz(func(t *testing.T, name, description, schema, query string, limit int) {
 		docs := []Document{
-			{Name: name, OriginalName: name, Title: description, Description: description, InputSchema: json.RawMessage(schema)},
+			{Name: name, OriginalName: name, Server: description, Title: description, Description: description, InputSchema: json.RawMessage(schema)},
 			{Name: "mcp_b_" + query, Description: query},
 			{Name: "mcp_a_" + query, Description: query},
+		}
+		if words, named := queryWords(query); !slices.Equal(words, appendWords(nil, query)) || len(named) != len(words) {
+			t.Fatalf("queryWords(%q) = %q, %v: not appendWords' words, one flag each", query, words, named)
 		}
 		ix := Build(docs)
 		hits := ix.Search(query, limit)

@@ -34,24 +34,31 @@ type Hit struct {
 // word of a query that does not end in a space or punctuation also matches
 // the words it begins ("pull req" finds "pull request"); either kind counts
 // less than the word itself, and a word scores by its best match only. A
-// document's score is the sum over the query's words, scaled by the share of
-// them it matched. A query with no indexed word, or a limit below 1, finds
+// document's score is the sum over the query's words, scaled by the square
+// root of the share of them it matched. Values in the query (see
+// withoutValues) are set aside, and a word of a server's name that other
+// servers' tools use matches that server's tools only when written as a
+// name (see Build). A query with no indexed word, or a limit below 1, finds
 // nothing. Search allocates nothing per document: its per-document scratch
 // space is pooled with the index.
 func (ix *Index) Search(query string, limit int) []Hit {
 	if limit < 1 || len(ix.names) == 0 {
 		return nil
 	}
-	groups := ix.parse(query)
+	groups, named := ix.parse(query)
 	if len(groups) == 0 {
 		return nil
 	}
 	acc := ix.scratch.Get().(*accumulator)
 	defer ix.scratch.Put(acc)
-	for _, g := range groups {
+	for i, g := range groups {
 		for _, a := range g {
-			docs, weights := ix.postings(a.term)
+			docs, weights := ix.text.of(a.term)
 			acc.max(docs, weights, a.weight)
+			if named[i] {
+				docs, weights = ix.serverName.of(a.term)
+				acc.max(docs, weights, a.weight)
+			}
 		}
 		acc.endWord()
 	}
@@ -69,10 +76,10 @@ type weightedTerm struct {
 // alternatives). Stop words, words matching nothing and words met before
 // are dropped, and only the first maxQueryWords words count, so a pasted
 // paragraph costs no more than a sentence.
-func (ix *Index) parse(query string) [][]weightedTerm {
-	words := appendWords(nil, query)
+func (ix *Index) parse(query string) (groups [][]weightedTerm, named []bool) {
 	typing := endsInWord(query)
-	var groups [][]weightedTerm
+	query = withoutValues(query)
+	words, names := queryWords(query)
 	var seen []string
 	prev, prevGroup := "", -1
 	for i, w := range words {
@@ -103,9 +110,10 @@ func (ix *Index) parse(query string) [][]weightedTerm {
 		if len(g) > 0 {
 			prevGroup = len(groups)
 			groups = append(groups, g)
+			named = append(named, names[i])
 		}
 	}
-	return groups
+	return groups, named
 }
 
 // alternatives returns the terms a query word (folded, and stemmed to s)

@@ -229,6 +229,33 @@ func TestSearchRanking(t *testing.T) {
 			query: "STRASSEN", limit: 10,
 			want: []string{"mcp_a_strasse"},
 		},
+		{
+			name:  "a common word a server is named after does not pull up its tools",
+			docs:  serverDocs(),
+			query: "fetch the issue 42 of acme/cli", limit: 10,
+			want: []string{"mcp_github_get_issue", "mcp_github_list_pull_requests"},
+		},
+		{
+			name:  "a common word written as a name means the server",
+			docs:  serverDocs(),
+			query: "In Fetch, convert https://example.com", limit: 1,
+			want: []string{"mcp_fetch_markdown"},
+		},
+		{
+			name:  "a server name no other server's tools use names a product, in any case",
+			docs:  serverDocs(),
+			query: "list the pull requests on gitlab", limit: 1,
+			want: []string{"mcp_gitlab_list_merge_requests"},
+		},
+		{
+			name: "the words of a value say nothing about the tool",
+			docs: []Document{
+				{Name: "mcp_fs_read_file", Description: "Read a file."},
+				{Name: "mcp_ops_restart_server", Description: "Restart a server and read its logs."},
+			},
+			query: "read /var/log/server/app.log", limit: 1,
+			want: []string{"mcp_fs_read_file"},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -241,6 +268,19 @@ func TestSearchRanking(t *testing.T) {
 				t.Errorf("Search(%q, %d) = %v, want %v", tc.query, tc.limit, got, tc.want)
 			}
 		})
+	}
+}
+
+// serverDocs are the tools of three servers: "fetch", a common word the
+// GitHub server's tools use too, and "gitlab", which no other server's
+// tools say.
+func serverDocs() []Document {
+	return []Document{
+		{Name: "mcp_fetch_html", OriginalName: "html", Server: "fetch", Description: "The HTML of a web page."},
+		{Name: "mcp_fetch_markdown", OriginalName: "markdown", Server: "fetch", Description: "Convert a web page to markdown."},
+		{Name: "mcp_github_get_issue", OriginalName: "get_issue", Server: "github", Description: "Fetch an issue of a repository."},
+		{Name: "mcp_github_list_pull_requests", OriginalName: "list_pull_requests", Server: "github", Description: "Fetch the pull requests of a repository."},
+		{Name: "mcp_gitlab_list_merge_requests", OriginalName: "list_merge_requests", Server: "gitlab", Description: "List the merge requests of a project."},
 	}
 }
 

@@ -110,3 +110,49 @@ func isASCII(s string) bool {
 	}
 	return true
 }
+
+// queryWords is appendWords of a query, with whether each word was written
+// as a name: capitalized where a sentence does not begin ("in Todoist",
+// "ask Time"), or with a capital inside it ("GitHub", "macOS"). A query
+// written in lower case names nothing this way.
+func queryWords(query string) (words []string, named []bool) {
+	start := -1
+	sentenceStart := true
+	for i, r := range query + " " {
+		if i < len(query) && isWordRune(r) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			run := query[start:i]
+			name := writtenAsName(run, sentenceStart)
+			before := len(words)
+			words = appendRun(words, run)
+			for range len(words) - before {
+				named = append(named, name)
+			}
+			start = -1
+			sentenceStart = false
+		}
+		switch r {
+		case '.', '!', '?', ':', ';', '\n':
+			sentenceStart = true
+		}
+	}
+	return words, named
+}
+
+// writtenAsName reports whether a run of letters was written as a name.
+func writtenAsName(run string, sentenceStart bool) bool {
+	for i, r := range run {
+		if !unicode.IsUpper(r) {
+			continue
+		}
+		if i > 0 || !sentenceStart {
+			return true
+		}
+	}
+	return false
+}
