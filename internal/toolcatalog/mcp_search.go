@@ -41,8 +41,9 @@ const findToolsOutput = `{"type":"object","properties":{` +
 	`"name":{"type":"string"},"title":{"type":"string"},"description":{"type":"string"},` +
 	`"inputSchema":{"type":"object"},"outputSchema":{"type":"object"},"annotations":{"type":"object"},` +
 	`"icons":{"type":"array","items":{"type":"object"}},"execution":{"type":"object"},"_meta":{"type":"object"}},"required":["name","inputSchema"]}},` +
-	`"scores":{"type":"array","description":"scores[i] says how well tools[i] matches the query; higher is better.","items":{"type":"number"}}},` +
-	`"required":["revision","tools","scores"]}`
+	`"scores":{"type":"array","description":"scores[i] says how much of the query tools[i] answers, from 0 to 1: 1 matches every word of the query as strongly as any tool here matches it.","items":{"type":"number","minimum":0,"maximum":1}},` +
+	`"servers":{"type":"array","description":"servers[i] is the MCP server tools[i] comes from.","items":{"type":"object","properties":{"namespace":{"type":"string"},"name":{"type":"string"}},"required":["namespace","name"]}}},` +
+	`"required":["revision","tools","scores","servers"]}`
 
 const callToolInput = `{"type":"object","properties":{` +
 	`"name":{"type":"string","minLength":1,"description":"The name of the tool to call, as find_tools returned it."},` +

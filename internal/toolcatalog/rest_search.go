@@ -18,15 +18,23 @@ const (
 )
 
 // searchBody is a search answer: the menu's body with the tools ranked
-// best first, and scores[i] the score of tools[i]. The scores sit beside
+// best first, scores[i] the score of tools[i] (0 to 1, see
+// toolsearch.Hit) and servers[i] the MCPServer serving it. They sit beside
 // the tools, not inside them, so that tools can be handed to a model API
 // as they are, without a key the API does not expect in a tool.
 type searchBody struct {
-	Revision string    `json:"revision"`
-	Tools    []any     `json:"tools"`
-	Scores   []float64 `json:"scores"`
+	Revision string         `json:"revision"`
+	Tools    []any          `json:"tools"`
+	Scores   []float64      `json:"scores"`
+	Servers  []searchServer `json:"servers"`
 	// NonStrict is as in a menu's body: set in a strict format only.
 	NonStrict *[]nonStrictJSON `json:"nonStrict,omitempty"`
+}
+
+// searchServer names the MCPServer a found tool comes from.
+type searchServer struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
 }
 
 // searchParams are a search request's q and limit.
@@ -84,7 +92,8 @@ func (c *Catalog) serveSearch(w http.ResponseWriter, req *http.Request, key view
 
 // searchResult renders ranked tools in a format.
 func searchResult(revision string, ranked []rankedTool, format string) searchBody {
-	body := searchBody{Revision: revision, Tools: make([]any, len(ranked)), Scores: make([]float64, len(ranked))}
+	body := searchBody{Revision: revision, Tools: make([]any, len(ranked)), Scores: make([]float64, len(ranked)),
+		Servers: make([]searchServer, len(ranked))}
 	if _, strict := baseFormat(format); strict {
 		body.NonStrict = &[]nonStrictJSON{}
 	}
@@ -96,6 +105,7 @@ func searchResult(revision string, ranked []rankedTool, format string) searchBod
 		body.Tools[i] = renderTool(r.entry, format, served)
 		// Three decimals tell the ranks apart; more would be noise.
 		body.Scores[i] = math.Round(r.score*1000) / 1000
+		body.Servers[i] = searchServer{Namespace: r.entry.Namespace, Name: r.entry.Server}
 	}
 	return body
 }

@@ -47,6 +47,10 @@ type searchAnswer struct {
 	Revision string            `json:"revision"`
 	Tools    []json.RawMessage `json:"tools"`
 	Scores   []float64         `json:"scores"`
+	Servers  []struct {
+		Namespace string `json:"namespace"`
+		Name      string `json:"name"`
+	} `json:"servers"`
 }
 
 // names lists the answer's tool names, in order, whatever the format.
@@ -70,8 +74,12 @@ func searchOf(r response) searchAnswer {
 	var a searchAnswer
 	Expect(json.Unmarshal(r.body, &a)).To(Succeed())
 	Expect(a.Scores).To(HaveLen(len(a.Tools)), "one score per tool")
-	for i := 1; i < len(a.Scores); i++ {
-		Expect(a.Scores[i]).To(BeNumerically("<=", a.Scores[i-1]), "ranked best first")
+	Expect(a.Servers).To(HaveLen(len(a.Tools)), "one server per tool")
+	for i := range a.Scores {
+		Expect(a.Scores[i]).To(And(BeNumerically(">", 0), BeNumerically("<=", 1)), "a share of the ideal score")
+		if i > 0 {
+			Expect(a.Scores[i]).To(BeNumerically("<=", a.Scores[i-1]), "ranked best first")
+		}
 	}
 	return a
 }
@@ -128,6 +136,10 @@ var _ = Describe("Tool search over REST", func() {
 			Expect(a.names()).NotTo(BeEmpty(), tc.query)
 			Expect(a.names()[0]).To(Equal(tc.first), tc.query)
 			Expect(a.Scores[0]).To(BeNumerically(">", a.Scores[len(a.Scores)-1]), "the best is told apart: %s", tc.query)
+			for i, name := range a.names() {
+				Expect(a.Servers[i].Namespace).To(Equal(ns), name)
+				Expect(name).To(HavePrefix("mcp_"+a.Servers[i].Name+"_"), "the server serving %s", name)
+			}
 		}
 		two := searchOf(get(base + "/search?q=" + q("read the last lines of a log file") + "&limit=2"))
 		Expect(two.names()).To(Equal([]string{"mcp_files_read_text_file", "mcp_files_read_file"}))

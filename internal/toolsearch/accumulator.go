@@ -12,6 +12,9 @@ type accumulator struct {
 	best    []float32 // the current word's best alternative, by document
 	touched []int32   // documents with a score, in first-touch order
 	inGroup []int32   // documents with a best for the current word
+	// ideal is the score of a document that matched every word so far as
+	// strongly as the best-matching document matched it.
+	ideal float32
 }
 
 func newAccumulator(n int) *accumulator {
@@ -33,14 +36,17 @@ func (a *accumulator) max(docs []int32, weights []float32, factor float32) {
 
 // endWord adds the current word's best matches into the scores.
 func (a *accumulator) endWord() {
+	var strongest float32
 	for _, d := range a.inGroup {
 		if a.score[d] == 0 {
 			a.touched = append(a.touched, d)
 		}
+		strongest = max(strongest, a.best[d])
 		a.score[d] += a.best[d]
 		a.matched[d]++
 		a.best[d] = 0
 	}
+	a.ideal += strongest
 	a.inGroup = a.inGroup[:0]
 }
 
@@ -51,7 +57,8 @@ func (a *accumulator) endWord() {
 // folder" beats one that matches "folder" alone, however rare "folder" is,
 // yet in a long request, where many words name no capability ("before the
 // demo tomorrow, so the team can see it"), a tool matching one more of
-// them does not outrank the tool that matches what is asked.
+// them does not outrank the tool that matches what is asked. Scores are
+// then divided by the ideal one (see Hit.Score).
 func (a *accumulator) top(limit, words int, names []string) []Hit {
 	hits := make([]Hit, 0, min(limit, len(a.touched)))
 	for _, d := range a.touched {
@@ -71,7 +78,10 @@ func (a *accumulator) top(limit, words int, names []string) []Hit {
 		copy(hits[at+1:], hits[at:len(hits)-1])
 		hits[at] = Hit{Doc: int(d), Score: float64(s)}
 	}
-	a.touched = a.touched[:0]
+	for i := range hits {
+		hits[i].Score = min(hits[i].Score/float64(a.ideal), 1)
+	}
+	a.touched, a.ideal = a.touched[:0], 0
 	return hits
 }
 

@@ -24,7 +24,14 @@ const (
 
 // Hit is one ranked document.
 type Hit struct {
-	Doc   int // position in the documents given to Build
+	Doc int // position in the documents given to Build
+	// Score is from 0 to 1: the document's score divided by that of an
+	// ideal document, one that matched every word of the query as strongly
+	// as the best-matching document of the index matched that word. 1 is a
+	// document that is that ideal; a low score says the document answers
+	// little of the query compared with what the index holds for each of
+	// its words. Scores compare across queries as shares, not as
+	// probabilities that a tool is right.
 	Score float64
 }
 

@@ -310,6 +310,36 @@ func TestSearchHits(t *testing.T) {
 	}
 }
 
+// TestSearchScoresAreShares: a score is the share of an ideal document's,
+// so 1 for a document that matched every word as strongly as any did,
+// less for one that matched part of the query, and the same for the same
+// match however the query's words score in absolute terms.
+func TestSearchScoresAreShares(t *testing.T) {
+	docs := []Document{
+		{Name: "mcp_fs_read_file", Description: "Read a file from disk."},
+		{Name: "mcp_fs_write_file", Description: "Write a file to disk."},
+		{Name: "mcp_web_search", Description: "Search the web."},
+	}
+	ix := Build(docs)
+	hits := ix.Search("read file", 10)
+	if len(hits) != 2 || hits[0].Doc != 0 || hits[0].Score != 1 {
+		t.Fatalf("Search(read file) = %v, want read_file first with 1", hits)
+	}
+	if hits[1].Score <= 0 || hits[1].Score >= 1 {
+		t.Errorf("write_file, matching one word of two, scored %v, want between 0 and 1", hits[1].Score)
+	}
+	// No tool reads the web: the best answers half of the query.
+	hits = ix.Search("read web", 10)
+	if len(hits) != 2 {
+		t.Fatalf("Search(read web) = %v, want read_file and search", hits)
+	}
+	for _, h := range hits {
+		if h.Score <= 0 || h.Score >= 0.8 {
+			t.Errorf("%s scored %v for a query it half answers, want under 0.8", docs[h.Doc].Name, h.Score)
+		}
+	}
+}
+
 func TestBuildEmpty(t *testing.T) {
 	ix := Build(nil)
 	if ix.Len() != 0 {
