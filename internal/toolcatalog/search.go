@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/toolmesh/mcp-operator/internal/menu"
+	"github.com/toolmesh/mcp-operator/internal/toolname"
 	"github.com/toolmesh/mcp-operator/internal/toolsearch"
 )
 
@@ -36,16 +37,34 @@ func (s *searchIndex) of(tools []menu.Entry) *toolsearch.Index {
 }
 
 // searchDocuments are the tools as the ranking reads them: exposed and
-// original name, the MCPServer serving it, title, description as the agent
+// original name, the names of the server serving it, title, description as the agent
 // sees it (overrides applied), input schema.
 func searchDocuments(tools []menu.Entry) []toolsearch.Document {
 	docs := make([]toolsearch.Document, len(tools))
 	for i := range tools {
 		e := &tools[i]
-		docs[i] = toolsearch.Document{Name: e.Name, OriginalName: e.Tool.OriginalName, Server: e.Server, Title: titleOf(e),
+		docs[i] = toolsearch.Document{Name: e.Name, OriginalName: e.Tool.OriginalName, Server: serverNames(e), Title: titleOf(e),
 			Description: e.Description, InputSchema: json.RawMessage(e.Tool.InputSchema.Raw)}
 	}
 	return docs
+}
+
+// serverNames are the names a tool's server goes by: its MCPServer's, and
+// the tool prefix of its exposed names when that is another.
+func serverNames(e *menu.Entry) string {
+	if prefix := otherPrefix(e); prefix != "" {
+		return e.Server + " " + prefix
+	}
+	return e.Server
+}
+
+// otherPrefix is the tool prefix of e's server when it is not the
+// MCPServer's name, else "".
+func otherPrefix(e *menu.Entry) string {
+	if prefix, ok := toolname.Prefix(e.Tool.Name, e.Tool.OriginalName); ok && prefix != e.Server {
+		return prefix
+	}
+	return ""
 }
 
 // titleOf is a tool's title, or its annotations' title, which older
@@ -59,7 +78,8 @@ func titleOf(e *menu.Entry) string {
 
 // searchFingerprint identifies what an index of the view's tools holds.
 // The revision covers the names in order, descriptions, titles and
-// schemas; original names, servers and annotation titles are not in it. Every
+// schemas; original names, servers, tool prefixes and annotation titles
+// are not in it. Every
 // build of a view computes it, over up to 100,000 tools, so each part is
 // appended length-prefixed (no two views share the bytes hashed) rather
 // than JSON-encoded, which was a fifth of a global view's build.
@@ -70,6 +90,7 @@ func searchFingerprint(vw *view) string {
 		e := &vw.menu.Tools[i]
 		buf = menu.AppendPart(buf, e.Tool.OriginalName)
 		buf = menu.AppendPart(buf, e.Server)
+		buf = menu.AppendPart(buf, otherPrefix(e))
 		buf = menu.AppendPart(buf, titleOf(e))
 		if len(buf) >= 32<<10 {
 			h.Write(buf)

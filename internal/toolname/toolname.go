@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+	"unicode/utf8"
 )
 
 const (
@@ -43,6 +44,32 @@ func Expose(prefix string, tools []string) []string {
 		}
 	}
 	return exposed
+}
+
+// Prefix returns the prefix of a name Expose made from original, and false
+// when the name is not mcp_{prefix}_{original} sanitized: when Expose cut
+// it to fit or gave it a hash to settle a collision, or it was not made
+// from original at all.
+// It allocates nothing: the catalog asks it of every tool of a menu.
+func Prefix(exposed, original string) (string, bool) {
+	rest, ok := strings.CutPrefix(exposed, "mcp_")
+	// sanitize makes one byte of each code point.
+	tail := 1 + utf8.RuneCountInString(original)
+	if !ok || len(rest) <= tail || rest[len(rest)-tail] != '_' {
+		return "", false
+	}
+	at := len(rest) - tail + 1
+	for _, r := range original {
+		want := byte('_')
+		if isAllowed(r) {
+			want = byte(r)
+		}
+		if rest[at] != want {
+			return "", false
+		}
+		at++
+	}
+	return rest[:len(rest)-tail], true
 }
 
 // Sanitize replaces every code point outside [a-zA-Z0-9_-] with one "_".

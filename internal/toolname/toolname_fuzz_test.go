@@ -39,6 +39,13 @@ func FuzzExpose(f *testing.F) {
 				t.Fatalf("%q and %q both exposed as %q", other, tools[i], name)
 			}
 			names[name] = tools[i]
+			// Prefix reads the prefix back from every name Expose left
+			// whole, and from no other.
+			p, ok := Prefix(name, tools[i])
+			whole := name == sanitize("mcp_"+prefix+"_"+tools[i]) && prefix != ""
+			if ok != whole || (ok && p != sanitize(prefix)) {
+				t.Fatalf("Prefix(%q, %q) = %q, %v; Expose left it whole: %v", name, tools[i], p, ok, whole)
+			}
 		}
 	})
 }

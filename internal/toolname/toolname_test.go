@@ -92,3 +92,36 @@ func TestANameListedTwiceIsExposedWithoutPanicking(t *testing.T) {
 		}
 	}
 }
+
+func TestPrefix(t *testing.T) {
+	long := strings.Repeat("x", 70)
+	tests := []struct {
+		prefix, tool string
+		ok           bool
+	}{
+		{"github", "get_issue", true},
+		{"demo-sse", "days between", true},
+		{"my_prefix", "a.b/c", true},
+		{"p", long, false}, // cut to fit, with a hash
+	}
+	for _, tc := range tests {
+		exposed := Expose(tc.prefix, []string{tc.tool})[0]
+		got, ok := Prefix(exposed, tc.tool)
+		if ok != tc.ok || (ok && got != tc.prefix) {
+			t.Errorf("Prefix(%q, %q) = %q, %v; want %q, %v", exposed, tc.tool, got, ok, tc.prefix, tc.ok)
+		}
+	}
+	// Names that collided get a hash, and names not made from the
+	// original give no prefix.
+	colliding := Expose("p", []string{"a.b", "a_b"})
+	for i, original := range []string{"a.b", "a_b"} {
+		if _, ok := Prefix(colliding[i], original); ok {
+			t.Errorf("Prefix(%q, %q) found a prefix in a name with a hash", colliding[i], original)
+		}
+	}
+	for _, tc := range [][2]string{{"mcp_github_get_issue", "list_issues"}, {"github_get_issue", "get_issue"}, {"mcp__get_issue", "get_issue"}, {"mcp_get_issue", "get_issue"}} {
+		if p, ok := Prefix(tc[0], tc[1]); ok {
+			t.Errorf("Prefix(%q, %q) = %q, want none", tc[0], tc[1], p)
+		}
+	}
+}
