@@ -44,6 +44,9 @@ func appendWords(dst []string, text string) []string {
 }
 
 func isWordRune(r rune) bool {
+	if r < utf8.RuneSelf { // nearly all tool text: no table lookups
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
+	}
 	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r)
 }
 
@@ -64,6 +67,9 @@ func appendRun(dst []string, run string) []string {
 
 // partCuts returns the byte offsets inside run where a new part starts.
 func partCuts(run string) []int {
+	if isLowerASCII(run) {
+		return nil // most words: nothing to cut
+	}
 	var cuts []int
 	prev, cur := rune(-1), rune(-1)
 	curAt := 0
@@ -81,6 +87,16 @@ func partCuts(run string) []int {
 		prev, cur, curAt = cur, r, i
 	}
 	return cuts
+}
+
+// isLowerASCII reports whether s is lower-case ASCII letters only.
+func isLowerASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 'a' || s[i] > 'z' {
+			return false
+		}
+	}
+	return true
 }
 
 // appendFolded appends part case-folded, unless it is too short to mean anything.
