@@ -90,6 +90,7 @@ func repeatCorpus(tb testing.TB, n int) []Document {
 				break
 			}
 			d.Name = fmt.Sprintf("mcp_c%d_%s", copyN, strings.TrimPrefix(d.Name, "mcp_"))
+			d.Server = fmt.Sprintf("c%d-%s", copyN, d.Server)
 			docs = append(docs, d)
 		}
 	}

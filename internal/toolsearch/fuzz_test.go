@@ -29,8 +29,8 @@ func FuzzSearch(f *testing.F) {
 			t.Fatalf("Search(%q, %d) returned %d hits", query, limit, len(hits))
 		}
 		for i, h := range hits {
-			if h.Doc < 0 || h.Doc >= len(docs) || h.Score <= 0 {
-				t.Fatalf("hit %d = %+v: not a document of 3 with a positive score", i, h)
+			if h.Doc < 0 || h.Doc >= len(docs) || !(h.Score > 0 && h.Score <= 1) {
+				t.Fatalf("hit %d = %+v: not a document of 3 with a score in (0, 1]", i, h)
 			}
 			if i > 0 && better(float32(h.Score), int32(h.Doc), hits[i-1], ix.names) {
 				t.Fatalf("hits out of order: %+v before %+v", hits[i-1], h)

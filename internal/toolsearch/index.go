@@ -20,9 +20,10 @@ import (
 type Document struct {
 	Name         string // exposed name (mcp_{server}_{tool}); also breaks ties
 	OriginalName string // the name its server gave it
-	// Server is the name of the server the tool comes from, as its
-	// exposed name carries it. Its words are indexed apart from the
-	// name's: see Build.
+	// Server holds the names of the server the tool comes from (the
+	// catalog gives the MCPServer's name and, when it is another, its tool
+	// prefix). Their words are taken out of Name and indexed apart: see
+	// Build.
 	Server      string
 	Title       string
 	Description string
@@ -33,7 +34,7 @@ type Document struct {
 type field int
 
 const (
-	fieldName field = iota // exposed and original name, each word once
+	fieldName field = iota // original name, and exposed-name words not the server's, each once
 	fieldTitle
 	fieldDescription
 	fieldParamName

@@ -28,10 +28,10 @@ type Hit struct {
 	// Score is from 0 to 1: the document's score divided by that of an
 	// ideal document, one that matched every word of the query as strongly
 	// as the best-matching document of the index matched that word. 1 is a
-	// document that is that ideal; a low score says the document answers
-	// little of the query compared with what the index holds for each of
-	// its words. Scores compare across queries as shares, not as
-	// probabilities that a tool is right.
+	// document that is that ideal. The ideal counts every word, so a long
+	// request, most of whose words name no capability, scores lower
+	// throughout than a keyword query: a score is a share, not the
+	// probability that a tool is right.
 	Score float64
 }
 
@@ -85,9 +85,11 @@ type weightedTerm struct {
 // paragraph costs no more than a sentence.
 func (ix *Index) parse(query string) (groups [][]weightedTerm, named []bool) {
 	typing := endsInWord(query)
-	query = withoutValues(query)
+	query, lastWasValue := withoutValues(query)
+	typing = typing && !lastWasValue
 	words, names := queryWords(query)
 	var seen []string
+	var seenGroup []int // the group of each stem seen, or -1
 	prev, prevGroup := "", -1
 	for i, w := range words {
 		if len(groups) == maxQueryWords {
@@ -98,11 +100,17 @@ func (ix *Index) parse(query string) (groups [][]weightedTerm, named []bool) {
 			continue
 		}
 		s := stem(w)
-		if slices.Contains(seen, s) {
+		if at := slices.Index(seen, s); at >= 0 {
+			// A word met again counts once, as a name if written as one
+			// either time.
+			if g := seenGroup[at]; g >= 0 && names[i] {
+				named[g] = true
+			}
 			prev, prevGroup = w, -1
 			continue
 		}
 		seen = append(seen, s)
+		seenGroup = append(seenGroup, -1)
 		g := ix.alternatives(w, s, i == len(words)-1 && typing)
 		// The word it makes with its neighbour stands for both.
 		if prev != "" {
@@ -116,6 +124,7 @@ func (ix *Index) parse(query string) (groups [][]weightedTerm, named []bool) {
 		prev, prevGroup = w, -1
 		if len(g) > 0 {
 			prevGroup = len(groups)
+			seenGroup[len(seenGroup)-1] = len(groups)
 			groups = append(groups, g)
 			named = append(named, names[i])
 		}

@@ -238,8 +238,20 @@ func TestSearchRanking(t *testing.T) {
 		{
 			name:  "a common word written as a name means the server",
 			docs:  serverDocs(),
-			query: "In Fetch, convert https://example.com", limit: 1,
-			want: []string{"mcp_fetch_markdown"},
+			query: "ask Fetch for the page", limit: 1,
+			want: []string{"mcp_fetch_html"},
+		},
+		{
+			name:  "the same word in lower case is the word",
+			docs:  serverDocs(),
+			query: "ask fetch for the page", limit: 1,
+			want: []string{"mcp_github_get_issue"},
+		},
+		{
+			name:  "a word written as a name once counts as one",
+			docs:  serverDocs(),
+			query: "ask fetch for the page, in Fetch", limit: 1,
+			want: []string{"mcp_fetch_html"},
 		},
 		{
 			name:  "a server name no other server's tools use names a product, in any case",
