@@ -41,7 +41,7 @@ const findToolsOutput = `{"type":"object","properties":{` +
 	`"name":{"type":"string"},"title":{"type":"string"},"description":{"type":"string"},` +
 	`"inputSchema":{"type":"object"},"outputSchema":{"type":"object"},"annotations":{"type":"object"},` +
 	`"icons":{"type":"array","items":{"type":"object"}},"execution":{"type":"object"},"_meta":{"type":"object"}},"required":["name","inputSchema"]}},` +
-	`"scores":{"type":"array","description":"scores[i] says how much of the query tools[i] answers, from 0 to 1: 1 matches every word of the query as strongly as any tool here matches it.","items":{"type":"number","minimum":0,"maximum":1}},` +
+	`"scores":{"type":"array","description":"scores[i] says how much of the query tools[i] answers, from 0 to 1: 1 matches every word of the query as strongly as the best match in the menu. Long requests score lower throughout, so compare a score with the first one.","items":{"type":"number","minimum":0,"maximum":1}},` +
 	`"servers":{"type":"array","description":"servers[i] is the MCP server tools[i] comes from.","items":{"type":"object","properties":{"namespace":{"type":"string"},"name":{"type":"string"}},"required":["namespace","name"]}}},` +
 	`"required":["revision","tools","scores","servers"]}`
 

@@ -2,7 +2,6 @@ package toolcatalog
 
 import (
 	"fmt"
-	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -29,6 +28,13 @@ type searchBody struct {
 	Servers  []searchServer `json:"servers"`
 	// NonStrict is as in a menu's body: set in a strict format only.
 	NonStrict *[]nonStrictJSON `json:"nonStrict,omitempty"`
+}
+
+// roundScore keeps three significant digits of a score: they tell the
+// ranks apart, more would be noise, and a tiny share stays above 0.
+func roundScore(score float64) float64 {
+	rounded, _ := strconv.ParseFloat(strconv.FormatFloat(score, 'g', 3, 64), 64)
+	return rounded
 }
 
 // searchServer names the MCPServer a found tool comes from.
@@ -103,8 +109,7 @@ func searchResult(revision string, ranked []rankedTool, format string) searchBod
 			*body.NonStrict = append(*body.NonStrict, nonStrictJSON{Name: r.entry.Name, Reason: served.reason})
 		}
 		body.Tools[i] = renderTool(r.entry, format, served)
-		// Three decimals tell the ranks apart; more would be noise.
-		body.Scores[i] = math.Round(r.score*1000) / 1000
+		body.Scores[i] = roundScore(r.score)
 		body.Servers[i] = searchServer{Namespace: r.entry.Namespace, Name: r.entry.Server}
 	}
 	return body

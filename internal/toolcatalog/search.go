@@ -37,29 +37,38 @@ func (s *searchIndex) of(tools []menu.Entry) *toolsearch.Index {
 }
 
 // searchDocuments are the tools as the ranking reads them: exposed and
-// original name, the names of the server serving it, title, description as the agent
-// sees it (overrides applied), input schema.
+// original name, the names of the server serving it, title, description as
+// the agent sees it (overrides applied), input schema.
 func searchDocuments(tools []menu.Entry) []toolsearch.Document {
+	// A server's tool prefix, read back from the first of its tools whose
+	// exposed name Expose left whole: a name cut to fit, or given a hash,
+	// holds it only in part.
+	prefixes := map[[2]string]string{}
+	for i := range tools {
+		e := &tools[i]
+		key := [2]string{e.Namespace, e.Server}
+		if _, ok := prefixes[key]; !ok {
+			if prefix := otherPrefix(e); prefix != "" {
+				prefixes[key] = prefix
+			}
+		}
+	}
 	docs := make([]toolsearch.Document, len(tools))
 	for i := range tools {
 		e := &tools[i]
-		docs[i] = toolsearch.Document{Name: e.Name, OriginalName: e.Tool.OriginalName, Server: serverNames(e), Title: titleOf(e),
+		server := e.Server
+		if prefix := prefixes[[2]string{e.Namespace, e.Server}]; prefix != "" {
+			server += " " + prefix
+		}
+		docs[i] = toolsearch.Document{Name: e.Name, OriginalName: e.Tool.OriginalName, Server: server, Title: titleOf(e),
 			Description: e.Description, InputSchema: json.RawMessage(e.Tool.InputSchema.Raw)}
 	}
 	return docs
 }
 
-// serverNames are the names a tool's server goes by: its MCPServer's, and
-// the tool prefix of its exposed names when that is another.
-func serverNames(e *menu.Entry) string {
-	if prefix := otherPrefix(e); prefix != "" {
-		return e.Server + " " + prefix
-	}
-	return e.Server
-}
-
-// otherPrefix is the tool prefix of e's server when it is not the
-// MCPServer's name, else "".
+// otherPrefix is the tool prefix e's exposed name carries when it is not
+// the MCPServer's name, else "" (also when the name does not hold it
+// whole).
 func otherPrefix(e *menu.Entry) string {
 	if prefix, ok := toolname.Prefix(e.Tool.Name, e.Tool.OriginalName); ok && prefix != e.Server {
 		return prefix

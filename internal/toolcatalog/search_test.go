@@ -21,6 +21,7 @@ import (
 	"github.com/toolmesh/mcp-operator/internal/menu"
 	"github.com/toolmesh/mcp-operator/internal/testenv"
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
+	"github.com/toolmesh/mcp-operator/internal/toolname"
 )
 
 // corpusServer serves one fixture of the ranking's corpus
@@ -425,6 +426,33 @@ func TestSearchFingerprint(t *testing.T) {
 	} {
 		if searchFingerprint(other) == base {
 			t.Errorf("%s: the fingerprint did not change", name)
+		}
+	}
+}
+
+// TestSearchDocumentsNameTheServer: every tool of a server is searched
+// under the MCPServer's name and, when it is another, its tool prefix,
+// even a tool whose exposed name was cut to fit and holds the prefix only
+// in part.
+func TestSearchDocumentsNameTheServer(t *testing.T) {
+	long := strings.Repeat("escalate_", 8) + "ticket"
+	originals := []string{"create_ticket", long}
+	var tools []menu.Entry
+	for i, name := range toolname.Expose("zendesk", originals) {
+		tools = append(tools, menu.Entry{Name: name, Namespace: "ns", Server: "helpdesk-prod",
+			Tool: &mcpv1alpha1.Tool{Name: name, OriginalName: originals[i]}})
+	}
+	for i, name := range toolname.Expose("github", []string{"get_issue"}) {
+		tools = append(tools, menu.Entry{Name: name, Namespace: "ns", Server: "github",
+			Tool: &mcpv1alpha1.Tool{Name: name, OriginalName: []string{"get_issue"}[i]}})
+	}
+	if _, whole := toolname.Prefix(tools[1].Tool.Name, long); whole {
+		t.Fatalf("%s holds its prefix whole: the case needs a name cut to fit", tools[1].Tool.Name)
+	}
+	docs := searchDocuments(tools)
+	for i, want := range []string{"helpdesk-prod zendesk", "helpdesk-prod zendesk", "github"} {
+		if docs[i].Server != want {
+			t.Errorf("%s is searched under server %q, want %q", docs[i].Name, docs[i].Server, want)
 		}
 	}
 }
