@@ -87,7 +87,8 @@ func isFileName(t string) bool {
 		return false
 	}
 	name := t[strings.LastIndexByte(t, '/')+1 : dot]
-	return name != "" && !(ext == "js" && name[0] >= 'A' && name[0] <= 'Z')
+	library := ext == "js" && name != "" && unicode.IsUpper(rune(name[0]))
+	return name != "" && !library
 }
 
 // fileExtensions are the extensions that make a token a file name.
