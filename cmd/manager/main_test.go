@@ -207,13 +207,24 @@ func TestDeployedArgsAreValid(t *testing.T) {
 	if len(pod.Containers) == 0 || pod.TerminationGracePeriodSeconds == nil {
 		t.Fatal("config/manager has no manager container or no terminationGracePeriodSeconds")
 	}
-	// The kubelet sets POD_NAMESPACE from the downward API.
-	var fromPod bool
+	// The kubelet sets POD_NAMESPACE and POD_NAME from the downward API.
+	var fromPod, nameFromPod bool
 	for _, e := range pod.Containers[0].Env {
 		fromPod = fromPod || e.Name == "POD_NAMESPACE" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace"
+		nameFromPod = nameFromPod || e.Name == "POD_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name"
 	}
 	if !fromPod {
 		t.Error("config/manager does not set POD_NAMESPACE from metadata.namespace: workloads would get no NetworkPolicy")
+	}
+	if !nameFromPod {
+		t.Error("config/manager does not set POD_NAME from metadata.name: answers to questions relayed by one replica would not reach it from another")
+	}
+	var catalogPort bool
+	for _, p := range pod.Containers[0].Ports {
+		catalogPort = catalogPort || p.Name == "catalog"
+	}
+	if !catalogPort {
+		t.Error("config/manager's container has no port named catalog, where replicas forward answers to each other")
 	}
 	t.Setenv("POD_NAMESPACE", "mcp-operator-system")
 	cfg, err := parseFlags(flag.NewFlagSet("manager", flag.ContinueOnError), pod.Containers[0].Args)

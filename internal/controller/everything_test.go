@@ -20,9 +20,15 @@ var _ = Describe("MCPServer against @modelcontextprotocol/server-everything", fu
 			Eventually(readyOf(srv)).Should(Equal("True/ToolsDiscovered"))
 			got := fetch(srv)
 			Expect(got.Status.ServerInfo.Transport).To(Equal(transport))
-			Expect(got.Status.ToolCount).To(BeEquivalentTo(13), "13 tools for a client that does not declare roots")
+			// Its 13, and the three it offers a client that declares
+			// elicitation (both modes) and sampling, as the operator does
+			// so that the catalog relays their requests to callers; not
+			// get-roots-list, since the operator declares no roots.
+			Expect(got.Status.ToolCount).To(BeEquivalentTo(16))
 			Expect(toolNames(srv)).To(ContainElements("mcp_everything_echo", "mcp_everything_get-sum",
-				"mcp_everything_get-tiny-image", "mcp_everything_get-structured-content"))
+				"mcp_everything_get-tiny-image", "mcp_everything_get-structured-content",
+				"mcp_everything_trigger-elicitation-request", "mcp_everything_trigger-url-elicitation", "mcp_everything_trigger-sampling-request"))
+			Expect(toolNames(srv)).NotTo(ContainElement("mcp_everything_get-roots-list"))
 			// What it offers besides tools (server-everything's
 			// dist/prompts and dist/resources): four prompts, a resource
 			// for each of the seven files in dist/docs, and two templates.

@@ -187,6 +187,10 @@ func (s *Session) start(ctx context.Context) error {
 		}
 		return s.connectError(err, ex)
 	}
+	if tr, ok := s.client.GetTransport().(transport.BidirectionalInterface); ok {
+		// After Start, which installs mcp-go's own handler.
+		tr.SetRequestHandler(refuseServerRequest)
+	}
 	return nil
 }
 
@@ -196,6 +200,7 @@ func (s *Session) initialize(ctx context.Context) error {
 	result, err := s.client.Initialize(withExchange(ctx, ex), mcp.InitializeRequest{Params: mcp.InitializeParams{
 		ProtocolVersion: ProtocolVersion,
 		ClientInfo:      clientInfo,
+		Capabilities:    AskedCapabilities,
 	}})
 	if err != nil {
 		s.Close()

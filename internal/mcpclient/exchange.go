@@ -26,6 +26,9 @@ type exchange struct {
 	// tap, when set, hears the notifications on this request's answer
 	// stream.
 	tap func(method string, params json.RawMessage)
+	// ask, when set, hears each request the server sends on this
+	// request's answer stream (ask.go), its id and params as sent.
+	ask func(id json.RawMessage, method string, params json.RawMessage)
 }
 
 type exchangeKey struct{}

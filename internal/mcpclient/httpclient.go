@@ -156,8 +156,8 @@ func (t *recordingTransport) recordAnswer(ctx context.Context, req *http.Request
 		resp.Body = &eventCappedBody{body: resp.Body, max: t.maxBody, ex: ex}
 	case req.Method == http.MethodPost:
 		resp.Body = &cappedBody{body: resp.Body, left: t.maxBody, ex: ex}
-		if stream && ex != nil && ex.tap != nil {
-			resp.Body = &tappedBody{body: resp.Body, tap: ex.tap}
+		if stream && ex != nil && (ex.tap != nil || ex.ask != nil) {
+			resp.Body = &tappedBody{body: resp.Body, tap: ex.tap, ask: ex.ask}
 		}
 	}
 	return resp

@@ -144,10 +144,12 @@ func (s *Session) raiseLogLevel(ctx context.Context, level string) {
 const levelRetryAfter = 30 * time.Second
 
 // tappedBody passes an event stream through unchanged and hands each
-// notification in it (a message with a method and no id) to tap.
+// notification in it (a message with a method and no id) to tap, and each
+// request (a method and an id) to ask; either may be nil.
 type tappedBody struct {
 	body io.ReadCloser
 	tap  func(method string, params json.RawMessage)
+	ask  func(id json.RawMessage, method string, params json.RawMessage)
 	// events splits what is read into events, made on the first read.
 	events *wire.EventSplitter
 }
@@ -167,10 +169,15 @@ func (t *tappedBody) event(data []byte) {
 		Method string          `json:"method"`
 		Params json.RawMessage `json:"params"`
 	}
-	if json.Unmarshal(data, &msg) != nil || msg.Method == "" || len(msg.ID) > 0 {
-		return
+	switch {
+	case json.Unmarshal(data, &msg) != nil || msg.Method == "":
+	case len(msg.ID) > 0 && string(msg.ID) != "null":
+		if t.ask != nil {
+			t.ask(msg.ID, msg.Method, msg.Params)
+		}
+	case t.tap != nil:
+		t.tap(msg.Method, msg.Params)
 	}
-	t.tap(msg.Method, msg.Params)
 }
 
 func (t *tappedBody) Close() error { return t.body.Close() }

@@ -210,6 +210,9 @@ type call struct {
 	// tap hears each notification that arrives on this request's own
 	// answer stream.
 	tap func(method string, params json.RawMessage)
+	// onRequest answers the requests the server sends on this request's
+	// own answer stream (ask.go).
+	onRequest func(ctx context.Context, method string, params json.RawMessage) Answer
 }
 
 // request sends one JSON-RPC request through the transport, which returns
@@ -246,6 +249,11 @@ func (s *Session) request(ctx context.Context, c call, doing string) (json.RawMe
 		return nil, &Error{Kind: ErrProtocol, Message: doing + ": the request could not be encoded", Err: err}
 	}
 	ex := &exchange{tap: c.tap}
+	if c.onRequest != nil && !s.stateless && !s.answersOnStream {
+		ex.ask = func(id json.RawMessage, method string, params json.RawMessage) {
+			go s.serveAsk(ctx, id, method, params, c.onRequest)
+		}
+	}
 	var resp *transport.JSONRPCResponse
 	if s.stateless {
 		resp, err = s.post(withExchange(ctx, ex), req)
@@ -502,6 +510,12 @@ type CallOptions struct {
 	// InputSchema is the tool's input schema, for the headers the
 	// 2026-07-28 revision derives from arguments (x-mcp-header).
 	InputSchema json.RawMessage
+	// OnRequest, when set, answers each request the server sends back
+	// while it serves the call (elicitation/create, sampling/createMessage,
+	// roots/list), given its method and params as sent; it runs on a
+	// goroutine of its own, with a context that ends with the call. Without
+	// it such a request is refused (ask.go).
+	OnRequest func(ctx context.Context, method string, params json.RawMessage) Answer
 }
 
 // CallTool calls a tool by its name on the server, with arguments as a JSON
@@ -511,7 +525,8 @@ func (s *Session) CallTool(ctx context.Context, name string, arguments json.RawM
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}{name, arguments}
-	c := call{method: string(mcp.MethodToolsCall), params: params, tool: name, schema: opts.InputSchema, meta: wire.RelayedMeta(opts.Meta)}
+	c := call{method: string(mcp.MethodToolsCall), params: params, tool: name, schema: opts.InputSchema, meta: wire.RelayedMeta(opts.Meta),
+		onRequest: opts.OnRequest}
 	release := s.relay(ctx, &c, opts)
 	defer release()
 	raw, err := s.request(ctx, c, "calling tool "+name)

@@ -206,6 +206,49 @@ func (g *GoSDK) AddAskingPrompt() {
 		})
 }
 
+// AddElicitingTool adds "elicit", which, as a server of the revisions
+// before 2026-07-28 does, asks its client for a name (elicitation/create
+// on the call's stream) and answers "hello <name>", or what the user
+// did instead ("declined", "cancelled"). A refused request is the tool's
+// error, with the client's message.
+func (g *GoSDK) AddElicitingTool() {
+	g.Server.AddTool(&sdk.Tool{Name: "elicit", Description: "Asks for a name.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			answer, err := req.Session.Elicit(ctx, &sdk.ElicitParams{Message: "Your name?",
+				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string", "default": "Ann"}}}})
+			if err != nil {
+				return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "asking failed: " + err.Error()}}}, nil
+			}
+			if answer.Action != "accept" {
+				return text(answer.Action), nil
+			}
+			return text(fmt.Sprint("hello ", answer.Content["name"])), nil
+		})
+}
+
+// AddSamplingTool adds "sample", which asks its client's model to
+// complete its prompt argument (sampling/createMessage on the call's
+// stream) and answers with the model's name and text.
+func (g *GoSDK) AddSamplingTool() {
+	g.Server.AddTool(&sdk.Tool{Name: "sample", Description: "Asks the client's model.", InputSchema: json.RawMessage(`{"type":"object","properties":{"prompt":{"type":"string"}}}`)},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			var args struct {
+				Prompt string `json:"prompt"`
+			}
+			_ = json.Unmarshal(req.Params.Arguments, &args)
+			answer, err := req.Session.CreateMessage(ctx, &sdk.CreateMessageParams{MaxTokens: 50,
+				Messages: []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: args.Prompt}}}})
+			if err != nil {
+				return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "sampling failed: " + err.Error()}}}, nil
+			}
+			said := ""
+			if t, ok := answer.Content.(*sdk.TextContent); ok {
+				said = t.Text
+			}
+			return text(answer.Model + ": " + said), nil
+		})
+}
+
 func text(s string) *sdk.CallToolResult {
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
 }

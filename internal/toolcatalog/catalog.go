@@ -67,6 +67,9 @@ type Options struct {
 	AllowedHosts []string
 	// Egress limits the addresses tool calls may dial.
 	Egress *mcpclient.EgressPolicy
+	// Peers are the other replicas, which a caller's answer to a question
+	// one of them relayed is forwarded to (relay_forward.go).
+	Peers Peers
 	// AuthSources hands out the tokens of servers with spec.auth, shared
 	// with the controllers so that one token cache serves both (default:
 	// the catalog's own).

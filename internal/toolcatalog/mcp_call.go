@@ -73,8 +73,19 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 
 	stream := newCallStream(w, msg.ID)
 	defer stream.close()
+	// answered runs before the call's answer is written.
+	answered := func() {}
 	call := &callRequest{name: msg.Params.Name, arguments: msg.Params.Arguments, view: vw,
 		opts: mcpclient.CallOptions{Meta: wire.RelayedMeta(msg.Params.Meta, notRelayed...)}}
+	switch {
+	case stateless:
+		call.opts.OnRequest = refuseAsking(statelessCannotAnswer)
+	default:
+		asks, _ := asksOfSession(r.Header.Get("Mcp-Session-Id"))
+		asker := m.relays.asker(session, asks, stream)
+		call.opts.OnRequest = asker.onRequest
+		answered = asker.end
+	}
 	if stateless {
 		call.check = func(entry *menu.Entry) error {
 			if problem := paramHeaderProblem(r, msg, entry.Tool.InputSchema.Raw); problem != "" {
@@ -99,6 +110,7 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 		call.opts.OnLog = func(params json.RawMessage) { stream.notify("notifications/message", params) }
 	}
 	_, envelope, err := c.runCall(ctx, key, call)
+	answered()
 	var unknown *unknownToolError
 	var protoErr *protocolError
 	switch {
@@ -224,19 +236,39 @@ func (s *callStream) notify(method string, params json.RawMessage) {
 	if s.done {
 		return
 	}
-	if !s.streaming {
-		s.streaming = true
-		h := s.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		s.WriteHeader(http.StatusOK)
-	}
+	s.startStream()
 	raw, _ := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		Method  string          `json:"method"`
 		Params  json.RawMessage `json:"params"`
 	}{"2.0", method, params})
 	s.event(raw)
+}
+
+// request sends a request to the caller about the call (a server's
+// question, relay.go), turning the answer into an event stream; false when
+// the call was answered already.
+func (s *callStream) request(id json.RawMessage, method string, params json.RawMessage) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return false
+	}
+	s.startStream()
+	s.event(wire.AppendRequest(nil, id, method, params))
+	return true
+}
+
+// startStream turns the answer into an event stream, once.
+func (s *callStream) startStream() {
+	if s.streaming {
+		return
+	}
+	s.streaming = true
+	h := s.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	s.WriteHeader(http.StatusOK)
 }
 
 // close ends the answer for good, answered or not (a cancelled call gets

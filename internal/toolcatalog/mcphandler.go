@@ -34,6 +34,7 @@ const mcpPageSize = 200
 type mcpHandlers struct {
 	catalog  *Catalog
 	sessions *callerSessions
+	relays   *relayTable
 	mu       sync.Mutex
 	byKey    map[viewKey]*mcpHandler
 	kick     chan struct{}
@@ -59,7 +60,7 @@ type mcpHandler struct {
 }
 
 func newMCPHandlers(c *Catalog) *mcpHandlers {
-	return &mcpHandlers{catalog: c, sessions: newCallerSessions(), byKey: map[viewKey]*mcpHandler{}, kick: make(chan struct{}, 1)}
+	return &mcpHandlers{catalog: c, sessions: newCallerSessions(), relays: newRelayTable(c.opts.Peers.Self), byKey: map[viewKey]*mcpHandler{}, kick: make(chan struct{}, 1)}
 }
 
 // changed asks for the handlers to follow a change in the cache.
@@ -186,6 +187,8 @@ func (m *mcpHandlers) handlerFor(key viewKey) *mcpHandler {
 	h.server = server.NewMCPServer(name, serverVersion, opts...)
 	h.http = server.NewStreamableHTTPServer(h.server,
 		server.WithEndpointPath(path),
+		// Session ids carry what the caller declared it answers (relay.go).
+		server.WithSessionIdManagerResolver(sessionIDs{}),
 		// The catalog checks Origin itself, against its own allow-list.
 		server.WithDisableLocalhostProtection(true),
 		server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
@@ -316,6 +319,10 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 			defer cancel()
 			r = r.WithContext(ctx)
 		}
+		if msg != nil && msg.Method == string(mcp.MethodInitialize) {
+			// The session id mcp-go issues carries what the caller declared.
+			r = r.WithContext(context.WithValue(r.Context(), asksKey{}, asksOfInitialize(msg.rawParams)))
+		}
 		switch {
 		case listable(msg):
 			m.serveList(w, r, h, msg)
@@ -406,6 +413,10 @@ func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	var msg rpcMessage
 	if json.Unmarshal(body, &msg) != nil || msg.Method == "" {
+		if id, answer, ok := relayAnswerID(body); ok {
+			m.serveAnswer(w, r, key, id, answer, body)
+			return true, nil
+		}
 		// The tools are the catalog's alone (mcp-go holds none, and would
 		// answer an empty list or no such tool): a tools request the
 		// catalog cannot read is refused here. Batches and other junk go
@@ -465,10 +476,24 @@ func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey)
 	return false, &msg
 }
 
+// serveAnswer hands a caller's answer to the server's request the catalog
+// relayed to it (relay.go): 202 once delivered, or the answer of the
+// replica that relayed it (relay_forward.go), or 400 when no request of
+// this caller's session waits for it. Never 404, which would make the
+// client drop its session.
+func (m *mcpHandlers) serveAnswer(w http.ResponseWriter, r *http.Request, key viewKey, id string, answer wire.Message, body []byte) {
+	if !m.relays.deliver(id, sessionOf(r, key), answer) && !m.forwardAnswer(w, r, id, body) {
+		writeRPCError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST,
+			"no request of this session waits for an answer with this id: it was answered already, or its call ended")
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
 // issuedSessionForm says id has the form of the session ids the catalog's
-// MCP server issues (mcp-go's default manager: a prefix and a UUID, not
-// tracked, so that any replica serves any session).
+// MCP server issues (relay.go's sessionIDs: not tracked, so that any
+// replica serves any session).
 func issuedSessionForm(id string) bool {
-	_, err := (&server.StatelessGeneratingSessionIdManager{}).Validate(id)
-	return err == nil
+	_, ok := asksOfSession(id)
+	return ok
 }

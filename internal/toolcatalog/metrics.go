@@ -39,6 +39,11 @@ var (
 		Help: "Requests other than tool calls sent to MCP servers through the catalog (prompts/get, resources/read, completion/complete), by method and outcome.",
 	}, []string{"method", "outcome"})
 
+	relayedRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_catalog_relayed_requests_total",
+		Help: "Requests MCP servers sent back to the callers of their tool calls (elicitation/create, sampling/createMessage, roots/list, or other), by method and outcome: answered, refused, call_ended.",
+	}, []string{"method", "outcome"})
+
 	refusedTools = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "mcp_catalog_tools_refused",
 		Help: "Tools left out of an MCP endpoint because the MCP library refuses their definition, by menu (global or collection ns/name).",
@@ -61,7 +66,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(toolCalls, toolCallDuration, upstreamErrors, toolsServed, menuRevisions, busyCalls, refusedTools, mcpSyncFailures, catalogSessions,
+	metrics.Registry.MustRegister(toolCalls, relayedRequests, toolCallDuration, upstreamErrors, toolsServed, menuRevisions, busyCalls, refusedTools, mcpSyncFailures, catalogSessions,
 		policyDecisions, surfaceRequests)
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/tracing"
 	"github.com/toolmesh/mcp-operator/internal/wire"
 )
@@ -44,7 +45,7 @@ func (c *Catalog) execute(w http.ResponseWriter, req *http.Request, key viewKey)
 		writeCallFailure(w, err, &cl)
 		return
 	}
-	call := &callRequest{name: cl.name, arguments: cl.arguments, stripNulls: true}
+	call := &callRequest{name: cl.name, arguments: cl.arguments, stripNulls: true, opts: restCallOptions()}
 	var events *eventStream
 	if wire.AsksForEventStream(req.Header.Get("Accept")) {
 		// Events start once the call is authorized: a call refused
@@ -154,10 +155,18 @@ func (c *Catalog) batchCall(ctx context.Context, key viewKey, item json.RawMessa
 		c.recordFailure(ctx, key, "", nil, err)
 		return fail(err, &cl)
 	}
-	_, envelope, err := c.runCall(ctx, key, &callRequest{name: cl.name, arguments: cl.arguments, stripNulls: true})
+	_, envelope, err := c.runCall(ctx, key, &callRequest{name: cl.name, arguments: cl.arguments, stripNulls: true, opts: restCallOptions()})
 	if err != nil {
 		return fail(err, &cl)
 	}
 	envelope.Message = cl.messageOf(&envelope, "")
 	return envelope
 }
+
+// restCallOptions are a REST call's: a REST caller cannot be asked
+// anything, so a server's request is refused, saying so (relay.go).
+func restCallOptions() mcpclient.CallOptions {
+	return mcpclient.CallOptions{OnRequest: refuseRESTAsking}
+}
+
+var refuseRESTAsking = refuseAsking(restCannotAnswer)

@@ -119,7 +119,7 @@ var _ = Describe("Agent frameworks over the collection's MCP endpoint", func() {
 		Expect(run.Strict).To(Equal(wantStrict))
 		Expect(run.NonStrict).To(Equal(wantNonStrict))
 		Expect(run.NonStrict).To(Equal([]string{"mcp_everything_get_env", "mcp_everything_get_tiny_image",
-			"mcp_everything_toggle_simulated_logging", "mcp_everything_toggle_subscriber_updates"}))
+			"mcp_everything_toggle_simulated_logging", "mcp_everything_toggle_subscriber_updates", "mcp_everything_trigger_elicitation_request"}))
 		GinkgoWriter.Printf("Agents SDK: %d tools strict, not strict: %s\n", len(run.Strict), strings.Join(run.NonStrict, ", "))
 
 		By("results and failures come back as the observation, none thrown")
@@ -285,7 +285,8 @@ var _ = Describe("Agent frameworks over the collection's MCP endpoint", func() {
 			}
 		}
 		Expect(run.Prefixed).To(Equal(prefixed))
-		Expect(over).To(Equal([]string{"team-tools-production__mcp_everything_trigger-long-running-operation"}))
+		Expect(over).To(Equal([]string{"team-tools-production__mcp_everything_trigger-elicitation-request",
+			"team-tools-production__mcp_everything_trigger-long-running-operation"}))
 
 		By("a 2025-11-25 session (@modelcontextprotocol/sdk 1.x) with the token on every request")
 		expectAuthenticated(run.Requests)

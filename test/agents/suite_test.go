@@ -57,10 +57,11 @@ const (
 	sumTool     = "mcp_everything_get-sum"
 	echoTool    = "mcp_everything_echo"
 	// demoTools and everythingTools are how many tools each upstream
-	// offers the catalog (server-everything: 13 to a client that
-	// declares no roots, which the operator's is).
+	// offers the catalog (server-everything: 16 to a client that
+	// declares elicitation in both modes and sampling but no roots, which
+	// the operator's is).
 	demoTools       = 6
-	everythingTools = 13
+	everythingTools = 16
 )
 
 var (

@@ -162,6 +162,10 @@ var _ = It("passes every scenario of the official suite but the documented ones"
 	Expect(string(out)).To(ContainSubstring("✓ tools-call-with-progress"))
 	Expect(string(out)).To(ContainSubstring("✓ tools-call-with-logging"))
 	Expect(string(out)).To(ContainSubstring("✓ dns-rebinding-protection"))
+	// A tool's server asking the caller, relayed by the catalog.
+	for _, relayed := range []string{"tools-call-sampling", "tools-call-elicitation", "elicitation-sep1034-defaults", "elicitation-sep1330-enums"} {
+		Expect(string(out)).To(ContainSubstring("✓ "+relayed), relayed)
+	}
 })
 
 // startEverythingServer builds and starts the conformance server of the

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
@@ -62,12 +63,21 @@ func freeAddress() string {
 // startManager runs the manager with its catalog on a free loopback port;
 // it is killed when the test ends, and with the test binary.
 func startManager(bin, kubeconfig string, args ...string) *managerProcess {
+	return startManagerWith(bin, kubeconfig, nil, args...)
+}
+
+// startManagerWith is startManager with env added to the test's
+// environment (the downward API's POD_NAME and POD_NAMESPACE).
+func startManagerWith(bin, kubeconfig string, env []string, args ...string) *managerProcess {
 	address := freeAddress()
 	m := &managerProcess{output: &testenv.LockedBuffer{}, catalog: "http://" + address, done: make(chan struct{})}
 	m.cmd = exec.Command(bin, append([]string{
 		"--kubeconfig=" + kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0",
 		"--catalog-bind-address=" + address,
 	}, args...)...)
+	if env != nil {
+		m.cmd.Env = append(os.Environ(), env...)
+	}
 	m.cmd.Stdout = m.output
 	m.cmd.Stderr = m.output
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

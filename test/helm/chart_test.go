@@ -157,8 +157,8 @@ var _ = Describe("The Helm chart", func() {
 		charted := serverDryRun(renderChart())
 		Expect(charted).NotTo(HaveKey(serviceMonitorKey))
 		Expect(charted).NotTo(HaveKey(pdbKey))
-		Expect(containerOf(charted[deploymentKey])["env"]).To(ConsistOf(HaveKeyWithValue("name", "POD_NAMESPACE")),
-			"only the manager's namespace, which its workloads' NetworkPolicies admit")
+		Expect(containerOf(charted[deploymentKey])["env"]).To(ConsistOf(HaveKeyWithValue("name", "POD_NAMESPACE"), HaveKeyWithValue("name", "POD_NAME")),
+			"only the manager's namespace, which its workloads' NetworkPolicies admit, and its pod's name, for relayed answers")
 	})
 
 	It("renders only flags the manager accepts", func() {

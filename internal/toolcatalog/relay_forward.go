@@ -1,0 +1,119 @@
+package toolcatalog
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Peers says how a replica reaches the other replicas of the catalog, so
+// that a caller's answer to a question another replica relayed (relay.go)
+// reaches it: a load balancer spreads a session's requests over replicas,
+// and the answer is a request of its own. The zero value forwards nothing.
+type Peers struct {
+	// Self is this replica's pod name ($POD_NAME): the ids of the questions
+	// it relays end with it.
+	Self string
+	// Namespace and Labels select the manager's pods. An answer is
+	// forwarded only to the pod its id names when that pod is in Namespace
+	// and carries Labels, at the container port named "catalog", so that
+	// an id a caller made up cannot send its request anywhere else.
+	Namespace string
+	Labels    labels.Set
+	// Reader reads those pods; the manager's cache holds only the pods it
+	// manages, so it is the API server's reader.
+	Reader client.Reader
+}
+
+func (p Peers) enabled() bool { return p.Self != "" && p.Namespace != "" && p.Reader != nil }
+
+// catalogPortName is the name of the manager container's catalog port
+// (config/manager, the chart).
+const catalogPortName = "catalog"
+
+// forwardedHeader marks an answer forwarded by a replica: the replica that
+// gets it does not forward it again.
+const forwardedHeader = "Mcp-Operator-Forwarded"
+
+// forwardTimeout bounds finding the owner's pod and forwarding to it.
+const forwardTimeout = 10 * time.Second
+
+// relayOwner is the pod name a relay id ends with, if any.
+func relayOwner(id string) string {
+	_, owner, _ := strings.Cut(strings.TrimPrefix(id, relayIDPrefix), ".")
+	return owner
+}
+
+// forwardAnswer sends a caller's answer to the replica that relayed the
+// question, and answers the caller as it answered; false when there is
+// none to send it to (a made-up id, a replica gone).
+func (m *mcpHandlers) forwardAnswer(w http.ResponseWriter, r *http.Request, id string, body []byte) bool {
+	peers := m.catalog.opts.Peers
+	owner := relayOwner(id)
+	if !peers.enabled() || owner == "" || owner == peers.Self || r.Header.Get(forwardedHeader) != "" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), forwardTimeout)
+	defer cancel()
+	address, ok := m.peerAddress(ctx, owner)
+	if !ok {
+		return false
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+address+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		return false
+	}
+	for _, h := range []string{"Authorization", "Content-Type", "Accept", "Mcp-Session-Id", "MCP-Protocol-Version"} {
+		if v := r.Header.Get(h); v != "" {
+			req.Header.Set(h, v)
+		}
+	}
+	req.Header.Set(forwardedHeader, "1")
+	resp, err := peerClient.Do(req)
+	if err != nil {
+		m.catalog.log.Info("Forwarding a caller's answer to the replica that asked failed", "replica", owner, "error", err.Error())
+		return false
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if ct := resp.Header.Get("Content-Type"); ct != "" {
+		w.Header().Set("Content-Type", ct)
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, io.LimitReader(resp.Body, 64<<10))
+	return true
+}
+
+// peerAddress is the catalog address of the manager pod named owner, if
+// it is one.
+func (m *mcpHandlers) peerAddress(ctx context.Context, owner string) (string, bool) {
+	peers := m.catalog.opts.Peers
+	pod := &corev1.Pod{}
+	if err := peers.Reader.Get(ctx, types.NamespacedName{Namespace: peers.Namespace, Name: owner}, pod); err != nil {
+		return "", false
+	}
+	if !labels.SelectorFromSet(peers.Labels).Matches(labels.Set(pod.Labels)) || pod.Status.PodIP == "" || pod.DeletionTimestamp != nil {
+		return "", false
+	}
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.Name == catalogPortName {
+				return net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(p.ContainerPort))), true
+			}
+		}
+	}
+	return "", false
+}
+
+// peerClient forwards answers between replicas: plain HTTP inside the
+// cluster, as the Service reaches them, never through a proxy.
+var peerClient = &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second}}

@@ -1,0 +1,292 @@
+package toolcatalog
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/testmcp"
+)
+
+// askedCaller is the official Go SDK's client answering a server's
+// elicitation with the name it is given, and its sampling with a model's
+// echo, recording what it was asked.
+type askedCaller struct {
+	session *sdk.ClientSession
+	mu      sync.Mutex
+	elicits []*sdk.ElicitParams
+	samples []*sdk.CreateMessageParams
+}
+
+func askedCallerOf(url, revision, name string) *askedCaller {
+	c := &askedCaller{}
+	client := sdk.NewClient(&sdk.Implementation{Name: "asked-caller", Version: "1"}, &sdk.ClientOptions{
+		ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			c.mu.Lock()
+			c.elicits = append(c.elicits, r.Params)
+			c.mu.Unlock()
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": name}}, nil
+		},
+		CreateMessageHandler: func(_ context.Context, r *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+			c.mu.Lock()
+			c.samples = append(c.samples, r.Params)
+			c.mu.Unlock()
+			prompt := ""
+			if t, ok := r.Params.Messages[0].Content.(*sdk.TextContent); ok {
+				prompt = t.Text
+			}
+			return &sdk.CreateMessageResult{Model: "echo-1", Role: "assistant", Content: &sdk.TextContent{Text: "you said " + prompt}}, nil
+		},
+	})
+	session, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url}, &sdk.ClientSessionOptions{ProtocolVersion: revision})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(session.Close)
+	c.session = session
+	return c
+}
+
+var _ = Describe("A server's requests, relayed to the caller of its call", func() {
+	var (
+		ns, endpoint, path string
+		upstream           *testmcp.GoSDK
+	)
+	BeforeEach(func() {
+		ns = env.Namespace()
+		upstream = testmcp.StartGoSDK(testmcp.GoSDKSessions)
+		DeferCleanup(upstream.Stop)
+		upstream.AddElicitingTool()
+		upstream.AddSamplingTool()
+		readyServer(ns, "up", upstream.URL(), func(s *mcpv1alpha1.MCPServer) { s.Spec.Timeout = &metav1.Duration{Duration: 5 * time.Second} })
+		collection(ns, "asks", "up")
+		Eventually(func() string { return string(get("/v1/namespaces/" + ns + "/toolcollections/asks/tools").body) }).Should(ContainSubstring("mcp_up_sample"))
+		path = "/v1/namespaces/" + ns + "/toolcollections/asks/mcp"
+		endpoint = catalog.URL + path
+	})
+
+	for _, revision := range []string{"2025-11-25", "2025-06-18"} {
+		It("asks a "+revision+" caller the server's question and gives the server its answer", func() {
+			caller := askedCallerOf(endpoint, revision, "Zoë")
+			result, err := caller.session.CallTool(ctx, &sdk.CallToolParams{Name: "mcp_up_elicit", Arguments: map[string]any{}})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(result.IsError).To(BeFalse(), textOf(result))
+			Expect(textOf(result)).To(Equal("hello Zoë"))
+			caller.mu.Lock()
+			defer caller.mu.Unlock()
+			Expect(caller.elicits).To(HaveLen(1))
+			Expect(caller.elicits[0].Message).To(Equal("Your name?"))
+			schema, err := json.Marshal(caller.elicits[0].RequestedSchema)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(schema)).To(MatchJSON(`{"type":"object","properties":{"name":{"type":"string","default":"Ann"}}}`), "the schema as the server sent it")
+		})
+
+		It("asks a "+revision+" caller's model for the server's sampling", func() {
+			caller := askedCallerOf(endpoint, revision, "")
+			result, err := caller.session.CallTool(ctx, &sdk.CallToolParams{Name: "mcp_up_sample", Arguments: map[string]any{"prompt": "a haiku"}})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(textOf(result)).To(Equal("echo-1: you said a haiku"))
+			caller.mu.Lock()
+			defer caller.mu.Unlock()
+			Expect(caller.samples).To(HaveLen(1))
+			Expect(caller.samples[0].MaxTokens).To(BeEquivalentTo(50))
+		})
+	}
+
+	It("keeps concurrent callers' questions apart", func() {
+		const n = 6
+		var wg sync.WaitGroup
+		answers := make([]string, n)
+		for i := range n {
+			caller := askedCallerOf(endpoint, "2025-11-25", fmt.Sprint("caller-", i))
+			wg.Add(1)
+			go func() {
+				defer GinkgoRecover()
+				defer wg.Done()
+				result, err := caller.session.CallTool(ctx, &sdk.CallToolParams{Name: "mcp_up_elicit", Arguments: map[string]any{}})
+				Expect(err).NotTo(HaveOccurred())
+				answers[i] = textOf(result)
+			}()
+		}
+		wg.Wait()
+		for i, answer := range answers {
+			Expect(answer).To(Equal(fmt.Sprint("hello caller-", i)))
+		}
+	})
+
+	It("refuses the server's question, saying why, when the caller did not declare the capability", func() {
+		caller := callerOf(endpoint, "2025-11-25") // declares nothing
+		result, err := caller.call(ctx, "mcp_up_elicit", nil, nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(result.IsError).To(BeTrue())
+		Expect(textOf(result)).To(ContainSubstring("did not declare the elicitation (form mode) capability"))
+	})
+
+	It("refuses it for a 2026-07-28 caller and a REST caller, saying why", func() {
+		caller := askedCallerOf(endpoint, "", "Ann")
+		Expect(caller.session.InitializeResult().ProtocolVersion).To(Equal("2026-07-28"))
+		result, err := caller.session.CallTool(ctx, &sdk.CallToolParams{Name: "mcp_up_elicit", Arguments: map[string]any{}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(textOf(result)).To(ContainSubstring("whose clients take no requests from servers"))
+
+		rest := post("/v1/namespaces/"+ns+"/toolcollections/asks/execute", `{"name":"mcp_up_sample","arguments":{"prompt":"x"}}`)
+		Expect(rest.code).To(Equal(http.StatusOK), string(rest.body))
+		Expect(string(rest.body)).To(ContainSubstring("called through mcp-operator's REST API, which cannot answer"))
+	})
+
+	It("relays server-everything's questions as it asks them directly", func() {
+		everything, err := testmcp.StartEverything("streamableHttp")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(everything.Stop)
+		readyServer(ns, "everything", everything.URL())
+		collection(ns, "ev", "everything")
+		direct := askedCallerOf(everything.URL(), "2025-11-25", "Ann")
+		via := askedCallerOf(catalog.URL+"/v1/namespaces/"+ns+"/toolcollections/ev/mcp", "2025-11-25", "Ann")
+		for _, call := range []struct{ tool, name string }{
+			{"trigger-elicitation-request", "mcp_everything_trigger-elicitation-request"},
+			{"trigger-sampling-request", "mcp_everything_trigger-sampling-request"},
+		} {
+			arguments := map[string]any{"prompt": "a haiku", "maxTokens": 20}
+			if call.tool == "trigger-elicitation-request" {
+				arguments = map[string]any{}
+			}
+			want, err := direct.session.CallTool(ctx, &sdk.CallToolParams{Name: call.tool, Arguments: arguments})
+			Expect(err).NotTo(HaveOccurred())
+			got, err := via.session.CallTool(ctx, &sdk.CallToolParams{Name: call.name, Arguments: arguments})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(got.IsError).To(BeFalse(), textOf(got))
+			Expect(textOf(got)).To(Equal(textOf(want)), call.tool)
+		}
+		direct.mu.Lock()
+		defer direct.mu.Unlock()
+		via.mu.Lock()
+		defer via.mu.Unlock()
+		Expect(via.elicits).To(HaveLen(1))
+		Expect(via.samples).To(HaveLen(1))
+		asJSON := func(v any) string {
+			raw, err := json.Marshal(v)
+			Expect(err).NotTo(HaveOccurred())
+			return string(raw)
+		}
+		Expect(asJSON(via.elicits[0])).To(MatchJSON(asJSON(direct.elicits[0])), "the form as the server sent it: every field, default and enum")
+		Expect(asJSON(via.samples[0])).To(MatchJSON(asJSON(direct.samples[0])))
+	})
+
+	Context("on the wire", func() {
+		headers := func(session string) []string {
+			return []string{"Content-Type", "application/json", "Accept", "application/json, text/event-stream",
+				"MCP-Protocol-Version", "2025-11-25", "Mcp-Session-Id", session}
+		}
+		initialize := func(capabilities string) string {
+			resp := post(path, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","clientInfo":{"name":"raw","version":"1"},"capabilities":`+capabilities+`}}`,
+				"Content-Type", "application/json", "Accept", "application/json, text/event-stream")
+			Expect(resp.code).To(Equal(http.StatusOK), string(resp.body))
+			session := resp.header.Get("Mcp-Session-Id")
+			Expect(session).NotTo(BeEmpty())
+			Expect(post(path, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, headers(session)...).code).To(Equal(http.StatusAccepted))
+			return session
+		}
+		// startCall calls elicit and returns the relayed request's id and
+		// the rest of the call's answer stream.
+		startCall := func(session string) (string, *bufio.Reader, io.Closer) {
+			req, err := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"mcp_up_elicit","arguments":{}}}`))
+			Expect(err).NotTo(HaveOccurred())
+			for i := 0; i < len(headers(session)); i += 2 {
+				req.Header.Set(headers(session)[i], headers(session)[i+1])
+			}
+			resp, err := http.DefaultClient.Do(req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(resp.Header.Get("Content-Type")).To(Equal("text/event-stream"))
+			events := bufio.NewReader(resp.Body)
+			asked := nextEvent(events)
+			Expect(asked).To(HaveKeyWithValue("method", "elicitation/create"))
+			Expect(asked["params"]).To(HaveKeyWithValue("message", "Your name?"))
+			id, ok := asked["id"].(string)
+			Expect(ok).To(BeTrue(), "the relayed request's id: %v", asked["id"])
+			return id, events, resp.Body
+		}
+
+		It("issues session ids that carry what the caller declared, and still takes the plain ones", func() {
+			Expect(initialize(`{"elicitation":{},"sampling":{"tools":{}},"roots":{}}`)).To(HaveSuffix(".fstr"))
+			Expect(initialize(`{"elicitation":{"url":{}}}`)).To(HaveSuffix(".u"))
+			plain := initialize(`{}`)
+			Expect(plain).NotTo(ContainSubstring("."))
+			Expect(post(path, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, headers(plain)...).code).To(Equal(http.StatusOK))
+			for _, forged := range []string{plain + ".x", plain + ".", plain + ".ff"} {
+				Expect(post(path, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, headers(forged)...).code).To(Equal(http.StatusNotFound), forged)
+			}
+		})
+
+		It("takes the answer only from the session that was asked, once", func() {
+			session := initialize(`{"elicitation":{}}`)
+			id, events, body := startCall(session)
+			defer body.Close()
+			answer := `{"jsonrpc":"2.0","id":"` + id + `","result":{"action":"accept","content":{"name":"Raw"}}}`
+
+			other := initialize(`{"elicitation":{}}`)
+			wrong := post(path, answer, headers(other)...)
+			Expect(wrong.code).To(Equal(http.StatusBadRequest), "another session's answer")
+			Expect(string(wrong.body)).To(ContainSubstring("no request of this session waits"))
+			Expect(post(path, `{"jsonrpc":"2.0","id":"mcp-operator-relay-00","result":{}}`, headers(session)...).code).To(Equal(http.StatusBadRequest), "an id never issued")
+
+			Expect(post(path, answer, headers(session)...).code).To(Equal(http.StatusAccepted))
+			Expect(post(path, answer, headers(session)...).code).To(Equal(http.StatusBadRequest), "a second answer")
+			result := nextEvent(events)
+			Expect(result).To(HaveKeyWithValue("id", BeEquivalentTo(7)))
+			Expect(fmt.Sprint(result["result"])).To(ContainSubstring("hello Raw"))
+		})
+
+		It("passes the caller's refusal to the server as it came", func() {
+			session := initialize(`{"elicitation":{}}`)
+			id, events, body := startCall(session)
+			defer body.Close()
+			Expect(post(path, `{"jsonrpc":"2.0","id":"`+id+`","error":{"code":-32601,"message":"no user at the keyboard"}}`, headers(session)...).code).To(Equal(http.StatusAccepted))
+			result := nextEvent(events)
+			Expect(fmt.Sprint(result["result"])).To(ContainSubstring("no user at the keyboard"))
+		})
+
+		It("ends the question with the call when the caller never answers", func() {
+			session := initialize(`{"elicitation":{}}`)
+			_, events, body := startCall(session)
+			defer body.Close()
+			// spec.timeout (5s) ends the call: the caller hears the question is
+			// off, then the call's failure; nothing waits on.
+			cancelled := nextEvent(events)
+			Expect(cancelled).To(HaveKeyWithValue("method", "notifications/cancelled"))
+			result := nextEvent(events)
+			Expect(result).To(HaveKeyWithValue("id", BeEquivalentTo(7)))
+			// Whether the server saw its question refused before the catalog
+			// gave up on the call is a race of the same instant: either way
+			// the call failed.
+			Expect(result["result"]).To(HaveKeyWithValue("isError", true))
+			Eventually(func() int {
+				catalogUnderTest.mcp.relays.mu.Lock()
+				defer catalogUnderTest.mcp.relays.mu.Unlock()
+				return len(catalogUnderTest.mcp.relays.waiting)
+			}).Should(BeZero(), "no request waits once its call ended")
+		})
+	})
+})
+
+// nextEvent reads the next event's JSON from an event stream.
+func nextEvent(events *bufio.Reader) map[string]any {
+	for {
+		line, err := events.ReadString('\n')
+		Expect(err).NotTo(HaveOccurred())
+		if data, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "data: "); ok {
+			var msg map[string]any
+			Expect(json.Unmarshal([]byte(data), &msg)).To(Succeed(), data)
+			return msg
+		}
+	}
+}
