@@ -14,9 +14,13 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
+// bridgeCapabilities are the client capabilities the bridge declares to the
+// server: what it relays (elicitation in both modes, sampling), no roots.
+var bridgeCapabilities = map[string]any{"elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}}, "sampling": map[string]any{}}
+
 // listDirect lists a server's tools over stdio with no bridge, introducing
-// itself as the bridge does (no client capabilities), and returns the
-// tools/list result exactly as the server wrote it.
+// itself as the bridge does (bridgeCapabilities), and returns the tools/list
+// result exactly as the server wrote it.
 func listDirect(t *testing.T, command []string) json.RawMessage {
 	t.Helper()
 	tr := transport.NewStdioWithOptions(command[0], nil, command[1:],
@@ -33,7 +37,7 @@ func listDirect(t *testing.T, command []string) json.RawMessage {
 	}
 	defer tr.Close()
 	resp, err := tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId(int64(1)), Method: "initialize",
-		Params: map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "direct", "version": "1"}}})
+		Params: map[string]any{"protocolVersion": "2025-11-25", "capabilities": bridgeCapabilities, "clientInfo": map[string]any{"name": "direct", "version": "1"}}})
 	if err != nil || resp.Error != nil {
 		t.Fatalf("initializing %v directly: %v %v", command, err, resp)
 	}
@@ -61,6 +65,8 @@ type toolList struct {
 
 // Every tool reaches every client with its definition byte for byte as the
 // server wrote it: schemas keep every keyword, order and escape.
+// server-everything lists 16 tools to the bridge: its 13, and the three that
+// need elicitation (form, URL) and sampling, which the bridge declares.
 func TestDiscoveryKeepsEveryToolByteForByte(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -68,7 +74,7 @@ func TestDiscoveryKeepsEveryToolByteForByte(t *testing.T) {
 		tools   int
 		oneTool string
 	}{
-		{"server-everything", everythingCommand(t), 13, "get-sum"},
+		{"server-everything", everythingCommand(t), 16, "trigger-sampling-request"},
 		{"server-filesystem", filesystemCommand(t, t.TempDir()), 14, "read_text_file"},
 		{"demo server", demoCommand(), 6, "pin_timezone"},
 	}

@@ -133,15 +133,12 @@ func TestTheServerSeesOneSession(t *testing.T) {
 	}
 }
 
-// Requests from the server to "the client" have no one client to go to:
-// ping is answered by the bridge, the others refused with a message that
-// says why.
+// Requests from the server to "the client" that the bridge does not relay:
+// ping is answered by the bridge, roots/list refused (the bridge declares no
+// roots), and sampling refused for a client that did not declare it, each
+// with a message that says why.
 func TestRequestsFromTheServerAreAnsweredByTheBridge(t *testing.T) {
-	asker := filepath.Join(t.TempDir(), "asker")
-	if err := goBuild(asker, "./testdata/asker", nil); err != nil {
-		t.Fatal(err)
-	}
-	b := startBridge(t, nil, nil, asker)
+	b := startBridge(t, nil, nil, askerCommand(t))
 	c, _ := connect(t, b, streamable, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
 	text, err := callText(timeout(t), c, "ask", map[string]any{})
 	if err != nil {
@@ -160,11 +157,28 @@ func TestRequestsFromTheServerAreAnsweredByTheBridge(t *testing.T) {
 	if ping := answers["ping"]; string(ping.Result) != "{}" || ping.Error != nil {
 		t.Errorf("ping was answered %+v", ping)
 	}
-	for _, method := range []string{"roots/list", "sampling/createMessage"} {
+	for method, want := range map[string]struct {
+		code int
+		text string
+	}{
+		"roots/list":             {-32601, "mcp-bridge: the bridge declared no roots capability: the MCP server's one session is shared by every client, and roots belong to one client"},
+		"sampling/createMessage": {-32016, "mcp-bridge: the client of this call did not declare the sampling capability"},
+	} {
 		e := answers[method].Error
-		if e == nil || e.Code != -32601 || !strings.Contains(e.Message, "requests from the server to a client ("+method+") have no single client to go to") {
-			t.Errorf("%s was answered %+v", method, answers[method])
+		if e == nil || e.Code != want.code || e.Message != want.text {
+			t.Errorf("%s was answered %+v; want %d %q", method, answers[method], want.code, want.text)
 		}
 	}
 	b.waitLog(`msg="Refused a request from the MCP server" method=roots/list`)
+}
+
+// askerCommand builds testdata/asker, a stdio server whose tools send
+// requests to the client.
+func askerCommand(t *testing.T) string {
+	t.Helper()
+	asker := filepath.Join(t.TempDir(), "asker")
+	if err := goBuild(asker, "./testdata/asker", nil); err != nil {
+		t.Fatal(err)
+	}
+	return asker
 }

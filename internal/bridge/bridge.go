@@ -106,7 +106,8 @@ func (b *Bridge) Run(ctx context.Context) {
 }
 
 // initialize answers a client's initialize from the child's one
-// initialization, with the revision negotiated for this client.
+// initialization, with the revision negotiated for this client, and keeps
+// the capabilities the client declared for the relay.
 func (b *Bridge) initialize(ctx context.Context, s *session, m message) reply {
 	init, r := b.up.waitReady(ctx)
 	if r != nil {
@@ -117,25 +118,27 @@ func (b *Bridge) initialize(ctx context.Context, s *session, m message) reply {
 	}
 	_ = json.Unmarshal(m.Params, &p)
 	revision := negotiate(p.ProtocolVersion, init.revision)
-	s.setRevision(revision)
+	s.setInitialized(revision, parseClientCaps(m.Params))
 	return reply{result: init.resultFor(revision)}
 }
 
 // request sends a client's request, other than initialize, to the child.
-func (b *Bridge) request(ctx context.Context, s *session, m message) (*call, *reply) {
+// canAsk says the client can be sent requests while this one runs: its
+// answer can become an event stream.
+func (b *Bridge) request(ctx context.Context, s *session, m message, canAsk bool) (*call, *reply) {
 	if !s.initialized() && m.Method != string(mcp.MethodPing) {
 		r := errorReply(codeInvalidRequest, "%s before initialize: initialize the session first", m.Method)
 		return nil, &r
 	}
-	return b.up.forward(ctx, s, m)
+	return b.up.forward(ctx, s, m, canAsk)
 }
 
 // notification handles a client's notification. The child was initialized
 // once, by the bridge, so notifications/initialized stops here;
-// cancellations are translated to the bridge's ids; progress (which would
-// belong to requests from the child, which the bridge does not forward) and
-// roots/list_changed (the bridge declared no roots) are dropped; anything
-// else goes to the child as it is.
+// cancellations are translated to the bridge's ids; progress (which could
+// only concern a request relayed from the child, whose progress the bridge
+// does not pass back) and roots/list_changed (the bridge declared no roots)
+// are dropped; anything else goes to the child as it is.
 func (b *Bridge) notification(s *session, m message) {
 	switch m.Method {
 	case string(mcp.MethodNotificationInitialized), string(mcp.MethodNotificationProgress), mcp.MethodNotificationRootsListChanged:

@@ -38,17 +38,26 @@ type call struct {
 	// request was written: the call stays in upstream.calls, where a
 	// cancel or its session's end finds it, until resend takes it.
 	parked bool
+	// asks carries the child's requests relayed to this call's client, and
+	// the child's cancellations of them, already addressed to the client
+	// (relay.go). It is nil unless the call may ask (mayAsk) and its
+	// client can be sent requests while it runs.
+	asks chan []byte
+	// relays (guarded by upstream.mu) counts the relayed requests waiting
+	// for this call's client.
+	relays int
 }
 
 // forward sends a client's request to the child, waiting (bounded) for the
 // child to be ready. It returns the call to await, or the reply when the
-// request could not be sent.
-func (u *upstream) forward(ctx context.Context, s *session, m message) (*call, *reply) {
+// request could not be sent. canAsk says the client can be sent requests
+// while the call runs.
+func (u *upstream) forward(ctx context.Context, s *session, m message, canAsk bool) (*call, *reply) {
 	for {
 		if _, r := u.waitReady(ctx); r != nil {
 			return nil, r
 		}
-		c, proc, msg, r := u.register(s, m)
+		c, proc, msg, r := u.register(s, m, canAsk)
 		if r != nil {
 			return nil, r
 		}
@@ -66,7 +75,7 @@ func (u *upstream) forward(ctx context.Context, s *session, m message) (*call, *
 
 // register gives a request its id and encodes it for the child. It returns no
 // call when the child is not ready.
-func (u *upstream) register(s *session, m message) (*call, *child, []byte, *reply) {
+func (u *upstream) register(s *session, m message, canAsk bool) (*call, *child, []byte, *reply) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.init == nil || u.proc == nil {
@@ -83,6 +92,9 @@ func (u *upstream) register(s *session, m message) (*call, *child, []byte, *repl
 	}
 	u.lastID++
 	c := &call{id: u.lastID, session: s, request: m, reply: make(chan reply, 1)}
+	if canAsk && mayAsk(m.Method) {
+		c.asks = make(chan []byte, askQueue)
+	}
 	if c.token = wire.ProgressTokenOf(params); c.token != nil {
 		c.progress = make(chan []byte, progressQueue)
 		if params, err = wire.WithRequestProgressToken(params, json.RawMessage(strconv.FormatInt(c.id, 10))); err != nil {
@@ -131,6 +143,7 @@ func (u *upstream) finish(id int64, r reply) bool {
 	u.mu.Lock()
 	c, ok := u.calls[id]
 	delete(u.calls, id)
+	delete(u.lingering, id) // answered: the child is done with it
 	u.mu.Unlock()
 	if ok {
 		c.reply <- r
@@ -173,6 +186,9 @@ func (u *upstream) resend(ctx context.Context, c *call) (*call, reply, bool) {
 	delete(u.calls, c.id)
 	c.parked = false
 	u.mu.Unlock()
+	// The child that exited never had the request, but a request of its
+	// own may have been relayed for it while it was queued.
+	u.endRelays(c, "the MCP server that sent it exited")
 	if !parked {
 		// Cancelled, or its session ended, while it waited for the next
 		// child: whoever took it sends that reply.
@@ -184,7 +200,8 @@ func (u *upstream) resend(ctx context.Context, c *call) (*call, reply, bool) {
 	}
 	u.log.Debug("Sending a request the exited MCP server never got to the next one",
 		"method", c.request.Method, "session", c.session.logID())
-	next, r := u.forward(ctx, c.session, c.request)
+	// Only a call that may ask keeps whether its client can be asked.
+	next, r := u.forward(ctx, c.session, c.request, c.asks != nil)
 	if r != nil {
 		return nil, *r, true
 	}
@@ -206,6 +223,9 @@ func (u *upstream) abandon(c *call, reason string) bool {
 	u.mu.Lock()
 	_, ok := u.calls[c.id]
 	delete(u.calls, c.id)
+	if ok {
+		u.linger(c)
+	}
 	proc := u.proc
 	u.mu.Unlock()
 	if ok {
@@ -226,6 +246,7 @@ func (u *upstream) cancel(s *session, params json.RawMessage) {
 		if c.session == s && wire.SameID(c.request.ID, requestID) {
 			found = c
 			delete(u.calls, id)
+			u.linger(c)
 			break
 		}
 	}
@@ -258,6 +279,7 @@ func (u *upstream) endSession(s *session) {
 		if c.session == s {
 			gone = append(gone, c)
 			delete(u.calls, id)
+			u.linger(c)
 		}
 	}
 	proc := u.proc

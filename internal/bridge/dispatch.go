@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/toolmesh/mcp-operator/internal/wire"
@@ -9,7 +10,8 @@ import (
 
 // dispatch handles one line the child wrote to stdout: answers go to the
 // call they answer, notifications to the sessions that should see them, and
-// requests from the child are answered by the bridge.
+// requests from the child are relayed to a client or answered by the
+// bridge.
 func (u *upstream) dispatch(proc *child, line []byte) {
 	m, err := wire.ParseMessage(line)
 	switch {
@@ -17,9 +19,9 @@ func (u *upstream) dispatch(proc *child, line []byte) {
 		u.log.Warn("Skipped a line on the MCP server's stdout that is not a JSON-RPC message",
 			"pid", proc.pid, "line", preview(line), "error", err)
 	case m.IsRequest():
-		u.answerServerRequest(proc, m)
+		u.serverRequest(proc, m)
 	case m.IsNotification():
-		u.notification(m, line)
+		u.notification(proc, m, line)
 	case m.HasID():
 		u.response(m)
 	default:
@@ -35,31 +37,33 @@ func (u *upstream) response(m message) {
 	}
 }
 
-// refusedServerRequest is what a request from the child to "the client" is
-// answered with. The child has one session, the bridge's, shared by every
-// client, so such a request has no one client it is meant for; and the bridge
-// declared none of the capabilities (roots, sampling, elicitation) these
-// requests need, so a well-behaved server does not send them.
-const refusedServerRequest = "mcp-bridge serves this MCP server to many clients over one session, so requests from the server to a client (%s) have no single client to go to and are not supported"
-
-// answerServerRequest answers the child's requests itself: ping is answered,
-// everything else refused with method-not-found.
-func (u *upstream) answerServerRequest(proc *child, m message) {
-	r := reply{result: json.RawMessage("{}")}
-	if m.Method != string(mcp.MethodPing) {
-		u.log.Info("Refused a request from the MCP server", "method", m.Method)
-		r = reply{err: errorReply(mcp.METHOD_NOT_FOUND, refusedServerRequest, m.Method).err}
+// serverRequest handles a request from the child to "the client": ping is
+// answered by the bridge, elicitation and sampling are relayed to the
+// client of the call that asked when that call can be told (relay.go), and
+// anything else is refused with method-not-found.
+func (u *upstream) serverRequest(proc *child, m message) {
+	switch m.Method {
+	case string(mcp.MethodPing):
+		u.sendBestEffort(proc, encodeReply(m.ID, reply{result: json.RawMessage("{}")}))
+	case string(mcp.MethodElicitationCreate), string(mcp.MethodSamplingCreateMessage):
+		u.relayRequest(proc, m)
+	case string(mcp.MethodListRoots):
+		// Roots describe one client's workspace, and servers keep them per
+		// session: on the child's one session, one client's roots would
+		// serve every client.
+		u.refuse(proc, m, codeMethodNotFound, "the bridge declared no roots capability: the MCP server's one session is shared by every client, and roots belong to one client")
+	default:
+		u.refuse(proc, m, codeMethodNotFound, fmt.Sprintf("the bridge relays no %s requests from the MCP server to clients", m.Method))
 	}
-	u.sendBestEffort(proc, encodeReply(m.ID, r))
 }
 
-func (u *upstream) notification(m message, line []byte) {
+func (u *upstream) notification(proc *child, m message, line []byte) {
 	switch m.Method {
 	case string(mcp.MethodNotificationProgress):
 		u.progress(m)
 	case string(mcp.MethodNotificationCancelled):
-		// The child cancelling a request of its own: the bridge answered
-		// those already.
+		// The child cancelling a request of its own.
+		u.relayCancelled(proc, m.Params)
 	case string(mcp.MethodNotificationMessage):
 		var p struct {
 			Level string `json:"level"`

@@ -6,7 +6,8 @@
 // # One child, many sessions
 //
 // The child process has one MCP session: the bridge's. The bridge
-// initializes it once, itself, declaring no client capabilities, and
+// initializes it once, itself, declaring the client capabilities it can
+// relay (elicitation, form and URL modes, and sampling; never roots), and
 // multiplexes every client session onto it:
 //
 //   - Requests get ids of the bridge's own (a counter, unique across
@@ -25,15 +26,57 @@
 //     stream for SSE. logging/setLevel is per session: the child is asked
 //     for the most verbose level any client wants, and each session gets the
 //     messages at or above its own.
-//   - Requests from the child to "the client" (roots/list, sampling,
-//     elicitation) are answered by the bridge with method-not-found
-//     (-32601) and a message saying why: there is no one client to send
-//     them to. ping is answered. The bridge declares no roots, sampling or
-//     elicitation capability, so well-behaved servers do not ask.
+//   - Requests from the child to "the client": ping is answered by the
+//     bridge; roots/list, and any method the bridge does not know, are
+//     refused with method-not-found (-32601) and a message saying why
+//     (servers keep a session's roots, so on the child's one session one
+//     client's roots would serve every client); elicitation/create and
+//     sampling/createMessage are relayed, as described next.
 //   - resources/subscribe and unsubscribe go to the child as they are:
 //     subscriptions belong to the child's one session, so every session
 //     gets resources/updated, and one client's unsubscribe ends the
 //     subscription for all.
+//
+// # Relaying the child's requests
+//
+// A request from the child names no request of the bridge's: SDKs tie it
+// to the call it serves only to pick an HTTP stream, which stdio does not
+// have. So the bridge relays elicitation/create and sampling/createMessage
+// only when exactly one call that may ask (tools/call, prompts/get,
+// resources/read, completion/complete) is in flight, to that call's
+// client, and only if that client declared the capability at initialize:
+// sampling; elicitation, which means form mode, or elicitation.url for a
+// request in URL mode. The request goes on the call's answer stream under
+// an id of the bridge's ("bridge-relay-<n>"), its params as the child
+// wrote them: for Streamable HTTP the call's answer becomes an event stream
+// then, which its Accept must allow; for HTTP+SSE it goes on the session's
+// stream. The client's answer, a POST of a JSON-RPC response with that id
+// from the same session, is answered 202 and written to the child under the
+// child's own id, its result or error byte for byte; an answer with any
+// other id, or from another session, is 400 with a JSON-RPC error (not 404,
+// which would tell a Streamable HTTP client to initialize again).
+//
+// Otherwise the child is answered at once with an error (codeNotRelayed)
+// that says why: no call that may ask is in flight, or several are ("3
+// calls … are in flight; stdio gives no way to tell which one asked"), the
+// client did not declare the capability, its Accept allows no event stream,
+// or the call has 8 requests waiting for its client already. Attribution
+// depends on timing: behind a client that overlaps calls (the catalog's
+// pooled session), a request is relayed only while its call runs alone. A
+// call the bridge ended without the child's answer (its client went away
+// or cancelled it, it timed out, its session ended) may still run in the
+// child: it counts as in flight until the child answers it, for
+// RequestTimeout but at most a minute, so that its requests are refused
+// rather than shown to another call's client. A child that works on past
+// that and then asks could still have its request taken for the one call
+// in flight.
+//
+// A relayed request never outlives its call: when the call ends (answered,
+// cancelled, timed out after RequestTimeout, its stream broken or its
+// session ended) the child is answered with an error that says so
+// (codeRelayEnded). The child's notifications/cancelled for a relayed
+// request drops it and reaches the client under the bridge's id. Progress
+// a client sends for a relayed request is dropped.
 //
 // # Transports
 //
@@ -44,7 +87,8 @@
 // session's one listening stream (a second is 409); an MCP-Protocol-Version
 // header must name a revision the bridge speaks (400 otherwise); a browser
 // Origin other than the bridge's own is 403. Requests are answered with JSON,
-// or with an event stream when they asked for progress. The stateless
+// or with an event stream when they asked for progress or the child asks
+// their client something during them. The stateless
 // 2026-07-28 clients' server/discover, sent without a session, gets the 400
 // and they fall back to initialize, as mcp-go's client does.
 //
@@ -84,7 +128,8 @@
 //
 // Every queue and table is bounded: MaxSessions sessions, each ending after
 // SessionIdle without a stream or request; 256 requests in flight per
-// session and 4096 in all; 256 queued messages per stream (an SSE client
+// session and 4096 in all; 8 relayed requests waiting per call, each
+// ending with its call; 256 queued messages per stream (an SSE client
 // that falls behind loses its session; a Streamable HTTP listener misses
 // notifications); request bodies up to MaxRequestBody; each write to a
 // client bounded in time. JSON-RPC batches are refused.

@@ -24,11 +24,25 @@ const (
 	// codeCancelled: the client cancelled the request or ended its session
 	// (the client ignores this answer, as the specification says).
 	codeCancelled = -32015
+	// codeNotRelayed: a request from the server (elicitation/create,
+	// sampling/createMessage) was not relayed to a client; the message says
+	// why: no call, or several calls, that may ask are in flight, the
+	// client of the call did not declare the capability, its connection
+	// cannot carry a request, or it has too many waiting already.
+	codeNotRelayed = -32016
+	// codeRelayEnded: a request from the server that was relayed to a
+	// client ended unanswered: the call it was relayed for ended (answered,
+	// cancelled, timed out), or the client's stream or session did.
+	codeRelayEnded = -32017
 
 	// Standard JSON-RPC codes. Invalid request also answers a request
-	// without a session (HTTP 400), for an unknown one (HTTP 404), and one
-	// sent before initialize on a legacy SSE session.
+	// without a session (HTTP 400), for an unknown one (HTTP 404), one
+	// sent before initialize on a legacy SSE session, and a client's answer
+	// that no relayed request of its session waits for (HTTP 400). Method
+	// not found answers the server's requests the bridge never relays
+	// (roots/list and any other method but ping).
 	codeParseError     = -32700
 	codeInvalidRequest = -32600
 	codeInvalidParams  = -32602
+	codeMethodNotFound = -32601
 )

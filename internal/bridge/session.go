@@ -32,7 +32,10 @@ type session struct {
 
 	mu       sync.Mutex
 	revision string // negotiated at initialize; "" before
-	logLevel int    // rank of the level it asked for; -1: everything
+	// caps are the capabilities the client declared at initialize, which
+	// decide whether the server's requests may be relayed to it.
+	caps     clientCaps
+	logLevel int // rank of the level it asked for; -1: everything
 	lastSeen time.Time
 	streams  int
 }
@@ -53,10 +56,18 @@ func (s *session) touch() {
 	s.lastSeen = time.Now()
 }
 
-func (s *session) setRevision(revision string) {
+// setInitialized records what initialize settled: the revision and the
+// capabilities the client declared.
+func (s *session) setInitialized(revision string, caps clientCaps) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.revision = revision
+	s.revision, s.caps = revision, caps
+}
+
+func (s *session) capabilities() clientCaps {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.caps
 }
 
 // initialized reports whether the client has been answered initialize; only

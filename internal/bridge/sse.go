@@ -79,12 +79,14 @@ func (b *Bridge) serveMessage(w http.ResponseWriter, r *http.Request) {
 		b.notification(s, m)
 		w.WriteHeader(http.StatusAccepted)
 	default:
-		w.WriteHeader(http.StatusAccepted)
+		// An answer to a request the bridge relayed from the server.
+		b.answer(w, r, s, m)
 	}
 }
 
 // sseRequest answers one request on the session's stream, after the
-// progress notifications it asked for.
+// progress notifications it asked for and the requests the server relayed
+// to the client during it.
 func (b *Bridge) sseRequest(s *session, m message) {
 	defer s.release()
 	ctx, cancel := context.WithTimeout(s.ctx, b.opts.RequestTimeout)
@@ -93,7 +95,7 @@ func (b *Bridge) sseRequest(s *session, m message) {
 	if m.Method == string(mcp.MethodInitialize) {
 		rep = b.initialize(ctx, s, m)
 	} else {
-		c, r := b.request(ctx, s, m)
+		c, r := b.request(ctx, s, m, true)
 		if c == nil {
 			rep = *r
 		} else {

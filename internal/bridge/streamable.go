@@ -60,9 +60,8 @@ func (b *Bridge) streamablePost(w http.ResponseWriter, r *http.Request) {
 		b.notification(s, m)
 		w.WriteHeader(http.StatusAccepted)
 	default:
-		// An answer to a request from the server; the bridge sends
-		// clients none.
-		w.WriteHeader(http.StatusAccepted)
+		// An answer to a request the bridge relayed from the server.
+		b.answer(w, r, s, m)
 	}
 }
 
@@ -113,8 +112,9 @@ func (b *Bridge) streamableInitialize(w http.ResponseWriter, r *http.Request, m 
 }
 
 // streamableRequest answers a request with JSON, or with an event stream
-// when the request asked for progress, which then travels on it before the
-// answer.
+// when something must reach the client before the answer and its Accept
+// allows one: the progress it asked for (the stream starts at once), or a
+// request of the server's relayed to it (the stream starts then).
 func (b *Bridge) streamableRequest(w http.ResponseWriter, r *http.Request, s *session, m message) {
 	if !s.acquire() {
 		writeError(w, http.StatusTooManyRequests, m.ID, codeOverloaded, "this session has %d requests in flight, the most the bridge takes", maxSessionCalls)
@@ -123,39 +123,75 @@ func (b *Bridge) streamableRequest(w http.ResponseWriter, r *http.Request, s *se
 	defer s.release()
 	ctx, cancel := context.WithTimeout(r.Context(), b.opts.RequestTimeout)
 	defer cancel()
-	c, rep := b.request(ctx, s, m)
-	switch {
-	case c == nil:
+	out := &postAnswer{w: w, streams: wire.AcceptsEventStream(r.Header.Get("Accept"))}
+	c, rep := b.request(ctx, s, m, out.streams)
+	if c == nil {
 		writeJSON(w, http.StatusOK, encodeReply(m.ID, *rep))
-	case c.token != nil && wire.AcceptsEventStream(r.Header.Get("Accept")):
-		b.streamCall(ctx, w, c, m.ID)
-	default:
-		if rep, ok := b.up.await(ctx, c); ok {
-			writeJSON(w, http.StatusOK, encodeReply(m.ID, rep))
-		}
+		return
 	}
-}
-
-// streamCall relays a call's progress notifications, then its answer, on the
-// POST's own event stream.
-func (b *Bridge) streamCall(ctx context.Context, w http.ResponseWriter, c *call, id json.RawMessage) {
-	stream, err := startEventStream(w, nil)
-	if err != nil {
+	if c.token != nil && out.streams && out.start() != nil {
 		b.up.abandon(c, "the client's stream broke")
 		return
 	}
-	rep, ok := b.relay(ctx, c, func(note []byte) bool { return stream.send("message", note) == nil }, stream.keepAlive)
-	if ok {
-		_ = stream.send("message", encodeReply(id, rep))
+	if rep, ok := b.relay(ctx, c, out.send, out.keepAlive); ok {
+		out.finish(m.ID, rep)
 	}
 }
 
-// relay hands a call's progress notifications to deliver until its reply
-// comes, which it returns; false when there is nothing to answer (the client
-// went away, or a notification could not be delivered). keepAlive, if not
-// nil, is called while the call is quiet, so that proxies keep a stream
-// that carries only this call open.
+// postAnswer is the answer to one POSTed request: JSON, until something
+// must go to the client before it, which makes it an event stream.
+type postAnswer struct {
+	w       http.ResponseWriter
+	streams bool         // the client's Accept allows an event stream
+	stream  *eventStream // nil until started
+}
+
+func (a *postAnswer) start() error {
+	var err error
+	a.stream, err = startEventStream(a.w, nil)
+	return err
+}
+
+// send writes a message on the stream, starting it if need be. A client
+// that accepts no stream is sent no relayed requests (the call cannot
+// take any), so what it misses is progress, which is advisory.
+func (a *postAnswer) send(msg []byte) bool {
+	if !a.streams {
+		return true
+	}
+	if a.stream == nil && a.start() != nil {
+		return false
+	}
+	return a.stream.send("message", msg) == nil
+}
+
+func (a *postAnswer) keepAlive() error {
+	if a.stream == nil {
+		return nil
+	}
+	return a.stream.keepAlive()
+}
+
+// finish writes the answer: the stream's last event, or the JSON body.
+func (a *postAnswer) finish(id json.RawMessage, rep reply) {
+	if a.stream != nil {
+		_ = a.stream.send("message", encodeReply(id, rep))
+		return
+	}
+	writeJSON(a.w, http.StatusOK, encodeReply(id, rep))
+}
+
+// relay hands what the call sends its client (the progress it asked for,
+// the requests the child relays to it and their cancellations) to deliver
+// until its reply comes, which it returns; false when there is nothing to
+// answer (the client went away, or a message could not be delivered).
+// keepAlive, if not nil, is called while the call is quiet, so that
+// proxies keep a stream that carries only this call open. The requests
+// still relayed for the call when it ends are ended with it.
 func (b *Bridge) relay(ctx context.Context, c *call, deliver func([]byte) bool, keepAlive func() error) (reply, bool) {
+	method := c.request.Method
+	ended := relayEnded(method, reply{}, false)
+	defer func() { b.up.endRelays(c, ended) }() // c follows resend to the call in flight
 	ticker := time.NewTicker(keepAliveEvery)
 	defer ticker.Stop()
 	for {
@@ -170,14 +206,20 @@ func (b *Bridge) relay(ctx context.Context, c *call, deliver func([]byte) bool, 
 				b.up.abandon(c, "the client's stream broke")
 				return reply{}, false
 			}
+		case msg := <-c.asks:
+			if !deliver(msg) {
+				b.up.abandon(c, "the client's stream broke")
+				return reply{}, false
+			}
 		case rep := <-c.reply:
 			if rep.resend {
 				var ok bool
 				if c, rep, ok = b.up.resend(ctx, c); c == nil {
-					return rep, ok
+					return rep, ok // resend ended the relays
 				}
 				continue
 			}
+			ended = relayEnded(method, rep, true)
 			// Progress sent before the answer is queued already: it
 			// goes first.
 			for {
@@ -190,7 +232,9 @@ func (b *Bridge) relay(ctx context.Context, c *call, deliver func([]byte) bool, 
 				return rep, true
 			}
 		case <-ctx.Done():
-			return b.up.await(ctx, c)
+			rep, ok := b.up.await(ctx, c)
+			ended = relayEnded(method, rep, ok)
+			return rep, ok
 		}
 	}
 }

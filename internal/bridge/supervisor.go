@@ -128,13 +128,17 @@ func (u *upstream) initialize(ctx context.Context, proc *child, gen uint64) erro
 	return nil
 }
 
-// initializeParams introduce the bridge to the child. It declares no client
-// capabilities: roots, sampling and elicitation belong to a client, and the
-// child's one session stands for many.
+// initializeParams introduce the bridge to the child. It declares what it
+// can relay to a client (relay.go): elicitation in both modes, and
+// sampling. Not roots: the child's one session stands for every client,
+// and servers keep a session's roots, so one client's would serve all.
 var initializeParams, _ = wire.Marshal(map[string]any{
 	"protocolVersion": childRevision,
-	"capabilities":    map[string]any{},
-	"clientInfo":      map[string]any{"name": "mcp-bridge", "version": Version},
+	"capabilities": map[string]any{
+		"elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}},
+		"sampling":    map[string]any{},
+	},
+	"clientInfo": map[string]any{"name": "mcp-bridge", "version": Version},
 })
 
 func parseInit(result json.RawMessage) (*serverInit, error) {

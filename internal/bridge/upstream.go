@@ -12,8 +12,9 @@ import (
 
 // upstream is the bridge's one MCP session with the child process, shared by
 // every client: it runs the child (supervisor.go), sends it the clients'
-// requests under ids of its own (calls.go) and dispatches what it writes
-// back (dispatch.go). This file holds its state and readiness.
+// requests under ids of its own (calls.go), dispatches what it writes
+// back (dispatch.go) and relays its requests to clients (relay.go). This
+// file holds its state and readiness.
 type upstream struct {
 	opts     Options
 	log      *slog.Logger
@@ -28,6 +29,16 @@ type upstream struct {
 	stopping chan struct{} // closed when the bridge shuts down
 	calls    map[int64]*call
 	lastID   int64
+	// relays are the child's requests relayed to clients and not yet
+	// answered, by the id the bridge gave them (relay.go).
+	relays    map[string]*relayed
+	lastRelay int64
+	// lingering are calls that may ask, ended on the bridge's side
+	// (cancelled, timed out, their session gone) but not answered by the
+	// child, which may still be working on them and ask for them: each
+	// counts as in flight for attributing the child's requests until the
+	// child answers it or its time is up (relay.go).
+	lingering map[int64]lingering
 	// logLevel is the most verbose level a client asked the current child
 	// for; each session filters down to its own.
 	logLevel string
@@ -35,7 +46,7 @@ type upstream struct {
 
 func newUpstream(opts Options, log *slog.Logger, s *sessions) *upstream {
 	return &upstream{opts: opts, log: log, sessions: s, ready: make(chan struct{}), stopping: make(chan struct{}),
-		notReady: "the MCP server has not started yet", calls: map[int64]*call{}}
+		notReady: "the MCP server has not started yet", calls: map[int64]*call{}, relays: map[string]*relayed{}, lingering: map[int64]lingering{}}
 }
 
 // serverInit is what the child answered the bridge's initialize with.

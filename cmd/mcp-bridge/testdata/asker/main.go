@@ -1,6 +1,8 @@
 // Command asker is a stdio MCP server for the bridge's tests that sends
-// requests to its client. Its one tool, ask, sends ping, roots/list and
-// sampling/createMessage, and answers with what came back for each.
+// requests to its client. Its tool ask sends ping, roots/list and
+// sampling/createMessage, and answers with what came back for each. Its
+// tool ask-then-cancel sends sampling/createMessage (id "cancel-me"), then
+// cancels it, and never answers.
 package main
 
 import (
@@ -39,7 +41,15 @@ func main() {
 			reply(out, m.ID, map[string]any{"protocolVersion": p.ProtocolVersion, "capabilities": map[string]any{"tools": map[string]any{}},
 				"serverInfo": map[string]any{"name": "asker", "version": "1"}})
 		case m.Method == "tools/list":
-			reply(out, m.ID, map[string]any{"tools": []any{map[string]any{"name": "ask", "inputSchema": map[string]any{"type": "object"}}}})
+			reply(out, m.ID, map[string]any{"tools": []any{
+				map[string]any{"name": "ask", "inputSchema": map[string]any{"type": "object"}},
+				map[string]any{"name": "ask-then-cancel", "inputSchema": map[string]any{"type": "object"}},
+			}})
+		case m.Method == "tools/call" && toolName(m.Params) == "ask-then-cancel":
+			_ = out.Encode(map[string]any{"jsonrpc": "2.0", "id": "cancel-me", "method": "sampling/createMessage",
+				"params": map[string]any{"messages": []any{}, "maxTokens": 1}})
+			_ = out.Encode(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled",
+				"params": map[string]any{"requestId": "cancel-me", "reason": "changed my mind"}})
 		case m.Method == "tools/call":
 			asking = m.ID
 			for id, method := range asks {
@@ -59,6 +69,14 @@ func main() {
 			}
 		}
 	}
+}
+
+func toolName(params json.RawMessage) string {
+	var p struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(params, &p)
+	return p.Name
 }
 
 func reply(out *json.Encoder, id json.RawMessage, result any) {
