@@ -485,8 +485,12 @@ type CallResult struct {
 	IsError           bool              `json:"isError,omitempty"`
 	// ResultType is the 2026-07-28 revision's: "complete" (or absent), or
 	// "input_required" when the server asks the client for input
-	// (elicitation, sampling, roots) before it can answer.
+	// (elicitation, sampling, roots) before it can answer (mrtr.go).
 	ResultType string `json:"resultType,omitempty"`
+	// InputRequests and RequestState come with "input_required": what the
+	// server asks, by key, and the state to send back with the answers.
+	InputRequests json.RawMessage `json:"inputRequests,omitempty"`
+	RequestState  string          `json:"requestState,omitempty"`
 }
 
 // InputRequired is the 2026-07-28 resultType of a call that needs input
@@ -519,23 +523,47 @@ type CallOptions struct {
 }
 
 // CallTool calls a tool by its name on the server, with arguments as a JSON
-// object. A JSON-RPC error answer is an *Error with RPCCode set.
+// object. A JSON-RPC error answer is an *Error with RPCCode set. A
+// 2026-07-28 server's "input_required" answer is fulfilled through
+// opts.OnRequest and the call sent again with the answers (mrtr.go); a
+// request OnRequest refuses ends the call with an *InputRefused.
 func (s *Session) CallTool(ctx context.Context, name string, arguments json.RawMessage, opts CallOptions) (CallResult, error) {
-	params := struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-	}{name, arguments}
+	params := toolCallParams{Name: name, Arguments: arguments}
 	c := call{method: string(mcp.MethodToolsCall), params: params, tool: name, schema: opts.InputSchema, meta: wire.RelayedMeta(opts.Meta),
 		onRequest: opts.OnRequest}
 	release := s.relay(ctx, &c, opts)
 	defer release()
-	raw, err := s.request(ctx, c, "calling tool "+name)
-	if err != nil {
-		return CallResult{}, err
+	for round := 1; ; round++ {
+		raw, err := s.request(ctx, c, "calling tool "+name)
+		if err != nil {
+			return CallResult{}, err
+		}
+		var result CallResult
+		if err := json.Unmarshal(raw, &result); err != nil {
+			return CallResult{}, classify(err, s.target, "calling tool "+name, nil)
+		}
+		if result.ResultType != InputRequired || opts.OnRequest == nil || round == maxInputRounds {
+			return result, nil
+		}
+		// Each round's answers within the target's timeout, as each
+		// request's answer is.
+		askCtx, cancel := context.WithTimeout(ctx, s.target.timeout())
+		params.InputResponses, err = fulfil(askCtx, result.InputRequests, opts.OnRequest)
+		cancel()
+		if err != nil {
+			return CallResult{}, err
+		}
+		params.RequestState = result.RequestState
+		c.params = params
 	}
-	var result CallResult
-	if err := json.Unmarshal(raw, &result); err != nil {
-		return CallResult{}, classify(err, s.target, "calling tool "+name, nil)
-	}
-	return result, nil
+}
+
+// toolCallParams are a tools/call's params: the tool and its arguments,
+// and in a 2026-07-28 call sent again, the answers to what the server
+// asked and the state it gave.
+type toolCallParams struct {
+	Name           string                     `json:"name"`
+	Arguments      json.RawMessage            `json:"arguments"`
+	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
+	RequestState   string                     `json:"requestState,omitempty"`
 }

@@ -32,19 +32,27 @@ func (e *upstreamError) Error() string { return e.err.Error() }
 // observation; any other failure is the caller's error.
 func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments json.RawMessage, opts mcpclient.CallOptions) (Envelope, error) {
 	var result mcpclient.CallResult
+	var refused *mcpclient.InputRefused
 	err := c.onUpstream(ctx, entry.Namespace, entry.Server, func(s *mcpclient.Session) error {
 		var err error
 		opts.InputSchema = entry.Tool.InputSchema.Raw
 		result, err = s.CallTool(ctx, entry.Tool.OriginalName, arguments, opts)
+		if errors.As(err, &refused) {
+			return nil // the server answered; its caller did not
+		}
 		return err
 	})
-	if err == nil && result.ResultType == mcpclient.InputRequired {
-		// Relaying the server's questions to the caller is not done yet:
-		// the call fails, saying why, rather than seem to end with nothing.
+	switch {
+	case err == nil && refused != nil:
+		// The server's question had no answer: the agent reads why.
 		return Envelope{IsError: true, Content: []json.RawMessage{}, Error: fmt.Sprintf(
-			"%s needs input from the user or the client's model (elicitation, sampling or roots) to go on, which the catalog does not relay", entry.Name)}, nil
-	}
-	if err == nil {
+			"%s needs input (%s) that its caller did not give: %s", entry.Name, refused.Method, refused.Message)}, nil
+	case err == nil && result.ResultType == mcpclient.InputRequired:
+		// Still asking after every answer mcpclient gives: the call fails,
+		// saying so, rather than seem to end with nothing.
+		return Envelope{IsError: true, Content: []json.RawMessage{}, Error: fmt.Sprintf(
+			"%s still asked for input (elicitation, sampling or roots) after its caller's answers; the catalog ends the call", entry.Name)}, nil
+	case err == nil:
 		return envelopeOf(result), nil
 	}
 	if code, message, ok := mcpclient.RPCErrorOf(err); ok {

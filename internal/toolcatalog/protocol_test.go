@@ -290,8 +290,9 @@ var _ = Describe("MCP revisions through the catalog", func() {
 })
 
 var _ = Describe("A 2026-07-28 server that asks for input", func() {
-	It("fails the call, saying so, rather than answer it with nothing", func() {
-		ns := env.Namespace()
+	var ns, path string
+	BeforeEach(func() {
+		ns = env.Namespace()
 		upstream := testmcp.StartGoSDK(testmcp.GoSDKOnly2026)
 		DeferCleanup(upstream.Stop)
 		upstream.AddAskingTool()
@@ -299,19 +300,37 @@ var _ = Describe("A 2026-07-28 server that asks for input", func() {
 		readyServer(ns, "asker", upstream.URL())
 		collection(ns, "asking", "asker")
 		Eventually(func() string { return string(get("/v1/namespaces/" + ns + "/toolcollections/asking/tools").body) }).Should(ContainSubstring("mcp_asker_ask"))
-		want := "mcp_asker_ask needs input from the user or the client's model (elicitation, sampling or roots) to go on, which the catalog does not relay"
+		path = "/v1/namespaces/" + ns + "/toolcollections/asking"
+	})
 
-		r := post("/v1/namespaces/"+ns+"/toolcollections/asking/execute", `{"name":"mcp_asker_ask","arguments":{}}`)
+	It("has a legacy caller answer it, on the call's stream, and sends the call again with the answer", func() {
+		caller := askedCallerOf(catalog.URL+path+"/mcp", "2025-11-25", "Zoë")
+		result, err := caller.session.CallTool(ctx, &sdk.CallToolParams{Name: "mcp_asker_ask", Arguments: map[string]any{}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(result.IsError).To(BeFalse(), textOf(result))
+		Expect(textOf(result)).To(Equal("hello Zoë"))
+		caller.mu.Lock()
+		defer caller.mu.Unlock()
+		Expect(caller.elicits).To(HaveLen(1))
+		Expect(caller.elicits[0].Message).To(Equal("Your name?"))
+	})
+
+	It("fails the call, saying why, for a caller that cannot answer, rather than answer it with nothing", func() {
+		needs := "mcp_asker_ask needs input (elicitation/create) that its caller did not give: "
+		r := post(path+"/execute", `{"name":"mcp_asker_ask","arguments":{}}`)
 		Expect(r.code).To(Equal(http.StatusOK), string(r.body))
 		Expect(r.json()["isError"]).To(BeTrue())
-		Expect(r.json()["error"]).To(Equal(want))
+		Expect(r.json()["error"]).To(Equal(needs + restCannotAnswer))
 
-		for _, revision := range []string{"2025-11-25", ""} {
-			caller := callerOf(catalog.URL+"/v1/namespaces/"+ns+"/toolcollections/asking/mcp", revision)
+		for revision, why := range map[string]string{
+			"2025-11-25": "the caller of this tool did not declare the elicitation (form mode) capability, so mcp-operator cannot ask it",
+			"":           statelessCannotAnswer,
+		} {
+			caller := callerOf(catalog.URL+path+"/mcp", revision) // declares nothing
 			result, err := caller.call(ctx, "mcp_asker_ask", nil, nil)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(result.IsError).To(BeTrue(), "revision %q", revision)
-			Expect(textOf(result)).To(Equal(want))
+			Expect(textOf(result)).To(Equal(needs+why), "revision %q", revision)
 			Eventually(func() int { return len(allPrompts(caller.session)) }).Should(Equal(1))
 			_, err = caller.session.GetPrompt(ctx, &sdk.GetPromptParams{Name: "mcp_asker_ask"})
 			Expect(err).To(MatchError(ContainSubstring("MCPServer "+ns+"/asker needs input from the user or the client's model")), "revision %q", revision)

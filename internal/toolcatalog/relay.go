@@ -384,6 +384,6 @@ func refuseAsking(why string) func(context.Context, string, json.RawMessage) mcp
 const (
 	restCannotAnswer = "this tool was called through mcp-operator's REST API, which cannot answer a server's request (elicitation, sampling, roots); " +
 		"call it over MCP from a client that declares the capability"
-	statelessCannotAnswer = "the caller speaks MCP 2026-07-28, whose clients take no requests from servers, " +
-		"and mcp-operator does not yet turn a server's request into an input_required result"
+	statelessCannotAnswer = "the caller speaks MCP 2026-07-28, whose clients answer a server's questions only as input_required results, " +
+		"which mcp-operator does not pass between a caller and a server yet"
 )

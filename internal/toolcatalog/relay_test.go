@@ -137,7 +137,7 @@ var _ = Describe("A server's requests, relayed to the caller of its call", func(
 		Expect(caller.session.InitializeResult().ProtocolVersion).To(Equal("2026-07-28"))
 		result, err := caller.session.CallTool(ctx, &sdk.CallToolParams{Name: "mcp_up_elicit", Arguments: map[string]any{}})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(textOf(result)).To(ContainSubstring("whose clients take no requests from servers"))
+		Expect(textOf(result)).To(ContainSubstring(statelessCannotAnswer))
 
 		rest := post("/v1/namespaces/"+ns+"/toolcollections/asks/execute", `{"name":"mcp_up_sample","arguments":{"prompt":"x"}}`)
 		Expect(rest.code).To(Equal(http.StatusOK), string(rest.body))
