@@ -62,7 +62,9 @@ func TestInputRequiredRoundsAreAnsweredAndBounded(t *testing.T) {
 		t.Errorf("the second call sent %s; want the answers by key and the first round's state", sent[1])
 	}
 
-	refuse := func(context.Context, string, json.RawMessage) Answer { return Refusal(-32601, "no user at the keyboard") }
+	refuse := func(context.Context, string, json.RawMessage) Answer {
+		return Refusal(-32601, "no user at the keyboard")
+	}
 	_, err = s.CallTool(context.Background(), "echo", json.RawMessage(`{}`), CallOptions{OnRequest: refuse})
 	var refused *InputRefused
 	if !errors.As(err, &refused) || refused.Method != "elicitation/create" || refused.Message != "no user at the keyboard" {

@@ -304,15 +304,7 @@ var _ = Describe("A 2026-07-28 server that asks for input", func() {
 	})
 
 	It("has a legacy caller answer it, on the call's stream, and sends the call again with the answer", func() {
-		caller := askedCallerOf(catalog.URL+path+"/mcp", "2025-11-25", "Zoë")
-		result, err := caller.session.CallTool(ctx, &sdk.CallToolParams{Name: "mcp_asker_ask", Arguments: map[string]any{}})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(result.IsError).To(BeFalse(), textOf(result))
-		Expect(textOf(result)).To(Equal("hello Zoë"))
-		caller.mu.Lock()
-		defer caller.mu.Unlock()
-		Expect(caller.elicits).To(HaveLen(1))
-		Expect(caller.elicits[0].Message).To(Equal("Your name?"))
+		askedCallerOf(catalog.URL+path+"/mcp", "2025-11-25", "Zoë").expectAsked("mcp_asker_ask")
 	})
 
 	It("fails the call, saying why, for a caller that cannot answer, rather than answer it with nothing", func() {

@@ -25,13 +25,14 @@ import (
 // echo, recording what it was asked.
 type askedCaller struct {
 	session *sdk.ClientSession
+	name    string
 	mu      sync.Mutex
 	elicits []*sdk.ElicitParams
 	samples []*sdk.CreateMessageParams
 }
 
 func askedCallerOf(url, revision, name string) *askedCaller {
-	c := &askedCaller{}
+	c := &askedCaller{name: name}
 	client := sdk.NewClient(&sdk.Implementation{Name: "asked-caller", Version: "1"}, &sdk.ClientOptions{
 		ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 			c.mu.Lock()
@@ -57,6 +58,21 @@ func askedCallerOf(url, revision, name string) *askedCaller {
 	return c
 }
 
+// expectAsked calls tool, a tool that asks its caller's name, and expects
+// the name it was given back, having been asked once; it returns what the
+// caller was asked.
+func (c *askedCaller) expectAsked(tool string) *sdk.ElicitParams {
+	result, err := c.session.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: map[string]any{}})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(result.IsError).To(BeFalse(), textOf(result))
+	Expect(textOf(result)).To(Equal("hello " + c.name))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	Expect(c.elicits).To(HaveLen(1))
+	Expect(c.elicits[0].Message).To(Equal("Your name?"))
+	return c.elicits[0]
+}
+
 var _ = Describe("A server's requests, relayed to the caller of its call", func() {
 	var (
 		ns, endpoint, path string
@@ -77,16 +93,8 @@ var _ = Describe("A server's requests, relayed to the caller of its call", func(
 
 	for _, revision := range []string{"2025-11-25", "2025-06-18"} {
 		It("asks a "+revision+" caller the server's question and gives the server its answer", func() {
-			caller := askedCallerOf(endpoint, revision, "Zoë")
-			result, err := caller.session.CallTool(ctx, &sdk.CallToolParams{Name: "mcp_up_elicit", Arguments: map[string]any{}})
-			Expect(err).NotTo(HaveOccurred())
-			Expect(result.IsError).To(BeFalse(), textOf(result))
-			Expect(textOf(result)).To(Equal("hello Zoë"))
-			caller.mu.Lock()
-			defer caller.mu.Unlock()
-			Expect(caller.elicits).To(HaveLen(1))
-			Expect(caller.elicits[0].Message).To(Equal("Your name?"))
-			schema, err := json.Marshal(caller.elicits[0].RequestedSchema)
+			asked := askedCallerOf(endpoint, revision, "Zoë").expectAsked("mcp_up_elicit")
+			schema, err := json.Marshal(asked.RequestedSchema)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(string(schema)).To(MatchJSON(`{"type":"object","properties":{"name":{"type":"string","default":"Ann"}}}`), "the schema as the server sent it")
 		})

@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	. "github.com/onsi/ginkgo/v2" //nolint:revive,staticcheck // Ginkgo's DSL reads best dot-imported
 	. "github.com/onsi/gomega"    //nolint:revive,staticcheck // so does Gomega's
 
@@ -169,5 +171,61 @@ var _ = Describe("Sessions on any replica", Ordered, func() {
 
 		By("a cancel for a call the replica does not run is accepted and changes nothing")
 		Expect(rawMCP(onA, init.session, "2025-11-25", fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, 99)).status).To(Equal(http.StatusAccepted))
+	})
+
+	It("forwards the caller's answer to the replica that asked, and only to a replica", func() {
+		ns := plane.Namespace()
+		up := testmcp.StartGoSDK(testmcp.GoSDKSessions)
+		DeferCleanup(up.Stop)
+		up.AddElicitingTool()
+		labels := map[string]string{"app.kubernetes.io/name": "mcp-operator"}
+		replica := func(pod string) []string {
+			return []string{"POD_NAME=" + pod, "POD_NAMESPACE=" + ns}
+		}
+		lease := []string{"--leader-elect", "--leader-election-namespace=" + ns,
+			"--leader-election-lease-duration=6s", "--leader-election-renew-deadline=4s", "--leader-election-retry-period=1s",
+			"--workload-ingress-from-labels=app.kubernetes.io/name=mcp-operator"}
+		a := startManagerWith(bin, kubeconfig, replica("catalog-a"), lease...)
+		b := startManagerWith(bin, kubeconfig, replica("catalog-b"), lease...)
+		replicaPod(plane, ns, "catalog-a", a.catalog, labels)
+		replicaPod(plane, ns, "catalog-b", b.catalog, labels)
+		srv := plane.CreateServer(ns, "asker", up.URL())
+		Eventually(plane.ReadyOf(srv)).Should(Equal("True/ToolsDiscovered"))
+		for _, m := range []*managerProcess{a, b} {
+			Eventually(func() string { return get(m.catalog, "/v1/tools").body }).Should(ContainSubstring("mcp_asker_elicit"), m.String())
+		}
+
+		By("the call on A, the answer to its question through B")
+		onA, err := url.Parse(a.catalog)
+		Expect(err).NotTo(HaveOccurred())
+		onB, err := url.Parse(b.catalog)
+		Expect(err).NotTo(HaveOccurred())
+		route := &splitRoute{calls: onA, answers: onB}
+		client := sdk.NewClient(&sdk.Implementation{Name: "split", Version: "1"}, &sdk.ClientOptions{
+			ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "Zoë"}}, nil
+			},
+		})
+		session, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: a.catalog + "/mcp", HTTPClient: &http.Client{Transport: route}},
+			&sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(session.Close)
+		result, err := session.CallTool(ctx, &sdk.CallToolParams{Name: "mcp_asker_elicit", Arguments: map[string]any{}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(result.Content).To(HaveLen(1))
+		Expect(result.Content[0].(*sdk.TextContent).Text).To(Equal("hello Zoë"))
+		route.mu.Lock()
+		Expect(route.answered).To(Equal([]int{http.StatusAccepted}), "B took the answer and A accepted it")
+		route.mu.Unlock()
+
+		By("an id naming a pod that is not a replica is not forwarded")
+		replicaPod(plane, ns, "intruder", a.catalog, map[string]string{"app": "other"})
+		init := rawMCP(b.catalog+"/mcp", "", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
+		Expect(init.status).To(Equal(http.StatusOK))
+		for _, owner := range []string{"intruder", "no-such-pod", "catalog-b"} {
+			made := rawMCP(b.catalog+"/mcp", init.session, "2025-11-25", `{"jsonrpc":"2.0","id":"mcp-operator-relay-00.`+owner+`","result":{"action":"decline"}}`)
+			Expect(made.status).To(Equal(http.StatusBadRequest), owner)
+		}
+		Expect(a.output.String()).NotTo(ContainSubstring("mcp-operator-relay-00"), "A never saw the made-up ids")
 	})
 })

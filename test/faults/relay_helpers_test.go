@@ -1,0 +1,71 @@
+package faults
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+
+	. "github.com/onsi/gomega" //nolint:revive,staticcheck // so does Gomega's
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/toolmesh/mcp-operator/internal/testenv"
+)
+
+// splitRoute is a load balancer between two replicas as a caller meets
+// it: a session's call goes to one, its answer to the server's question,
+// a request of its own, to the other. It counts the answers' statuses.
+type splitRoute struct {
+	calls, answers *url.URL
+	mu             sync.Mutex
+	answered       []int
+}
+
+func (s *splitRoute) RoundTrip(req *http.Request) (*http.Response, error) {
+	target := s.calls
+	var body []byte
+	if req.Body != nil {
+		body, _ = io.ReadAll(req.Body)
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	var msg struct {
+		Method string          `json:"method"`
+		ID     json.RawMessage `json:"id"`
+	}
+	answer := req.Method == http.MethodPost && json.Unmarshal(body, &msg) == nil && msg.Method == "" && len(msg.ID) > 0
+	if answer {
+		target = s.answers
+	}
+	out := req.Clone(req.Context())
+	out.URL.Scheme, out.URL.Host, out.Host = target.Scheme, target.Host, target.Host
+	out.Body = io.NopCloser(bytes.NewReader(body))
+	resp, err := http.DefaultTransport.RoundTrip(out)
+	if answer && err == nil {
+		s.mu.Lock()
+		s.answered = append(s.answered, resp.StatusCode)
+		s.mu.Unlock()
+	}
+	return resp, err
+}
+
+// A replica's pod, as the kubelet would report it: in the namespace, with
+// the manager's labels, its catalog port, and its IP.
+func replicaPod(plane *testenv.Env, ns, name, catalog string, labels map[string]string) {
+	u, err := url.Parse(catalog)
+	Expect(err).NotTo(HaveOccurred())
+	host, portText, err := net.SplitHostPort(u.Host)
+	Expect(err).NotTo(HaveOccurred())
+	port, err := strconv.Atoi(portText)
+	Expect(err).NotTo(HaveOccurred())
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "manager",
+			Ports: []corev1.ContainerPort{{Name: "catalog", ContainerPort: int32(port)}}}}}}
+	Expect(plane.Client.Create(ctx, pod)).To(Succeed())
+	pod.Status.PodIP = host
+	Expect(plane.Client.Status().Update(ctx, pod)).To(Succeed())
+}
