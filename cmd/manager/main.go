@@ -275,10 +275,10 @@ func setUp(ctx context.Context, mgr ctrl.Manager, cfg *config) error {
 	cfg.catalog.Egress = cfg.controllers.Egress
 	cfg.catalog.AuthSources = cfg.controllers.AuthSources
 	cfg.catalog.Limits = cfg.controllers.Limits
-	// The manager's pods, as the workloads' NetworkPolicies know them, in
-	// the manager's own namespace (the downward API's POD_NAME and
-	// POD_NAMESPACE): where answers to relayed questions are forwarded.
-	cfg.catalog.Peers = toolcatalog.Peers{Self: os.Getenv("POD_NAME"), Namespace: os.Getenv("POD_NAMESPACE"),
+	// The manager's pods, as the workloads' NetworkPolicies know them
+	// (namespace and labels), and this one's name from the downward API:
+	// where answers to relayed questions are forwarded.
+	cfg.catalog.Peers = toolcatalog.Peers{Self: os.Getenv("POD_NAME"), Namespace: cfg.controllers.WorkloadIngress.Namespace,
 		Labels: cfg.controllers.WorkloadIngress.PodLabels, Reader: mgr.GetAPIReader()}
 	if err := cfg.setUpOIDC(); err != nil {
 		return err

@@ -63,7 +63,8 @@ func callSDK(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]a
 type asked struct {
 	mu          sync.Mutex
 	elicitation []*sdk.ElicitParams
-	sampling    []*sdk.CreateMessageParams
+	//nolint:staticcheck // sampling, deprecated in 2026-07-28, is what is relayed
+	sampling []*sdk.CreateMessageParams
 }
 
 func (a *asked) counts() (int, int) {
@@ -85,10 +86,12 @@ func (a *asked) answering() *sdk.ClientOptions {
 			}
 			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada Lovelace", "integer": 7}}, nil
 		},
+		//nolint:staticcheck // sampling, deprecated in 2026-07-28, is what is relayed
 		CreateMessageHandler: func(_ context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
 			a.mu.Lock()
 			a.sampling = append(a.sampling, req.Params)
 			a.mu.Unlock()
+			//nolint:staticcheck // sampling, deprecated in 2026-07-28, is what is relayed
 			return &sdk.CreateMessageResult{Model: "bridge-test-model", Role: "assistant", Content: &sdk.TextContent{Text: "forty-two"}}, nil
 		},
 	}

@@ -23,11 +23,13 @@ import (
 // call's time, not by mcp-go's 30 seconds for a request's handler, and
 // not cut when the call's stream ends.
 //
-// A request that comes anywhere else (the listening GET stream, where
-// mcp-go's servers send sampling and roots; a call whose caller cannot
-// answer) belongs to no call: refuseServerRequest answers it at once, so
-// the server never waits. Over the 2024-11-05 SSE transport mcp-go drops
-// a server's requests unread; they are not relayed.
+// A call's stream that broke and resumed (a GET with Last-Event-ID) is
+// tapped the same way, and ping is answered at once. A request that comes
+// anywhere else (the listening GET stream, where mcp-go's servers send
+// sampling and roots) belongs to no call: refuseServerRequest answers it
+// at once, so the server never waits. Over the 2024-11-05 SSE transport
+// mcp-go drops a server's requests unread, so nothing is declared there
+// and servers do not ask.
 
 // Answer is a client's answer to a server's request: Result, or Error (a
 // JSON-RPC error object), each as the client sent it.
@@ -42,7 +44,8 @@ func Refusal(code int, message string) Answer {
 }
 
 // AskedCapabilities are the client capabilities the operator declares to
-// servers in initialize, so that a server may ask the caller of a call:
+// servers in initialize over Streamable HTTP, so that a server may ask
+// the caller of a call:
 // elicitation in both modes, and sampling. Never roots: a pooled session
 // is shared by many callers, and servers keep the roots they were given
 // for the whole session. Discovery declares the same, so the tools a
@@ -57,7 +60,10 @@ var AskedCapabilities = mcp.ClientCapabilities{
 // its wait and refuses.
 func (s *Session) serveAsk(ctx context.Context, id json.RawMessage, method string, params json.RawMessage,
 	onRequest func(context.Context, string, json.RawMessage) Answer) {
-	answer := onRequest(ctx, method, params)
+	answer := Answer{Result: json.RawMessage("{}")} // ping is the client's to answer, at once
+	if method != string(mcp.MethodPing) {
+		answer = onRequest(ctx, method, params)
+	}
 	sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.target.timeout())
 	defer cancel()
 	_ = s.answer(sendCtx, id, answer)
@@ -68,7 +74,7 @@ func (s *Session) serveAsk(ctx context.Context, id json.RawMessage, method strin
 // the negotiated revision; the session's HTTP client adds credentials.
 func (s *Session) answer(ctx context.Context, id json.RawMessage, a Answer) error {
 	var body []byte
-	if len(a.Error) > 0 {
+	if len(a.Error) > 0 && string(a.Error) != "null" {
 		body = wire.AppendError(nil, id, a.Error)
 	} else {
 		body = wire.AppendResult(nil, id, a.Result)

@@ -197,11 +197,13 @@ func (s *Session) start(ctx context.Context) error {
 // initialize runs the handshake and keeps what the server said.
 func (s *Session) initialize(ctx context.Context) error {
 	ex := &exchange{}
-	result, err := s.client.Initialize(withExchange(ctx, ex), mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ProtocolVersion: ProtocolVersion,
-		ClientInfo:      clientInfo,
-		Capabilities:    AskedCapabilities,
-	}})
+	params := mcp.InitializeParams{ProtocolVersion: ProtocolVersion, ClientInfo: clientInfo}
+	if !s.answersOnStream {
+		// Over SSE mcp-go drops a server's requests unread: declaring
+		// what could not be answered would have servers ask and wait.
+		params.Capabilities = AskedCapabilities
+	}
+	result, err := s.client.Initialize(withExchange(ctx, ex), mcp.InitializeRequest{Params: params})
 	if err != nil {
 		s.Close()
 		return s.connectError(err, ex)

@@ -154,6 +154,11 @@ func (t *recordingTransport) recordAnswer(ctx context.Context, req *http.Request
 		// A listening stream lives as long as the session; each event on it
 		// is read whole, so each is capped.
 		resp.Body = &eventCappedBody{body: resp.Body, max: t.maxBody, ex: ex}
+		if ex != nil && ex.ask != nil {
+			// A call's stream resumed (Last-Event-ID) after it broke: the
+			// server's requests for the call may come here now.
+			resp.Body = &tappedBody{body: resp.Body, ask: ex.ask}
+		}
 	case req.Method == http.MethodPost:
 		resp.Body = &cappedBody{body: resp.Body, left: t.maxBody, ex: ex}
 		if stream && ex != nil && (ex.tap != nil || ex.ask != nil) {

@@ -56,7 +56,7 @@ func fulfil(ctx context.Context, requests json.RawMessage, onRequest func(contex
 	for _, k := range keys {
 		r := asked[k]
 		answer := onRequest(ctx, r.Method, r.Params)
-		if len(answer.Error) > 0 {
+		if len(answer.Error) > 0 && string(answer.Error) != "null" {
 			var e struct {
 				Message string `json:"message"`
 			}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
 )
@@ -69,5 +70,23 @@ func TestInputRequiredRoundsAreAnsweredAndBounded(t *testing.T) {
 	var refused *InputRefused
 	if !errors.As(err, &refused) || refused.Method != "elicitation/create" || refused.Message != "no user at the keyboard" {
 		t.Errorf("a refused question ended the call with %v; want an *InputRefused carrying the refusal", err)
+	}
+}
+
+// A server's requests over the 2024-11-05 SSE transport, which mcp-go
+// drops unread, are never invited: nothing is declared there, so a server
+// refuses itself at once instead of waiting for an answer.
+func TestNothingIsDeclaredOverSSE(t *testing.T) {
+	g := startGoSDK(t, testmcp.GoSDKLegacySSE)
+	g.AddElicitingTool()
+	s := connectT(t, Target{URL: g.URL(), Transport: TransportSSE, Timeout: 20 * time.Second}, nil)
+	asked := false
+	result, err := s.CallTool(context.Background(), "elicit", json.RawMessage(`{}`), CallOptions{
+		OnRequest: func(context.Context, string, json.RawMessage) Answer { asked = true; return Answer{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asked || !result.IsError || !strings.Contains(string(result.Content[0]), "does not support elicitation") {
+		t.Errorf("over SSE: asked %v, result %s; want the server to refuse itself, since nothing was declared", asked, result.Content)
 	}
 }

@@ -236,6 +236,7 @@ func (g *GoSDK) AddSamplingTool() {
 				Prompt string `json:"prompt"`
 			}
 			_ = json.Unmarshal(req.Params.Arguments, &args)
+			//nolint:staticcheck // sampling, deprecated in 2026-07-28, is what is relayed
 			answer, err := req.Session.CreateMessage(ctx, &sdk.CreateMessageParams{MaxTokens: 50,
 				Messages: []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: args.Prompt}}}})
 			if err != nil {

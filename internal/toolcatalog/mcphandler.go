@@ -15,6 +15,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"k8s.io/utils/lru"
 
 	"github.com/toolmesh/mcp-operator/internal/menu"
 	"github.com/toolmesh/mcp-operator/internal/resourceuri"
@@ -35,9 +36,11 @@ type mcpHandlers struct {
 	catalog  *Catalog
 	sessions *callerSessions
 	relays   *relayTable
-	mu       sync.Mutex
-	byKey    map[viewKey]*mcpHandler
-	kick     chan struct{}
+	// peers caches what pod names in relay ids resolved to (relay_forward.go).
+	peers *lru.Cache
+	mu    sync.Mutex
+	byKey map[viewKey]*mcpHandler
+	kick  chan struct{}
 }
 
 type mcpHandler struct {
@@ -60,7 +63,7 @@ type mcpHandler struct {
 }
 
 func newMCPHandlers(c *Catalog) *mcpHandlers {
-	return &mcpHandlers{catalog: c, sessions: newCallerSessions(), relays: newRelayTable(c.opts.Peers.Self), byKey: map[viewKey]*mcpHandler{}, kick: make(chan struct{}, 1)}
+	return &mcpHandlers{catalog: c, sessions: newCallerSessions(), relays: newRelayTable(c.opts.Peers.Self), peers: lru.New(peerCacheSize), byKey: map[viewKey]*mcpHandler{}, kick: make(chan struct{}, 1)}
 }
 
 // changed asks for the handlers to follow a change in the cache.
@@ -482,12 +485,15 @@ func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey)
 // this caller's session waits for it. Never 404, which would make the
 // client drop its session.
 func (m *mcpHandlers) serveAnswer(w http.ResponseWriter, r *http.Request, key viewKey, id string, answer wire.Message, body []byte) {
-	if !m.relays.deliver(id, sessionOf(r, key), answer) && !m.forwardAnswer(w, r, id, body) {
+	switch {
+	case m.relays.deliver(id, sessionOf(r, key), answer):
+		w.WriteHeader(http.StatusAccepted)
+	case m.forwardAnswer(w, r, id, body):
+		// Answered as the replica that relayed the question answered.
+	default:
 		writeRPCError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST,
 			"no request of this session waits for an answer with this id: it was answered already, or its call ended")
-		return
 	}
-	w.WriteHeader(http.StatusAccepted)
 }
 
 // issuedSessionForm says id has the form of the session ids the catalog's

@@ -19,7 +19,7 @@ import (
 )
 
 // Relaying a server's requests to the caller of the call they belong to
-// (elicitation, sampling, roots), for callers of the revisions before
+// (elicitation, sampling; never roots), for callers of the revisions before
 // 2026-07-28 (docs/protocol.md, "Requests from servers"):
 //
 //  1. The caller declares what it can answer in initialize. The catalog
@@ -46,12 +46,11 @@ const (
 	asksElicitURL
 	asksSampling
 	asksSamplingTools
-	asksRoots
 )
 
 // askLetters spell callerAsks in a session id, one letter a flag, in
 // this order.
-const askLetters = "fustr"
+const askLetters = "fust"
 
 // asksOfInitialize reads the capabilities an initialize request declares.
 func asksOfInitialize(params json.RawMessage) callerAsks {
@@ -59,7 +58,6 @@ func asksOfInitialize(params json.RawMessage) callerAsks {
 		Capabilities struct {
 			Elicitation map[string]json.RawMessage `json:"elicitation"`
 			Sampling    map[string]json.RawMessage `json:"sampling"`
-			Roots       json.RawMessage            `json:"roots"`
 		} `json:"capabilities"`
 	}
 	if json.Unmarshal(params, &p) != nil {
@@ -82,9 +80,6 @@ func asksOfInitialize(params json.RawMessage) callerAsks {
 		if _, tools := s["tools"]; tools {
 			asks |= asksSamplingTools
 		}
-	}
-	if r := p.Capabilities.Roots; len(r) > 0 && string(r) != "null" {
-		asks |= asksRoots
 	}
 	return asks
 }
@@ -168,8 +163,6 @@ func askNeeds(method string, params json.RawMessage) (need callerAsks, capabilit
 			return asksSamplingTools, "sampling.tools", true
 		}
 		return asksSampling, "sampling", true
-	case string(mcp.MethodListRoots):
-		return asksRoots, "roots", true
 	}
 	return 0, "", false
 }
@@ -233,6 +226,9 @@ func (a *callAsker) onRequest(ctx context.Context, method string, params json.Ra
 	need, capability, ok := askNeeds(method, params)
 	switch {
 	case !ok:
+		// roots/list included: the operator declares no roots, since one
+		// caller's would be shown to a server for every caller of its
+		// shared session.
 		return t.refuse(method, mcp.METHOD_NOT_FOUND, "mcp-operator does not relay this request from a server to its caller")
 	case a.asks&need == 0:
 		return t.refuse(method, mcp.METHOD_NOT_FOUND, fmt.Sprintf(
@@ -364,6 +360,9 @@ func relayAnswerID(body []byte) (string, wire.Message, bool) {
 	var id string
 	if json.Unmarshal(msg.ID, &id) != nil || !strings.HasPrefix(id, relayIDPrefix) {
 		return "", msg, false
+	}
+	if string(msg.Error) == "null" {
+		msg.Error = nil // a result, with an error member of null
 	}
 	return id, msg, true
 }

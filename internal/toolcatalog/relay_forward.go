@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -35,7 +36,11 @@ type Peers struct {
 	Reader client.Reader
 }
 
-func (p Peers) enabled() bool { return p.Self != "" && p.Namespace != "" && p.Reader != nil }
+// enabled says answers are forwarded: only when the manager's pods can
+// be told from any other pod of the namespace by their labels.
+func (p Peers) enabled() bool {
+	return p.Self != "" && p.Namespace != "" && len(p.Labels) > 0 && p.Reader != nil
+}
 
 // catalogPortName is the name of the manager container's catalog port
 // (config/manager, the chart).
@@ -60,7 +65,8 @@ func relayOwner(id string) string {
 func (m *mcpHandlers) forwardAnswer(w http.ResponseWriter, r *http.Request, id string, body []byte) bool {
 	peers := m.catalog.opts.Peers
 	owner := relayOwner(id)
-	if !peers.enabled() || owner == "" || owner == peers.Self || r.Header.Get(forwardedHeader) != "" {
+	if !peers.enabled() || owner == "" || owner == peers.Self || r.Header.Get(forwardedHeader) != "" ||
+		len(validation.IsDNS1123Subdomain(owner)) > 0 {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), forwardTimeout)
@@ -94,24 +100,51 @@ func (m *mcpHandlers) forwardAnswer(w http.ResponseWriter, r *http.Request, id s
 }
 
 // peerAddress is the catalog address of the manager pod named owner, if
-// it is one.
+// it is one. What a pod name resolved to is kept for peerTTL, in a cache
+// of peerCacheSize names, so that answers (and made-up ids) cost the API
+// server one read a name at most that often.
 func (m *mcpHandlers) peerAddress(ctx context.Context, owner string) (string, bool) {
-	peers := m.catalog.opts.Peers
-	pod := &corev1.Pod{}
-	if err := peers.Reader.Get(ctx, types.NamespacedName{Namespace: peers.Namespace, Name: owner}, pod); err != nil {
-		return "", false
+	type resolved struct {
+		address string
+		until   time.Time
 	}
-	if !labels.SelectorFromSet(peers.Labels).Matches(labels.Set(pod.Labels)) || pod.Status.PodIP == "" || pod.DeletionTimestamp != nil {
-		return "", false
+	if v, ok := m.peers.Get(owner); ok && time.Now().Before(v.(resolved).until) {
+		address := v.(resolved).address
+		return address, address != ""
+	}
+	address, err := m.catalog.opts.Peers.addressOf(ctx, owner)
+	if err != nil {
+		m.catalog.log.Info("Reading a replica's pod failed", "pod", owner, "error", err.Error())
+		return "", false // not kept: the next answer reads again
+	}
+	m.peers.Add(owner, resolved{address: address, until: time.Now().Add(peerTTL)})
+	return address, address != ""
+}
+
+const (
+	peerTTL       = 10 * time.Second
+	peerCacheSize = 64
+)
+
+// addressOf reads the pod named owner: its catalog address when it is a
+// manager pod that runs, else "" (no such pod included); an error only
+// when the pod could not be read.
+func (p Peers) addressOf(ctx context.Context, owner string) (string, error) {
+	pod := &corev1.Pod{}
+	if err := p.Reader.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: owner}, pod); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	if !labels.SelectorFromSet(p.Labels).Matches(labels.Set(pod.Labels)) || pod.Status.PodIP == "" || pod.DeletionTimestamp != nil {
+		return "", nil
 	}
 	for _, c := range pod.Spec.Containers {
-		for _, p := range c.Ports {
-			if p.Name == catalogPortName {
-				return net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(p.ContainerPort))), true
+		for _, port := range c.Ports {
+			if port.Name == catalogPortName {
+				return net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(port.ContainerPort))), nil
 			}
 		}
 	}
-	return "", false
+	return "", nil
 }
 
 // peerClient forwards answers between replicas: plain HTTP inside the

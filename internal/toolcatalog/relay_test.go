@@ -28,6 +28,7 @@ type askedCaller struct {
 	name    string
 	mu      sync.Mutex
 	elicits []*sdk.ElicitParams
+	//nolint:staticcheck // sampling, deprecated in 2026-07-28, is what is relayed
 	samples []*sdk.CreateMessageParams
 }
 
@@ -40,6 +41,7 @@ func askedCallerOf(url, revision, name string) *askedCaller {
 			c.mu.Unlock()
 			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": name}}, nil
 		},
+		//nolint:staticcheck // sampling, deprecated in 2026-07-28, is what is relayed
 		CreateMessageHandler: func(_ context.Context, r *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
 			c.mu.Lock()
 			c.samples = append(c.samples, r.Params)
@@ -48,6 +50,7 @@ func askedCallerOf(url, revision, name string) *askedCaller {
 			if t, ok := r.Params.Messages[0].Content.(*sdk.TextContent); ok {
 				prompt = t.Text
 			}
+			//nolint:staticcheck // sampling, deprecated in 2026-07-28, is what is relayed
 			return &sdk.CreateMessageResult{Model: "echo-1", Role: "assistant", Content: &sdk.TextContent{Text: "you said " + prompt}}, nil
 		},
 	})
@@ -225,7 +228,7 @@ var _ = Describe("A server's requests, relayed to the caller of its call", func(
 		}
 
 		It("issues session ids that carry what the caller declared, and still takes the plain ones", func() {
-			Expect(initialize(`{"elicitation":{},"sampling":{"tools":{}},"roots":{}}`)).To(HaveSuffix(".fstr"))
+			Expect(initialize(`{"elicitation":{},"sampling":{"tools":{}},"roots":{}}`)).To(HaveSuffix(".fst"), "roots are never relayed")
 			Expect(initialize(`{"elicitation":{"url":{}}}`)).To(HaveSuffix(".u"))
 			plain := initialize(`{}`)
 			Expect(plain).NotTo(ContainSubstring("."))
