@@ -520,6 +520,14 @@ type CallOptions struct {
 	// goroutine of its own, with a context that ends with the call. Without
 	// it such a request is refused (ask.go).
 	OnRequest func(ctx context.Context, method string, params json.RawMessage) Answer
+	// KeepInputRequired returns a 2026-07-28 server's "input_required"
+	// answer as it came, for the caller to answer (a 2026-07-28 caller),
+	// rather than fulfil it through OnRequest.
+	KeepInputRequired bool
+	// InputResponses and RequestState go in the call's params: a
+	// 2026-07-28 caller's answers to what the server asked, sent again.
+	InputResponses json.RawMessage
+	RequestState   string
 }
 
 // CallTool calls a tool by its name on the server, with arguments as a JSON
@@ -528,7 +536,7 @@ type CallOptions struct {
 // opts.OnRequest and the call sent again with the answers (mrtr.go); a
 // request OnRequest refuses ends the call with an *InputRefused.
 func (s *Session) CallTool(ctx context.Context, name string, arguments json.RawMessage, opts CallOptions) (CallResult, error) {
-	params := toolCallParams{Name: name, Arguments: arguments}
+	params := toolCallParams{Name: name, Arguments: arguments, InputResponses: opts.InputResponses, RequestState: opts.RequestState}
 	c := call{method: string(mcp.MethodToolsCall), params: params, tool: name, schema: opts.InputSchema, meta: wire.RelayedMeta(opts.Meta),
 		onRequest: opts.OnRequest}
 	release := s.relay(ctx, &c, opts)
@@ -542,16 +550,19 @@ func (s *Session) CallTool(ctx context.Context, name string, arguments json.RawM
 		if err := json.Unmarshal(raw, &result); err != nil {
 			return CallResult{}, classify(err, s.target, "calling tool "+name, nil)
 		}
-		if result.ResultType != InputRequired || opts.OnRequest == nil || round == maxInputRounds {
+		if result.ResultType != InputRequired || opts.KeepInputRequired || opts.OnRequest == nil || round == maxInputRounds {
 			return result, nil
 		}
 		// Each round's answers within the target's timeout, as each
 		// request's answer is.
 		askCtx, cancel := context.WithTimeout(ctx, s.target.timeout())
-		params.InputResponses, err = fulfil(askCtx, result.InputRequests, opts.OnRequest)
+		answers, err := fulfil(askCtx, result.InputRequests, opts.OnRequest)
 		cancel()
 		if err != nil {
 			return CallResult{}, err
+		}
+		if params.InputResponses, err = json.Marshal(answers); err != nil {
+			return CallResult{}, &Error{Kind: ErrProtocol, Message: "calling tool " + name + ": the answers could not be encoded", Err: err}
 		}
 		params.RequestState = result.RequestState
 		c.params = params
@@ -562,8 +573,8 @@ func (s *Session) CallTool(ctx context.Context, name string, arguments json.RawM
 // and in a 2026-07-28 call sent again, the answers to what the server
 // asked and the state it gave.
 type toolCallParams struct {
-	Name           string                     `json:"name"`
-	Arguments      json.RawMessage            `json:"arguments"`
-	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
-	RequestState   string                     `json:"requestState,omitempty"`
+	Name           string          `json:"name"`
+	Arguments      json.RawMessage `json:"arguments"`
+	InputResponses json.RawMessage `json:"inputResponses,omitempty"`
+	RequestState   string          `json:"requestState,omitempty"`
 }

@@ -21,6 +21,16 @@ type Envelope struct {
 	// Message is the message to append to the conversation, in the shape
 	// of the API the call came in (rest_shapes.go); none for a plain call.
 	Message any `json:"message,omitempty"`
+	// inputRequired is a 2026-07-28 server's "input_required" answer, for
+	// a 2026-07-28 caller to answer (mcp_input.go).
+	inputRequired *inputRequired
+}
+
+// inputRequired is what a 2026-07-28 server asked before it can answer a
+// call: its inputRequests and requestState, as it sent them.
+type inputRequired struct {
+	requests json.RawMessage
+	state    string
 }
 
 // contentPart is what the catalog reads of a result's content item: its

@@ -47,6 +47,9 @@ func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments
 		// The server's question had no answer: the agent reads why.
 		return Envelope{IsError: true, Content: []json.RawMessage{}, Error: fmt.Sprintf(
 			"%s needs input (%s) that its caller did not give: %s", entry.Name, refused.Method, refused.Message)}, nil
+	case err == nil && result.ResultType == mcpclient.InputRequired && opts.KeepInputRequired:
+		// For the caller to answer (mcp_input.go).
+		return Envelope{Content: []json.RawMessage{}, inputRequired: &inputRequired{requests: result.InputRequests, state: result.RequestState}}, nil
 	case err == nil && result.ResultType == mcpclient.InputRequired:
 		// Still asking after every answer mcpclient gives: the call fails,
 		// saying so, rather than seem to end with nothing.

@@ -79,7 +79,13 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 		opts: mcpclient.CallOptions{Meta: wire.RelayedMeta(msg.Params.Meta, notRelayed...)}}
 	switch {
 	case stateless:
+		// A legacy server's requests cannot reach the caller; a 2026-07-28
+		// server's input_required is the caller's to answer (mcp_input.go).
 		call.opts.OnRequest = refuseAsking(statelessCannotAnswer)
+		call.opts.KeepInputRequired = true
+		if m.takeAnswers(w, r, key, msg, call) {
+			return
+		}
 	default:
 		asks, _ := asksOfSession(r.Header.Get("Mcp-Session-Id"))
 		asker := m.relays.asker(session, asks, stream)
@@ -114,6 +120,8 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 	var unknown *unknownToolError
 	var protoErr *protocolError
 	switch {
+	case err == nil && envelope.inputRequired != nil:
+		stream.result(m.inputRequiredAnswer(r, key, msg, envelope.inputRequired))
 	case err == nil:
 		stream.result(callAnswerOf(envelope, stateless))
 	case errors.Is(context.Cause(ctx), errCancelledByCaller):

@@ -22,6 +22,10 @@ type rpcMessage struct {
 		RequestID json.RawMessage            `json:"requestId"`
 		Cursor    json.RawMessage            `json:"cursor"`
 		Meta      map[string]json.RawMessage `json:"_meta"`
+		// InputResponses and RequestState come with a 2026-07-28 call sent
+		// again with the answers to what its server asked.
+		InputResponses json.RawMessage `json:"inputResponses"`
+		RequestState   string          `json:"requestState"`
 	} `json:"params"`
 }
 

@@ -38,9 +38,11 @@ type mcpHandlers struct {
 	relays   *relayTable
 	// peers caches what pod names in relay ids resolved to (relay_forward.go).
 	peers *lru.Cache
-	mu    sync.Mutex
-	byKey map[viewKey]*mcpHandler
-	kick  chan struct{}
+	// states seals the requestStates given to 2026-07-28 callers.
+	states *stateKeys
+	mu     sync.Mutex
+	byKey  map[viewKey]*mcpHandler
+	kick   chan struct{}
 }
 
 type mcpHandler struct {
@@ -63,7 +65,7 @@ type mcpHandler struct {
 }
 
 func newMCPHandlers(c *Catalog) *mcpHandlers {
-	return &mcpHandlers{catalog: c, sessions: newCallerSessions(), relays: newRelayTable(c.opts.Peers.Self), peers: lru.New(peerCacheSize), byKey: map[viewKey]*mcpHandler{}, kick: make(chan struct{}, 1)}
+	return &mcpHandlers{catalog: c, sessions: newCallerSessions(), relays: newRelayTable(c.opts.Peers.Self), peers: lru.New(peerCacheSize), states: newStateKeys(c.opts.Peers.Self), byKey: map[viewKey]*mcpHandler{}, kick: make(chan struct{}, 1)}
 }
 
 // changed asks for the handlers to follow a change in the cache.

@@ -307,6 +307,50 @@ var _ = Describe("A 2026-07-28 server that asks for input", func() {
 		askedCallerOf(catalog.URL+path+"/mcp", "2025-11-25", "Zoë").expectAsked("mcp_asker_ask")
 	})
 
+	It("passes it to a 2026-07-28 caller, whose SDK answers and sends the call again", func() {
+		caller := askedCallerOf(catalog.URL+path+"/mcp", "", "Zoë")
+		Expect(caller.session.InitializeResult().ProtocolVersion).To(Equal("2026-07-28"))
+		caller.expectAsked("mcp_asker_ask")
+	})
+
+	It("seals the server's state to the call, and opens it only for the same call", func() {
+		call := func(arguments, extra string) map[string]any {
+			meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},` +
+				`"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+			resp := post(path+"/mcp", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"mcp_asker_ask","arguments":`+arguments+extra+`,`+meta+`}}`,
+				"Content-Type", "application/json", "Accept", "application/json, text/event-stream",
+				"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "mcp_asker_ask")
+			Expect(resp.code).To(Equal(http.StatusOK), string(resp.body))
+			body := string(resp.body)
+			if data, ok := strings.CutPrefix(strings.TrimSpace(body), "event: message\ndata: "); ok {
+				body = data
+			}
+			var msg map[string]any
+			Expect(json.Unmarshal([]byte(body), &msg)).To(Succeed(), body)
+			return msg
+		}
+		asked := call(`{}`, "")["result"].(map[string]any)
+		Expect(asked).To(HaveKeyWithValue("resultType", "input_required"))
+		Expect(asked["inputRequests"]).To(HaveKeyWithValue("who", HaveKeyWithValue("method", "elicitation/create")), "the server's requests as it sent them")
+		state, _ := asked["requestState"].(string)
+		Expect(state).To(HavePrefix("mcpop1."))
+		Expect(state).NotTo(Equal("s1"), "the server's own state never reaches the caller unsealed")
+
+		answers := `,"inputResponses":{"who":{"action":"accept","content":{"name":"Raw"}}},"requestState":`
+		for what, retry := range map[string]func() map[string]any{
+			"altered":         func() map[string]any { return call(`{}`, answers+`"`+state[:len(state)-2]+`xx"`) },
+			"other arguments": func() map[string]any { return call(`{"x":1}`, answers+`"`+state+`"`) },
+			"not issued here": func() map[string]any { return call(`{}`, answers+`"s1"`) },
+		} {
+			refused := retry()
+			Expect(refused).To(HaveKey("error"), what)
+			Expect(refused["error"]).To(HaveKeyWithValue("code", BeEquivalentTo(-32602)), what)
+		}
+		done := call(`{ }`, answers+`"`+state+`"`)["result"].(map[string]any)
+		Expect(done).To(HaveKeyWithValue("resultType", "complete"))
+		Expect(fmt.Sprint(done["content"])).To(ContainSubstring("hello Raw"), "the same call, its arguments spaced otherwise")
+	})
+
 	It("fails the call, saying why, for a caller that cannot answer, rather than answer it with nothing", func() {
 		needs := "mcp_asker_ask needs input (elicitation/create) that its caller did not give: "
 		r := post(path+"/execute", `{"name":"mcp_asker_ask","arguments":{}}`)
@@ -314,15 +358,15 @@ var _ = Describe("A 2026-07-28 server that asks for input", func() {
 		Expect(r.json()["isError"]).To(BeTrue())
 		Expect(r.json()["error"]).To(Equal(needs + restCannotAnswer))
 
-		for revision, why := range map[string]string{
-			"2025-11-25": "the caller of this tool did not declare the elicitation (form mode) capability, so mcp-operator cannot ask it",
-			"":           statelessCannotAnswer,
+		for revision, want := range map[string]string{
+			"2025-11-25": needs + "the caller of this tool did not declare the elicitation (form mode) capability, so mcp-operator cannot ask it",
+			"":           "mcp_asker_ask needs input (elicitation/create) that its caller did not declare it can give (elicitation (form mode))",
 		} {
 			caller := callerOf(catalog.URL+path+"/mcp", revision) // declares nothing
 			result, err := caller.call(ctx, "mcp_asker_ask", nil, nil)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(result.IsError).To(BeTrue(), "revision %q", revision)
-			Expect(textOf(result)).To(Equal(needs+why), "revision %q", revision)
+			Expect(textOf(result)).To(Equal(want), "revision %q", revision)
 			Eventually(func() int { return len(allPrompts(caller.session)) }).Should(Equal(1))
 			_, err = caller.session.GetPrompt(ctx, &sdk.GetPromptParams{Name: "mcp_asker_ask"})
 			Expect(err).To(MatchError(ContainSubstring("MCPServer "+ns+"/asker needs input from the user or the client's model")), "revision %q", revision)

@@ -46,6 +46,9 @@ const (
 	asksElicitURL
 	asksSampling
 	asksSamplingTools
+	// asksRoots is read only from a 2026-07-28 request's capabilities:
+	// roots are never asked of a legacy caller, so never in a session id.
+	asksRoots
 )
 
 // askLetters spell callerAsks in a session id, one letter a flag, in
@@ -55,16 +58,26 @@ const askLetters = "fust"
 // asksOfInitialize reads the capabilities an initialize request declares.
 func asksOfInitialize(params json.RawMessage) callerAsks {
 	var p struct {
-		Capabilities struct {
-			Elicitation map[string]json.RawMessage `json:"elicitation"`
-			Sampling    map[string]json.RawMessage `json:"sampling"`
-		} `json:"capabilities"`
+		Capabilities json.RawMessage `json:"capabilities"`
 	}
 	if json.Unmarshal(params, &p) != nil {
 		return 0
 	}
+	return asksOfCapabilities(p.Capabilities) &^ asksRoots
+}
+
+// asksOfCapabilities reads a client's capabilities object.
+func asksOfCapabilities(raw json.RawMessage) callerAsks {
+	var c struct {
+		Elicitation map[string]json.RawMessage `json:"elicitation"`
+		Sampling    map[string]json.RawMessage `json:"sampling"`
+		Roots       json.RawMessage            `json:"roots"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &c) != nil {
+		return 0
+	}
 	var asks callerAsks
-	if e := p.Capabilities.Elicitation; e != nil {
+	if e := c.Elicitation; e != nil {
 		_, form := e["form"]
 		_, url := e["url"]
 		if form || !url {
@@ -75,11 +88,14 @@ func asksOfInitialize(params json.RawMessage) callerAsks {
 			asks |= asksElicitURL
 		}
 	}
-	if s := p.Capabilities.Sampling; s != nil {
+	if s := c.Sampling; s != nil {
 		asks |= asksSampling
 		if _, tools := s["tools"]; tools {
 			asks |= asksSamplingTools
 		}
+	}
+	if r := c.Roots; len(r) > 0 && string(r) != "null" {
+		asks |= asksRoots
 	}
 	return asks
 }
@@ -384,5 +400,5 @@ const (
 	restCannotAnswer = "this tool was called through mcp-operator's REST API, which cannot answer a server's request (elicitation, sampling, roots); " +
 		"call it over MCP from a client that declares the capability"
 	statelessCannotAnswer = "the caller speaks MCP 2026-07-28, whose clients answer a server's questions only as input_required results, " +
-		"which mcp-operator does not pass between a caller and a server yet"
+		"and mcp-operator does not turn the request of a server of an older revision into one"
 )

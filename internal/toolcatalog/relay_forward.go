@@ -3,7 +3,6 @@ package toolcatalog
 import (
 	"bytes"
 	"context"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -50,7 +49,7 @@ const catalogPortName = "catalog"
 // gets it does not forward it again.
 const forwardedHeader = "Mcp-Operator-Forwarded"
 
-// forwardTimeout bounds finding the owner's pod and forwarding to it.
+// forwardTimeout bounds finding the owner's pod.
 const forwardTimeout = 10 * time.Second
 
 // relayOwner is the pod name a relay id ends with, if any.
@@ -63,41 +62,70 @@ func relayOwner(id string) string {
 // question, and answers the caller as it answered; false when there is
 // none to send it to (a made-up id, a replica gone).
 func (m *mcpHandlers) forwardAnswer(w http.ResponseWriter, r *http.Request, id string, body []byte) bool {
+	return m.forward(w, r, relayOwner(id), body)
+}
+
+// forward sends a request meant for the replica whose pod is owner there,
+// as it came, and answers with what that replica answers, streamed; false
+// when it is not forwarded: owner is this replica, no replica, or the
+// request was forwarded once already.
+func (m *mcpHandlers) forward(w http.ResponseWriter, r *http.Request, owner string, body []byte) bool {
 	peers := m.catalog.opts.Peers
-	owner := relayOwner(id)
 	if !peers.enabled() || owner == "" || owner == peers.Self || r.Header.Get(forwardedHeader) != "" ||
 		len(validation.IsDNS1123Subdomain(owner)) > 0 {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), forwardTimeout)
-	defer cancel()
 	address, ok := m.peerAddress(ctx, owner)
+	cancel()
 	if !ok {
 		return false
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+address+r.URL.RequestURI(), bytes.NewReader(body))
+	// The owner's answer may be a call's event stream: no deadline but the
+	// caller's.
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, "http://"+address+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
 		return false
 	}
-	for _, h := range []string{"Authorization", "Content-Type", "Accept", "Mcp-Session-Id", "MCP-Protocol-Version"} {
-		if v := r.Header.Get(h); v != "" {
-			req.Header.Set(h, v)
+	for name, values := range r.Header {
+		if !hopByHop[http.CanonicalHeaderKey(name)] {
+			req.Header[name] = values
 		}
 	}
 	req.Header.Set(forwardedHeader, "1")
 	resp, err := peerClient.Do(req)
 	if err != nil {
-		m.catalog.log.Info("Forwarding a caller's answer to the replica that asked failed", "replica", owner, "error", err.Error())
+		m.catalog.log.Info("Forwarding a request to the replica it belongs to failed", "replica", owner, "error", err.Error())
 		return false
 	}
 	defer func() { _ = resp.Body.Close() }()
-	if ct := resp.Header.Get("Content-Type"); ct != "" {
-		w.Header().Set("Content-Type", ct)
+	for _, name := range []string{"Content-Type", "Cache-Control", "Retry-After"} {
+		if v := resp.Header.Get(name); v != "" {
+			w.Header().Set(name, v)
+		}
 	}
 	w.WriteHeader(resp.StatusCode)
-	_, _ = io.Copy(w, io.LimitReader(resp.Body, 64<<10))
-	return true
+	flusher, _ := w.(http.Flusher)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return true
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+		if err != nil {
+			return true
+		}
+	}
 }
+
+// hopByHop are the headers of one connection, not forwarded.
+var hopByHop = map[string]bool{"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Te": true,
+	"Trailer": true, "Transfer-Encoding": true, "Upgrade": true, "Content-Length": true}
 
 // peerAddress is the catalog address of the manager pod named owner, if
 // it is one. What a pod name resolved to is kept for peerTTL, in a cache

@@ -191,11 +191,34 @@ var _ = Describe("Sessions on any replica", Ordered, func() {
 		b := startManagerWith(bin, kubeconfig, replica("catalog-b"), lease...)
 		replicaPod(plane, ns, "catalog-a", a.catalog, labels)
 		replicaPod(plane, ns, "catalog-b", b.catalog, labels)
+		up2026 := testmcp.StartGoSDK(testmcp.GoSDKOnly2026)
+		DeferCleanup(up2026.Stop)
+		up2026.AddAskingTool()
 		srv := plane.CreateServer(ns, "asker", up.URL())
 		Eventually(plane.ReadyOf(srv)).Should(Equal("True/ToolsDiscovered"))
+		Eventually(plane.ReadyOf(plane.CreateServer(ns, "mrtr", up2026.URL()))).Should(Equal("True/ToolsDiscovered"))
 		for _, m := range []*managerProcess{a, b} {
-			Eventually(func() string { return get(m.catalog, "/v1/tools").body }).Should(ContainSubstring("mcp_asker_elicit"), m.String())
+			Eventually(func() string { return get(m.catalog, "/v1/tools").body }).Should(And(ContainSubstring("mcp_asker_elicit"), ContainSubstring("mcp_mrtr_ask")), m.String())
 		}
+
+		By("2026-07-28: the call on A, sent again with its answers through B")
+		meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+		asked := rawMCP(a.catalog+"/mcp", "", "2026-07-28", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_mrtr_ask","arguments":{},`+meta+`}}`)
+		Expect(asked.status).To(Equal(http.StatusOK))
+		var first struct {
+			Result struct {
+				ResultType   string `json:"resultType"`
+				RequestState string `json:"requestState"`
+			} `json:"result"`
+		}
+		Expect(asked.messages).To(HaveLen(1))
+		Expect(json.Unmarshal([]byte(asked.messages[0]), &first)).To(Succeed())
+		Expect(first.Result.ResultType).To(Equal("input_required"))
+		Expect(first.Result.RequestState).To(HavePrefix("mcpop1.catalog-a."))
+		again := rawMCP(b.catalog+"/mcp", "", "2026-07-28", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_mrtr_ask","arguments":{},`+
+			`"inputResponses":{"who":{"action":"accept","content":{"name":"via B"}}},"requestState":"`+first.Result.RequestState+`",`+meta+`}}`)
+		Expect(again.status).To(Equal(http.StatusOK))
+		Expect(again.messages).To(ContainElement(ContainSubstring(`hello via B`)), "B forwarded the call to A, which holds the key")
 
 		By("the call on A, the answer to its question through B")
 		onA, err := url.Parse(a.catalog)

@@ -1,0 +1,45 @@
+package toolcatalog
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+)
+
+// A sealed state opens only on the replica that sealed it, for the same
+// caller, endpoint, tool and arguments, before it expires.
+func TestRequestStateIsSealedToItsCall(t *testing.T) {
+	keys, other := newStateKeys("catalog-a"), newStateKeys("catalog-a")
+	now := time.Unix(1_800_000_000, 0)
+	binding := stateBinding("alice", "ns/tc", "mcp_x_ask", json.RawMessage(`{"b":1,"a":[1,2]}`))
+	sealed := keys.seal("server-state", binding, now)
+	if owner, ok := stateOwner(sealed); !ok || owner != "catalog-a" {
+		t.Fatalf("the state names %q (%v); want the pod that sealed it", owner, ok)
+	}
+	if got, err := keys.open(sealed, stateBinding("alice", "ns/tc", "mcp_x_ask", json.RawMessage(` {"a":[1, 2],"b":1}`)), now.Add(time.Minute)); err != nil || got != "server-state" {
+		t.Errorf("the same call, its arguments encoded otherwise: %q, %v", got, err)
+	}
+	for name, tt := range map[string]struct {
+		keys    *stateKeys
+		state   string
+		binding string
+		at      time.Time
+		want    error
+	}{
+		"another caller":         {keys, sealed, stateBinding("bob", "ns/tc", "mcp_x_ask", json.RawMessage(`{"a":[1,2],"b":1}`)), now, errStateInvalid},
+		"another endpoint":       {keys, sealed, stateBinding("alice", "ns/other", "mcp_x_ask", json.RawMessage(`{"a":[1,2],"b":1}`)), now, errStateInvalid},
+		"another tool":           {keys, sealed, stateBinding("alice", "ns/tc", "mcp_x_other", json.RawMessage(`{"a":[1,2],"b":1}`)), now, errStateInvalid},
+		"other arguments":        {keys, sealed, stateBinding("alice", "ns/tc", "mcp_x_ask", json.RawMessage(`{"a":[2,1],"b":1}`)), now, errStateInvalid},
+		"expired":                {keys, sealed, binding, now.Add(stateTTL + time.Second), errStateExpired},
+		"a restarted replica":    {other, sealed, binding, now, errStateInvalid},
+		"another replica's":      {newStateKeys("catalog-b"), sealed, binding, now, errStateElsewhere},
+		"altered":                {keys, sealed[:len(sealed)-1] + "A", binding, now, errStateInvalid},
+		"not the catalog's":      {keys, "server-state", binding, now, errStateForeign},
+		"the payload of another": {keys, "mcpop1.catalog-a.e30." + keys.mac("e30"), binding, now, errStateInvalid},
+	} {
+		if _, err := tt.keys.open(tt.state, tt.binding, tt.at); !errors.Is(err, tt.want) {
+			t.Errorf("%s: %v, want %v", name, err, tt.want)
+		}
+	}
+}
