@@ -3,10 +3,12 @@ package faults
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -19,11 +21,19 @@ import (
 
 // splitRoute is a load balancer between two replicas as a caller meets
 // it: a session's call goes to one, its answer to the server's question,
-// a request of its own, to the other. It counts the answers' statuses.
+// a request of its own, to the other. It records each answer's id and the
+// status it got.
 type splitRoute struct {
 	calls, answers *url.URL
 	mu             sync.Mutex
-	answered       []int
+	answered       []string
+}
+
+// sent are the answers sent so far, each "id status".
+func (s *splitRoute) sent() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.answered)
 }
 
 func (s *splitRoute) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -47,7 +57,7 @@ func (s *splitRoute) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := http.DefaultTransport.RoundTrip(out)
 	if answer && err == nil {
 		s.mu.Lock()
-		s.answered = append(s.answered, resp.StatusCode)
+		s.answered = append(s.answered, fmt.Sprintf("%s %d", msg.ID, resp.StatusCode))
 		s.mu.Unlock()
 	}
 	return resp, err

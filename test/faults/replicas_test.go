@@ -239,9 +239,9 @@ var _ = Describe("Sessions on any replica", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(result.Content).To(HaveLen(1))
 		Expect(result.Content[0].(*sdk.TextContent).Text).To(Equal("hello Zoë"))
-		route.mu.Lock()
-		Expect(route.answered).To(Equal([]int{http.StatusAccepted}), "B took the answer and A accepted it")
-		route.mu.Unlock()
+		// The answer to the relayed question went to B, and A accepted it;
+		// the client may answer other requests of the server's too.
+		Expect(route.sent()).To(ContainElement(MatchRegexp(`^"mcp-operator-relay-[0-9a-f]+\.catalog-a" 202$`)))
 
 		By("an id naming a pod that is not a replica is not forwarded")
 		var hits atomic.Int32
