@@ -9,8 +9,12 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	mcpgoclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -113,6 +117,51 @@ var _ = Describe("A server's requests, relayed to the caller of its call", func(
 			Expect(caller.samples[0].MaxTokens).To(BeEquivalentTo(50))
 		})
 	}
+
+	It("asks mcp-go's client too: pinned to 2025-11-25, for every server; in 2026-07-28, which it negotiates, for a 2026-07-28 server", func() {
+		up2026 := testmcp.StartGoSDK(testmcp.GoSDKOnly2026)
+		DeferCleanup(up2026.Stop)
+		up2026.AddAskingTool()
+		readyServer(ns, "mrtr", up2026.URL())
+		collection(ns, "both", "up", "mrtr")
+		connect := func(opts ...mcpgoclient.ClientOption) (*mcpgoclient.Client, *atomic.Int32) {
+			tr, err := transport.NewStreamableHTTP(catalog.URL + "/v1/namespaces/" + ns + "/toolcollections/both/mcp")
+			Expect(err).NotTo(HaveOccurred())
+			var asked atomic.Int32
+			c := mcpgoclient.NewClient(tr, append(opts, mcpgoclient.WithElicitationHandler(elicitFunc(func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+				asked.Add(1)
+				return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"name": "Go"}}}, nil
+			})))...)
+			Expect(c.Start(ctx)).To(Succeed())
+			DeferCleanup(c.Close)
+			_, err = c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "mcp-go", Version: "1"}}})
+			Expect(err).NotTo(HaveOccurred())
+			return c, &asked
+		}
+		call := func(c *mcpgoclient.Client, tool string) (bool, string) {
+			result, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: map[string]any{}}})
+			Expect(err).NotTo(HaveOccurred(), tool)
+			Expect(result.Content).To(HaveLen(1), tool)
+			return result.IsError, result.Content[0].(mcp.TextContent).Text
+		}
+
+		legacy, asked := connect(mcpgoclient.WithProtocolVersion("2025-11-25"))
+		for i, tool := range []string{"mcp_up_elicit", "mcp_mrtr_ask"} {
+			failed, text := call(legacy, tool)
+			Expect(failed).To(BeFalse(), "%s: %s", tool, text)
+			Expect(text).To(Equal("hello Go"), tool)
+			Expect(asked.Load()).To(BeEquivalentTo(i+1), tool)
+		}
+
+		modern, asked := connect()
+		failed, text := call(modern, "mcp_mrtr_ask")
+		Expect(failed).To(BeFalse(), text)
+		Expect(text).To(Equal("hello Go"))
+		Expect(asked.Load()).To(BeEquivalentTo(1))
+		failed, text = call(modern, "mcp_up_elicit")
+		Expect(failed).To(BeTrue())
+		Expect(text).To(ContainSubstring(statelessCannotAnswer), "a legacy server's question, which a 2026-07-28 caller cannot be asked")
+	})
 
 	It("keeps concurrent callers' questions apart", func() {
 		const n = 6
@@ -300,4 +349,11 @@ func nextEvent(events *bufio.Reader) map[string]any {
 			return msg
 		}
 	}
+}
+
+// elicitFunc is mcp-go's client.ElicitationHandler as a func.
+type elicitFunc func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error)
+
+func (f elicitFunc) Elicit(ctx context.Context, r mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	return f(ctx, r)
 }
