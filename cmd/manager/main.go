@@ -275,11 +275,16 @@ func setUp(ctx context.Context, mgr ctrl.Manager, cfg *config) error {
 	cfg.catalog.Egress = cfg.controllers.Egress
 	cfg.catalog.AuthSources = cfg.controllers.AuthSources
 	cfg.catalog.Limits = cfg.controllers.Limits
-	// The manager's pods, as the workloads' NetworkPolicies know them
-	// (namespace and labels), and this one's name from the downward API:
-	// where answers to relayed questions are forwarded.
-	cfg.catalog.Peers = toolcatalog.Peers{Self: os.Getenv("POD_NAME"), Namespace: cfg.controllers.WorkloadIngress.Namespace,
-		Labels: cfg.controllers.WorkloadIngress.PodLabels, Reader: mgr.GetAPIReader()}
+	// The manager's pods, where answers to relayed questions are forwarded:
+	// in this pod's namespace, with the labels the workloads' NetworkPolicies
+	// admit when those name the manager's own namespace (else none, and
+	// nothing is forwarded); this pod's name and namespace from the
+	// downward API.
+	peers := toolcatalog.Peers{Self: os.Getenv("POD_NAME"), Namespace: os.Getenv("POD_NAMESPACE"), Reader: mgr.GetAPIReader()}
+	if in := cfg.controllers.WorkloadIngress; in.Namespace == peers.Namespace {
+		peers.Labels = in.PodLabels
+	}
+	cfg.catalog.Peers = peers
 	if err := cfg.setUpOIDC(); err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -79,4 +80,17 @@ func shortened(method string) string {
 		cut--
 	}
 	return method[:cut] + "…"
+}
+
+// backOff waits before a call is sent again to a server that shed load
+// (an input_required with nothing to ask): longer each round, within ctx.
+func backOff(ctx context.Context, round int) error {
+	t := time.NewTimer(time.Duration(round) * 100 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return &Error{Kind: ErrTimeout, Message: "the server kept shedding load (input_required with nothing to ask) past the call's time", Err: ctx.Err()}
+	}
 }

@@ -528,6 +528,12 @@ type CallOptions struct {
 	// 2026-07-28 caller's answers to what the server asked, sent again.
 	InputResponses json.RawMessage
 	RequestState   string
+	// ClientCapabilities, for a 2026-07-28 server, are the client
+	// capabilities the call declares in its _meta: what its caller can
+	// answer, so that a server asks only what can be answered. None
+	// declares nothing ({}). Servers of the revisions before hear the
+	// session's (AskedCapabilities).
+	ClientCapabilities json.RawMessage
 }
 
 // CallTool calls a tool by its name on the server, with arguments as a JSON
@@ -539,8 +545,14 @@ func (s *Session) CallTool(ctx context.Context, name string, arguments json.RawM
 	params := toolCallParams{Name: name, Arguments: arguments, InputResponses: opts.InputResponses, RequestState: opts.RequestState}
 	c := call{method: string(mcp.MethodToolsCall), params: params, tool: name, schema: opts.InputSchema, meta: wire.RelayedMeta(opts.Meta),
 		onRequest: opts.OnRequest}
+	if s.stateless && len(opts.ClientCapabilities) > 0 {
+		c.meta[mcp.MetaKeyClientCapabilities] = opts.ClientCapabilities
+	}
 	release := s.relay(ctx, &c, opts)
 	defer release()
+	// The answers of every round within the target's timeout, as the one
+	// answer of a server of an older revision is asked within its call's.
+	asksUntil := time.Now().Add(s.target.timeout())
 	for round := 1; ; round++ {
 		raw, err := s.request(ctx, c, "calling tool "+name)
 		if err != nil {
@@ -553,10 +565,13 @@ func (s *Session) CallTool(ctx context.Context, name string, arguments json.RawM
 		if result.ResultType != InputRequired || opts.KeepInputRequired || opts.OnRequest == nil || round == maxInputRounds {
 			return result, nil
 		}
-		// Each round's answers within the target's timeout, as each
-		// request's answer is.
-		askCtx, cancel := context.WithTimeout(ctx, s.target.timeout())
+		askCtx, cancel := context.WithDeadline(ctx, asksUntil)
 		answers, err := fulfil(askCtx, result.InputRequests, opts.OnRequest)
+		if err == nil && len(answers) == 0 {
+			// Nothing asked, only a state: the server sheds load and
+			// wants the call again, later.
+			err = backOff(askCtx, round)
+		}
 		cancel()
 		if err != nil {
 			return CallResult{}, err

@@ -258,7 +258,9 @@ func protocolMeta(meta map[string]any) map[string]any {
 	}
 	out[mcp.MetaKeyProtocolVersion] = RevisionStateless
 	out[mcp.MetaKeyClientInfo] = clientInfo
-	out[mcp.MetaKeyClientCapabilities] = map[string]any{}
+	if _, declared := out[mcp.MetaKeyClientCapabilities]; !declared {
+		out[mcp.MetaKeyClientCapabilities] = map[string]any{}
+	}
 	return out
 }
 

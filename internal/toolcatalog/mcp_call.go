@@ -83,13 +83,15 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 		// server's input_required is the caller's to answer (mcp_input.go).
 		call.opts.OnRequest = refuseAsking(statelessCannotAnswer)
 		call.opts.KeepInputRequired = true
-		if m.takeAnswers(w, r, key, msg, call) {
+		call.opts.ClientCapabilities = asksOfCapabilities(msg.Params.Meta[mcp.MetaKeyClientCapabilities]).capabilities()
+		if m.takeAnswers(w, r, key, msg, vw, call) {
 			return
 		}
 	default:
 		asks, _ := asksOfSession(r.Header.Get("Mcp-Session-Id"))
 		asker := m.relays.asker(session, asks, stream)
 		call.opts.OnRequest = asker.onRequest
+		call.opts.ClientCapabilities = asks.capabilities()
 		answered = asker.end
 	}
 	if stateless {
@@ -121,7 +123,7 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 	var protoErr *protocolError
 	switch {
 	case err == nil && envelope.inputRequired != nil:
-		stream.result(m.inputRequiredAnswer(r, key, msg, envelope.inputRequired))
+		stream.result(m.inputRequiredAnswer(r, key, msg, vw, envelope.inputRequired))
 	case err == nil:
 		stream.result(callAnswerOf(envelope, stateless))
 	case errors.Is(context.Cause(ctx), errCancelledByCaller):

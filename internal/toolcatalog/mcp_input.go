@@ -23,19 +23,19 @@ import (
 // takeAnswers reads the answers a 2026-07-28 call was sent again with into
 // call, and reports whether the request was answered here already: its
 // state belongs to another replica, which answered it, or is not valid.
-func (m *mcpHandlers) takeAnswers(w http.ResponseWriter, r *http.Request, key viewKey, msg *rpcMessage, call *callRequest) (answered bool) {
+func (m *mcpHandlers) takeAnswers(w http.ResponseWriter, r *http.Request, key viewKey, msg *rpcMessage, vw *view, call *callRequest) (answered bool) {
 	call.opts.InputResponses = msg.Params.InputResponses
 	state := msg.Params.RequestState
 	if state == "" {
 		return false
 	}
-	if owner, ok := stateOwner(state); ok && owner != m.states.self {
+	if owner, _, _, ok := stateOwner(state); ok && owner != m.states.self {
 		body, err := io.ReadAll(r.Body) // route put the body back
 		if err == nil && m.forward(w, r, owner, body) {
 			return true
 		}
 	}
-	server, err := m.states.open(state, m.bindingOf(r, key, msg), time.Now())
+	server, err := m.states.open(state, m.bindingOf(r, key, msg, vw), time.Now())
 	if err != nil {
 		writeRPCError(w, http.StatusOK, msg.ID, mcp.INVALID_PARAMS, err.Error())
 		return true
@@ -44,24 +44,32 @@ func (m *mcpHandlers) takeAnswers(w http.ResponseWriter, r *http.Request, key vi
 	return false
 }
 
-// bindingOf is what a state sealed for msg's call is bound to.
-func (m *mcpHandlers) bindingOf(r *http.Request, key viewKey, msg *rpcMessage) string {
+// bindingOf is what a state sealed for msg's call is bound to, the tool
+// read from the endpoint's menu as it is now.
+func (m *mcpHandlers) bindingOf(r *http.Request, key viewKey, msg *rpcMessage, vw *view) string {
 	identity := ""
 	if who := callerFrom(r.Context()); who != nil {
 		identity = who.identity
 	}
-	return stateBinding(identity, menuLabel(key), msg.Params.Name, msg.Params.Arguments)
+	serverTool := ""
+	if entry, ok := vw.byName[msg.Params.Name]; ok {
+		serverTool = entry.Namespace + "/" + entry.Server + "/" + entry.Tool.OriginalName
+	}
+	return stateBinding(identity, menuLabel(key), msg.Params.Name, serverTool, msg.Params.Arguments)
 }
 
 // inputRequiredAnswer is the caller's "input_required" result for the
 // server's, or, when the caller did not declare what a request needs, the
 // tool error that says so.
-func (m *mcpHandlers) inputRequiredAnswer(r *http.Request, key viewKey, msg *rpcMessage, asked *inputRequired) json.RawMessage {
+func (m *mcpHandlers) inputRequiredAnswer(r *http.Request, key viewKey, msg *rpcMessage, vw *view, asked *inputRequired) json.RawMessage {
+	if string(asked.requests) == "null" {
+		asked.requests = nil
+	}
 	var requests map[string]struct {
 		Method string          `json:"method"`
 		Params json.RawMessage `json:"params"`
 	}
-	if err := json.Unmarshal(asked.requests, &requests); err != nil {
+	if len(asked.requests) > 0 && json.Unmarshal(asked.requests, &requests) != nil {
 		return resultOf(mcp.NewToolResultError(fmt.Sprintf("%s asked for input its caller cannot read: the server's inputRequests are malformed", msg.Params.Name)), true)
 	}
 	declared := asksOfCapabilities(msg.Params.Meta[mcp.MetaKeyClientCapabilities])
@@ -75,11 +83,16 @@ func (m *mcpHandlers) inputRequiredAnswer(r *http.Request, key viewKey, msg *rpc
 				"%s needs input (%s) that its caller did not declare it can give (%s)", msg.Params.Name, shortMethod(request.Method), capability)), true)
 		}
 	}
-	answer := []byte(`{"resultType":"input_required","inputRequests":`)
-	answer = append(answer, asked.requests...)
+	// Nothing asked, only a state: the server sheds load, and the caller
+	// sends the call again later.
+	answer := []byte(`{"resultType":"input_required"`)
+	if len(asked.requests) > 0 {
+		answer = append(answer, `,"inputRequests":`...)
+		answer = append(answer, asked.requests...)
+	}
 	if asked.state != "" {
 		answer = append(answer, `,"requestState":`...)
-		answer = wire.AppendString(answer, m.states.seal(asked.state, m.bindingOf(r, key, msg), time.Now()))
+		answer = wire.AppendString(answer, m.states.seal(asked.state, m.bindingOf(r, key, msg, vw), time.Now()))
 	}
 	return append(answer, '}')
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-	"k8s.io/utils/lru"
 
 	"github.com/toolmesh/mcp-operator/internal/menu"
 	"github.com/toolmesh/mcp-operator/internal/resourceuri"
@@ -36,8 +35,8 @@ type mcpHandlers struct {
 	catalog  *Catalog
 	sessions *callerSessions
 	relays   *relayTable
-	// peers caches what pod names in relay ids resolved to (relay_forward.go).
-	peers *lru.Cache
+	// peers are the replicas answers are forwarded to (relay_forward.go).
+	peers *peerList
 	// states seals the requestStates given to 2026-07-28 callers.
 	states *stateKeys
 	mu     sync.Mutex
@@ -65,7 +64,7 @@ type mcpHandler struct {
 }
 
 func newMCPHandlers(c *Catalog) *mcpHandlers {
-	return &mcpHandlers{catalog: c, sessions: newCallerSessions(), relays: newRelayTable(c.opts.Peers.Self), peers: lru.New(peerCacheSize), states: newStateKeys(c.opts.Peers.Self), byKey: map[viewKey]*mcpHandler{}, kick: make(chan struct{}, 1)}
+	return &mcpHandlers{catalog: c, sessions: newCallerSessions(), relays: newRelayTable(c.opts.Peers.Self), peers: &peerList{}, states: newStateKeys(c.opts.Peers.Self), byKey: map[viewKey]*mcpHandler{}, kick: make(chan struct{}, 1)}
 }
 
 // changed asks for the handlers to follow a change in the cache.

@@ -297,6 +297,7 @@ var _ = Describe("A 2026-07-28 server that asks for input", func() {
 		DeferCleanup(upstream.Stop)
 		upstream.AddAskingTool()
 		upstream.AddAskingPrompt()
+		upstream.AddMetaTool()
 		readyServer(ns, "asker", upstream.URL())
 		collection(ns, "asking", "asker")
 		Eventually(func() string { return string(get("/v1/namespaces/" + ns + "/toolcollections/asking/tools").body) }).Should(ContainSubstring("mcp_asker_ask"))
@@ -311,6 +312,23 @@ var _ = Describe("A 2026-07-28 server that asks for input", func() {
 		caller := askedCallerOf(catalog.URL+path+"/mcp", "", "Zoë")
 		Expect(caller.session.InitializeResult().ProtocolVersion).To(Equal("2026-07-28"))
 		caller.expectAsked("mcp_asker_ask")
+	})
+
+	It("tells the server what the caller can answer, and no more", func() {
+		declared := func(result *sdk.CallToolResult, err error) any {
+			Expect(err).NotTo(HaveOccurred())
+			var meta map[string]any
+			Expect(json.Unmarshal([]byte(textOf(result)), &meta)).To(Succeed(), textOf(result))
+			return meta["io.modelcontextprotocol/clientCapabilities"]
+		}
+		legacy := askedCallerOf(catalog.URL+path+"/mcp", "2025-11-25", "")
+		Expect(declared(legacy.session.CallTool(ctx, &sdk.CallToolParams{Name: "mcp_asker_meta", Arguments: map[string]any{}}))).
+			To(Equal(map[string]any{"elicitation": map[string]any{"form": map[string]any{}}, "sampling": map[string]any{}}), "a legacy caller's, from its session")
+		modern := askedCallerOf(catalog.URL+path+"/mcp", "", "")
+		Expect(declared(modern.session.CallTool(ctx, &sdk.CallToolParams{Name: "mcp_asker_meta", Arguments: map[string]any{}}))).
+			To(HaveKey("elicitation"), "a 2026-07-28 caller's, from its request")
+		silent := callerOf(catalog.URL+path+"/mcp", "")
+		Expect(declared(silent.call(ctx, "mcp_asker_meta", nil, nil))).To(Equal(map[string]any{}), "a caller that declares nothing")
 	})
 
 	It("seals the server's state to the call, and opens it only for the same call", func() {
@@ -334,8 +352,6 @@ var _ = Describe("A 2026-07-28 server that asks for input", func() {
 		Expect(asked["inputRequests"]).To(HaveKeyWithValue("who", HaveKeyWithValue("method", "elicitation/create")), "the server's requests as it sent them")
 		state, _ := asked["requestState"].(string)
 		Expect(state).To(HavePrefix("mcpop1."))
-		Expect(state).NotTo(Equal("s1"), "the server's own state never reaches the caller unsealed")
-
 		answers := `,"inputResponses":{"who":{"action":"accept","content":{"name":"Raw"}}},"requestState":`
 		for what, retry := range map[string]func() map[string]any{
 			"altered":         func() map[string]any { return call(`{}`, answers+`"`+state[:len(state)-2]+`xx"`) },

@@ -100,6 +100,34 @@ func asksOfCapabilities(raw json.RawMessage) callerAsks {
 	return asks
 }
 
+// capabilities are the client capabilities a declares, as a 2026-07-28
+// server is told them: only what the catalog relays.
+func (a callerAsks) capabilities() json.RawMessage {
+	caps := map[string]any{}
+	if a&(asksElicitForm|asksElicitURL) != 0 {
+		modes := map[string]any{}
+		if a&asksElicitForm != 0 {
+			modes["form"] = struct{}{}
+		}
+		if a&asksElicitURL != 0 {
+			modes["url"] = struct{}{}
+		}
+		caps["elicitation"] = modes
+	}
+	if a&asksSampling != 0 {
+		sampling := map[string]any{}
+		if a&asksSamplingTools != 0 {
+			sampling["tools"] = struct{}{}
+		}
+		caps["sampling"] = sampling
+	}
+	if a&asksRoots != 0 {
+		caps["roots"] = struct{}{}
+	}
+	raw, _ := json.Marshal(caps)
+	return raw
+}
+
 func (a callerAsks) letters() string {
 	var b strings.Builder
 	for i := range len(askLetters) {

@@ -7,11 +7,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -49,8 +49,13 @@ const catalogPortName = "catalog"
 // gets it does not forward it again.
 const forwardedHeader = "Mcp-Operator-Forwarded"
 
-// forwardTimeout bounds finding the owner's pod.
-const forwardTimeout = 10 * time.Second
+// forwardTimeout bounds finding the owner's pod; maxForwarded, a
+// forwarded request and its answer (a call sent again runs as long as its
+// server takes, up to its spec.timeout).
+const (
+	forwardTimeout = 10 * time.Second
+	maxForwarded   = 15 * time.Minute
+)
 
 // relayOwner is the pod name a relay id ends with, if any.
 func relayOwner(id string) string {
@@ -81,9 +86,11 @@ func (m *mcpHandlers) forward(w http.ResponseWriter, r *http.Request, owner stri
 	if !ok {
 		return false
 	}
-	// The owner's answer may be a call's event stream: no deadline but the
-	// caller's.
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, "http://"+address+r.URL.RequestURI(), bytes.NewReader(body))
+	// The owner's answer may be a call's event stream, as long as the
+	// call: bounded, as every call is.
+	fwdCtx, cancelFwd := context.WithTimeout(r.Context(), maxForwarded)
+	defer cancelFwd()
+	req, err := http.NewRequestWithContext(fwdCtx, http.MethodPost, "http://"+address+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
 		return false
 	}
@@ -128,51 +135,57 @@ var hopByHop = map[string]bool{"Connection": true, "Keep-Alive": true, "Proxy-Co
 	"Trailer": true, "Transfer-Encoding": true, "Upgrade": true, "Content-Length": true}
 
 // peerAddress is the catalog address of the manager pod named owner, if
-// it is one. What a pod name resolved to is kept for peerTTL, in a cache
-// of peerCacheSize names, so that answers (and made-up ids) cost the API
-// server one read a name at most that often.
+// it is one. The manager's pods are listed (one label-selected List) at
+// most once every peerTTL, so that answers, and ids a caller made up, cost
+// the API server no more than that.
 func (m *mcpHandlers) peerAddress(ctx context.Context, owner string) (string, bool) {
-	type resolved struct {
-		address string
-		until   time.Time
-	}
-	if v, ok := m.peers.Get(owner); ok && time.Now().Before(v.(resolved).until) {
-		address := v.(resolved).address
-		return address, address != ""
-	}
-	address, err := m.catalog.opts.Peers.addressOf(ctx, owner)
-	if err != nil {
-		m.catalog.log.Info("Reading a replica's pod failed", "pod", owner, "error", err.Error())
-		return "", false // not kept: the next answer reads again
-	}
-	m.peers.Add(owner, resolved{address: address, until: time.Now().Add(peerTTL)})
-	return address, address != ""
+	return m.peers.address(ctx, m.catalog.opts.Peers, owner, m.catalog.log.Info)
 }
 
-const (
-	peerTTL       = 10 * time.Second
-	peerCacheSize = 64
-)
+const peerTTL = 10 * time.Second
 
-// addressOf reads the pod named owner: its catalog address when it is a
-// manager pod that runs, else "" (no such pod included); an error only
-// when the pod could not be read.
-func (p Peers) addressOf(ctx context.Context, owner string) (string, error) {
-	pod := &corev1.Pod{}
-	if err := p.Reader.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: owner}, pod); err != nil {
-		return "", client.IgnoreNotFound(err)
+// peerList is the manager's pods as last listed: name → catalog address.
+type peerList struct {
+	mu     sync.Mutex
+	byName map[string]string
+	listed time.Time
+}
+
+func (l *peerList) address(ctx context.Context, p Peers, owner string, logInfo func(string, ...any)) (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if address, ok := l.byName[owner]; ok || time.Since(l.listed) < peerTTL {
+		return address, ok
 	}
-	if !labels.SelectorFromSet(p.Labels).Matches(labels.Set(pod.Labels)) || pod.Status.PodIP == "" || pod.DeletionTimestamp != nil {
-		return "", nil
+	pods := &corev1.PodList{}
+	if err := p.Reader.List(ctx, pods, client.InNamespace(p.Namespace), client.MatchingLabels(p.Labels)); err != nil {
+		logInfo("Listing the catalog's replicas failed", "error", err.Error())
+		return "", false
+	}
+	l.byName, l.listed = map[string]string{}, time.Now()
+	for i := range pods.Items {
+		if address := catalogAddress(&pods.Items[i]); address != "" {
+			l.byName[pods.Items[i].Name] = address
+		}
+	}
+	address, ok := l.byName[owner]
+	return address, ok
+}
+
+// catalogAddress is a running manager pod's catalog address: its IP and
+// the container port named catalog; "" for a pod without them, or going.
+func catalogAddress(pod *corev1.Pod) string {
+	if pod.Status.PodIP == "" || pod.DeletionTimestamp != nil {
+		return ""
 	}
 	for _, c := range pod.Spec.Containers {
 		for _, port := range c.Ports {
 			if port.Name == catalogPortName {
-				return net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(port.ContainerPort))), nil
+				return net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(port.ContainerPort)))
 			}
 		}
 	}
-	return "", nil
+	return ""
 }
 
 // peerClient forwards answers between replicas: plain HTTP inside the

@@ -1,6 +1,7 @@
 package toolcatalog
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -54,11 +55,13 @@ type sealedState struct {
 }
 
 // stateBinding is what a state is bound to: the caller, the endpoint, the
-// tool as the caller named it and its arguments (compacted, so that a
-// client that encodes them again with other spacing still matches).
-func stateBinding(identity, endpoint, tool string, arguments json.RawMessage) string {
+// tool as the caller named it and the server tool it stands for (so that a
+// menu changed meanwhile does not send the answers to another server), and
+// its arguments (as JSON values, so that a client that encodes them again
+// otherwise still matches).
+func stateBinding(identity, endpoint, tool, serverTool string, arguments json.RawMessage) string {
 	h := sha256.New()
-	for _, part := range []string{identity, endpoint, tool} {
+	for _, part := range []string{identity, endpoint, tool, serverTool} {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
 	}
@@ -67,10 +70,12 @@ func stateBinding(identity, endpoint, tool string, arguments json.RawMessage) st
 }
 
 // canonicalArguments are the arguments decoded and encoded again: keys in
-// order, no spacing; none and null are {}.
+// order, no spacing, numbers as written; none and null are {}.
 func canonicalArguments(arguments json.RawMessage) []byte {
 	var v any
-	if len(strings.TrimSpace(string(arguments))) == 0 || json.Unmarshal(arguments, &v) != nil || v == nil {
+	d := json.NewDecoder(bytes.NewReader(arguments))
+	d.UseNumber()
+	if len(bytes.TrimSpace(arguments)) == 0 || d.Decode(&v) != nil || v == nil {
 		return []byte("{}")
 	}
 	out, _ := json.Marshal(v)
@@ -98,29 +103,35 @@ var (
 	errStateExpired   = errors.New("requestState has expired; call the tool again")
 )
 
-// stateOwner is the pod a state of the catalog's names; ok is false for
-// any other string.
-func stateOwner(state string) (owner string, ok bool) {
+// stateOwner is the pod a state of the catalog's names, and its payload
+// and MAC; ok is false for any other string. The pod's name may hold dots;
+// the payload and MAC, base64url, hold none.
+func stateOwner(state string) (owner, encoded, mac string, ok bool) {
 	rest, found := strings.CutPrefix(state, statePrefix)
 	if !found {
-		return "", false
+		return "", "", "", false
 	}
-	owner, _, found = strings.Cut(rest, ".")
-	return owner, found && owner != ""
+	i := strings.LastIndexByte(rest, '.')
+	if i < 0 {
+		return "", "", "", false
+	}
+	rest, mac = rest[:i], rest[i+1:]
+	if i = strings.LastIndexByte(rest, '.'); i <= 0 {
+		return "", "", "", false
+	}
+	return rest[:i], rest[i+1:], mac, true
 }
 
 // open checks a state this replica sealed against the call sent again
 // with it and returns the server's state.
 func (k *stateKeys) open(state, binding string, now time.Time) (string, error) {
-	owner, ok := stateOwner(state)
+	owner, encoded, mac, ok := stateOwner(state)
 	switch {
 	case !ok:
 		return "", errStateForeign
 	case owner != k.self:
 		return "", errStateElsewhere
-	}
-	encoded, mac, found := strings.Cut(strings.TrimPrefix(state, statePrefix+owner+"."), ".")
-	if !found || !hmac.Equal([]byte(mac), []byte(k.mac(encoded))) {
+	case !hmac.Equal([]byte(mac), []byte(k.mac(encoded))):
 		return "", errStateInvalid
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(encoded)

@@ -3,6 +3,7 @@ package toolcatalog
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -12,14 +13,15 @@ import (
 func TestRequestStateIsSealedToItsCall(t *testing.T) {
 	keys, other := newStateKeys("catalog-a"), newStateKeys("catalog-a")
 	now := time.Unix(1_800_000_000, 0)
-	binding := stateBinding("alice", "ns/tc", "mcp_x_ask", json.RawMessage(`{"b":1,"a":[1,2]}`))
+	binding := stateBinding("alice", "ns/tc", "mcp_x_ask", "ns/x/ask", json.RawMessage(`{"b":1,"a":[1,2],"n":9007199254740993}`))
 	sealed := keys.seal("server-state", binding, now)
-	if owner, ok := stateOwner(sealed); !ok || owner != "catalog-a" {
+	if owner, _, _, ok := stateOwner(sealed); !ok || owner != "catalog-a" {
 		t.Fatalf("the state names %q (%v); want the pod that sealed it", owner, ok)
 	}
-	if got, err := keys.open(sealed, stateBinding("alice", "ns/tc", "mcp_x_ask", json.RawMessage(` {"a":[1, 2],"b":1}`)), now.Add(time.Minute)); err != nil || got != "server-state" {
+	if got, err := keys.open(sealed, stateBinding("alice", "ns/tc", "mcp_x_ask", "ns/x/ask", json.RawMessage(` {"a":[1, 2],"b":1, "n":9007199254740993}`)), now.Add(time.Minute)); err != nil || got != "server-state" {
 		t.Errorf("the same call, its arguments encoded otherwise: %q, %v", got, err)
 	}
+	args := json.RawMessage(`{"a":[1,2],"b":1,"n":9007199254740993}`)
 	for name, tt := range map[string]struct {
 		keys    *stateKeys
 		state   string
@@ -27,19 +29,43 @@ func TestRequestStateIsSealedToItsCall(t *testing.T) {
 		at      time.Time
 		want    error
 	}{
-		"another caller":         {keys, sealed, stateBinding("bob", "ns/tc", "mcp_x_ask", json.RawMessage(`{"a":[1,2],"b":1}`)), now, errStateInvalid},
-		"another endpoint":       {keys, sealed, stateBinding("alice", "ns/other", "mcp_x_ask", json.RawMessage(`{"a":[1,2],"b":1}`)), now, errStateInvalid},
-		"another tool":           {keys, sealed, stateBinding("alice", "ns/tc", "mcp_x_other", json.RawMessage(`{"a":[1,2],"b":1}`)), now, errStateInvalid},
-		"other arguments":        {keys, sealed, stateBinding("alice", "ns/tc", "mcp_x_ask", json.RawMessage(`{"a":[2,1],"b":1}`)), now, errStateInvalid},
-		"expired":                {keys, sealed, binding, now.Add(stateTTL + time.Second), errStateExpired},
-		"a restarted replica":    {other, sealed, binding, now, errStateInvalid},
-		"another replica's":      {newStateKeys("catalog-b"), sealed, binding, now, errStateElsewhere},
-		"altered":                {keys, sealed[:len(sealed)-1] + "A", binding, now, errStateInvalid},
-		"not the catalog's":      {keys, "server-state", binding, now, errStateForeign},
-		"the payload of another": {keys, "mcpop1.catalog-a.e30." + keys.mac("e30"), binding, now, errStateInvalid},
+		"another caller":          {keys, sealed, stateBinding("bob", "ns/tc", "mcp_x_ask", "ns/x/ask", args), now, errStateInvalid},
+		"another endpoint":        {keys, sealed, stateBinding("alice", "ns/other", "mcp_x_ask", "ns/x/ask", args), now, errStateInvalid},
+		"another tool":            {keys, sealed, stateBinding("alice", "ns/tc", "mcp_x_other", "ns/x/ask", args), now, errStateInvalid},
+		"another server's tool":   {keys, sealed, stateBinding("alice", "ns/tc", "mcp_x_ask", "ns/y/ask", args), now, errStateInvalid},
+		"other arguments":         {keys, sealed, stateBinding("alice", "ns/tc", "mcp_x_ask", "ns/x/ask", json.RawMessage(`{"a":[2,1],"b":1,"n":9007199254740993}`)), now, errStateInvalid},
+		"a number past float64's": {keys, sealed, stateBinding("alice", "ns/tc", "mcp_x_ask", "ns/x/ask", json.RawMessage(`{"a":[1,2],"b":1,"n":9007199254740992}`)), now, errStateInvalid},
+		"expired":                 {keys, sealed, binding, now.Add(stateTTL + time.Second), errStateExpired},
+		"a restarted replica":     {other, sealed, binding, now, errStateInvalid},
+		"another replica's":       {newStateKeys("catalog-b"), sealed, binding, now, errStateElsewhere},
+		"altered":                 {keys, altered(sealed), binding, now, errStateInvalid},
+		"not the catalog's":       {keys, "server-state", binding, now, errStateForeign},
+		"the payload of another":  {keys, "mcpop1.catalog-a.e30." + keys.mac("e30"), binding, now, errStateInvalid},
 	} {
 		if _, err := tt.keys.open(tt.state, tt.binding, tt.at); !errors.Is(err, tt.want) {
 			t.Errorf("%s: %v, want %v", name, err, tt.want)
 		}
+	}
+}
+
+// altered is state with its MAC's first character changed.
+func altered(state string) string {
+	i := strings.LastIndexByte(state, '.') + 1
+	c := byte('A')
+	if state[i] == 'A' {
+		c = 'B'
+	}
+	return state[:i] + string(c) + state[i+1:]
+}
+
+// A pod name may hold dots: the state still names it whole.
+func TestRequestStateNamesAPodWithDots(t *testing.T) {
+	keys := newStateKeys("mcp.operator-7d9f-x2")
+	sealed := keys.seal("s", "b", time.Now())
+	if owner, _, _, ok := stateOwner(sealed); !ok || owner != "mcp.operator-7d9f-x2" {
+		t.Fatalf("the state names %q (%v)", owner, ok)
+	}
+	if got, err := keys.open(sealed, "b", time.Now()); err != nil || got != "s" {
+		t.Errorf("opened on the replica that sealed it: %q, %v", got, err)
 	}
 }
