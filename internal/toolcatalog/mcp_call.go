@@ -87,6 +87,9 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 		if m.takeAnswers(w, r, key, msg, vw, call) {
 			return
 		}
+	case !wire.AcceptsEventStream(r.Header.Get("Accept")):
+		// A question goes on the call's answer, as an event stream.
+		call.opts.OnRequest = refuseAsking(noEventStream)
 	default:
 		asks, _ := asksOfSession(r.Header.Get("Mcp-Session-Id"))
 		asker := m.relays.asker(session, asks, stream)

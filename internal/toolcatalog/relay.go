@@ -427,6 +427,7 @@ func refuseAsking(why string) func(context.Context, string, json.RawMessage) mcp
 const (
 	restCannotAnswer = "this tool was called through mcp-operator's REST API, which cannot answer a server's request (elicitation, sampling, roots); " +
 		"call it over MCP from a client that declares the capability"
+	noEventStream         = "the caller does not accept an event stream (its Accept header), the only way a server's request can reach it during a call"
 	statelessCannotAnswer = "the caller speaks MCP 2026-07-28, whose clients answer a server's questions only as input_required results, " +
 		"and mcp-operator does not turn the request of a server of an older revision into one"
 )

@@ -306,6 +306,15 @@ var _ = Describe("A server's requests, relayed to the caller of its call", func(
 			Expect(fmt.Sprint(result["result"])).To(ContainSubstring("hello Raw"))
 		})
 
+		It("refuses the server's question for a caller whose Accept allows no event stream", func() {
+			session := initialize(`{"elicitation":{}}`)
+			resp := post(path, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"mcp_up_elicit","arguments":{}}}`,
+				"Content-Type", "application/json", "Accept", "application/json", "MCP-Protocol-Version", "2025-11-25", "Mcp-Session-Id", session)
+			Expect(resp.code).To(Equal(http.StatusOK), string(resp.body))
+			Expect(resp.header.Get("Content-Type")).To(Equal("application/json"))
+			Expect(string(resp.body)).To(ContainSubstring(noEventStream))
+		})
+
 		It("passes the caller's refusal to the server as it came", func() {
 			session := initialize(`{"elicitation":{}}`)
 			id, events, body := startCall(session)
