@@ -545,7 +545,8 @@ func (s *Session) CallTool(ctx context.Context, name string, arguments json.RawM
 	params := toolCallParams{Name: name, Arguments: arguments, InputResponses: opts.InputResponses, RequestState: opts.RequestState}
 	c := call{method: string(mcp.MethodToolsCall), params: params, tool: name, schema: opts.InputSchema, meta: wire.RelayedMeta(opts.Meta),
 		onRequest: opts.OnRequest}
-	if s.stateless && len(opts.ClientCapabilities) > 0 {
+	if s.stateless && len(opts.ClientCapabilities) > 0 && string(opts.ClientCapabilities) != "{}" {
+		// ({} is what every request declares already, encoded once.)
 		c.meta[mcp.MetaKeyClientCapabilities] = opts.ClientCapabilities
 	}
 	release := s.relay(ctx, &c, opts)

@@ -101,8 +101,18 @@ func asksOfCapabilities(raw json.RawMessage) callerAsks {
 }
 
 // capabilities are the client capabilities a declares, as a 2026-07-28
-// server is told them: only what the catalog relays.
-func (a callerAsks) capabilities() json.RawMessage {
+// server is told them: only what the catalog relays. Encoded once for each
+// set, as every call asks for its caller's.
+func (a callerAsks) capabilities() json.RawMessage { return encodedAsks[a] }
+
+var encodedAsks = func() (all [asksRoots << 1]json.RawMessage) {
+	for a := range all {
+		all[a] = callerAsks(a).encode()
+	}
+	return all
+}()
+
+func (a callerAsks) encode() json.RawMessage {
 	caps := map[string]any{}
 	if a&(asksElicitForm|asksElicitURL) != 0 {
 		modes := map[string]any{}
@@ -261,7 +271,7 @@ type callAsker struct {
 // stream and waited for; any other is refused. end must be called before
 // the call's answer is written.
 func (t *relayTable) asker(binding string, asks callerAsks, stream *callStream) *callAsker {
-	return &callAsker{table: t, binding: binding, asks: asks, stream: stream, pending: map[string]bool{}}
+	return &callAsker{table: t, binding: binding, asks: asks, stream: stream}
 }
 
 // onRequest is the call's mcpclient.CallOptions.OnRequest.
@@ -317,6 +327,9 @@ func (a *callAsker) send(id, method string, params json.RawMessage) (wait *relay
 	}
 	t.waiting[id] = wait
 	t.mu.Unlock()
+	if a.pending == nil {
+		a.pending = map[string]bool{} // most calls ask nothing
+	}
 	a.pending[id] = true
 	rawID, _ := json.Marshal(id)
 	a.stream.request(rawID, method, params) // the stream is open: not ended
