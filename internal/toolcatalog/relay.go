@@ -27,8 +27,8 @@ import (
 //     issues (sessionIDs): any replica reads it from the id.
 //  2. The server's request comes on the call's answer stream upstream
 //     (mcpclient, ask.go), and is sent on the call's answer stream to the
-//     caller with an id of the catalog's (relayTable.ask), its params as
-//     they came.
+//     caller with an id of the catalog's (callAsker), its params as they
+//     came.
 //  3. The caller POSTs its answer to the endpoint with that id; the
 //     replica that runs the call hands it to the waiting request
 //     (relayTable.deliver), and the answer goes upstream as it came.
@@ -36,9 +36,11 @@ import (
 // A request the caller did not declare it can answer, or that comes when
 // the caller cannot be asked (REST, 2026-07-28), is refused upstream at
 // once, saying why. A wait ends with the call: the server's spec.timeout
-// bounds a person's answer as it bounds the call.
+// bounds a person's answer as it bounds the call. An answer that reaches
+// another replica is forwarded to this one (relay_forward.go); a
+// 2026-07-28 caller is asked with input_required results (mcp_input.go).
 
-// callerAsks are the requests a legacy caller declared it answers.
+// callerAsks are the requests a caller declared it answers.
 type callerAsks uint8
 
 const (

@@ -17,17 +17,18 @@ import (
 )
 
 // Peers says how a replica reaches the other replicas of the catalog, so
-// that a caller's answer to a question another replica relayed (relay.go)
-// reaches it: a load balancer spreads a session's requests over replicas,
-// and the answer is a request of its own. The zero value forwards nothing.
+// that a caller's answer to a question another replica relayed (relay.go),
+// or a 2026-07-28 call sent again with a state another replica sealed
+// (mcp_input.go), reaches it: a load balancer spreads a caller's requests
+// over replicas. The zero value forwards nothing.
 type Peers struct {
 	// Self is this replica's pod name ($POD_NAME): the ids of the questions
-	// it relays end with it.
+	// it relays, and the states it seals, name it.
 	Self string
-	// Namespace and Labels select the manager's pods. An answer is
-	// forwarded only to the pod its id names when that pod is in Namespace
-	// and carries Labels, at the container port named "catalog", so that
-	// an id a caller made up cannot send its request anywhere else.
+	// Namespace and Labels select the manager's pods. A request is
+	// forwarded only to the pod it names when that pod is in Namespace and
+	// carries Labels, at the container port named "catalog", so that a
+	// name a caller made up cannot send its request anywhere else.
 	Namespace string
 	Labels    labels.Set
 	// Reader reads those pods; the manager's cache holds only the pods it
@@ -45,7 +46,7 @@ func (p Peers) enabled() bool {
 // (config/manager, the chart).
 const catalogPortName = "catalog"
 
-// forwardedHeader marks an answer forwarded by a replica: the replica that
+// forwardedHeader marks a request forwarded by a replica: the replica that
 // gets it does not forward it again.
 const forwardedHeader = "Mcp-Operator-Forwarded"
 
