@@ -55,7 +55,7 @@ type AuditRecord struct {
 	Prompt   string `json:"prompt,omitempty"`
 	Resource string `json:"resource,omitempty"`
 	// Outcome is how it ended, as the metrics name it: success,
-	// tool_error, invalid_arguments, unknown_tool, forbidden,
+	// tool_error, input_required, invalid_arguments, unknown_tool, forbidden,
 	// policy_denied, unauthorized, rate_limited, busy, upstream_unreachable, upstream_auth_refused,
 	// upstream_timeout, …; Status the HTTP status of a REST answer.
 	Outcome string `json:"outcome"`

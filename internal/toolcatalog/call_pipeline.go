@@ -182,8 +182,12 @@ func (c *Catalog) recordCall(ctx context.Context, key viewKey, name string, entr
 	note := noteOf(ctx)
 	if err == nil {
 		outcome := "success"
-		if envelope.IsError {
+		switch {
+		case envelope.IsError:
 			outcome = "tool_error"
+		case envelope.inputRequired != nil:
+			// Passed to a 2026-07-28 caller to answer (mcp_input.go).
+			outcome = "input_required"
 		}
 		note.resultBytes = resultSize(envelope)
 		if note.via == "rest" {

@@ -194,7 +194,7 @@ func (c *Catalog) record(ctx context.Context, key viewKey, tool string, entry *m
 		if collection != "" {
 			span.SetAttributes(tracing.Collection.String(collection))
 		}
-		if outcome != "success" && outcome != "tool_error" {
+		if outcome != "success" && outcome != "tool_error" && outcome != "input_required" {
 			span.SetStatus(codes.Error, outcome)
 		}
 	}

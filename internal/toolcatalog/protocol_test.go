@@ -13,6 +13,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
@@ -349,6 +350,7 @@ var _ = Describe("A 2026-07-28 server that asks for input", func() {
 		}
 		asked := call(`{}`, "")["result"].(map[string]any)
 		Expect(asked).To(HaveKeyWithValue("resultType", "input_required"))
+		Expect(testutil.ToFloat64(toolCalls.WithLabelValues(ns+"/asker", "ask", "input_required"))).To(BeEquivalentTo(1), "counted as what it was")
 		Expect(asked["inputRequests"]).To(HaveKeyWithValue("who", HaveKeyWithValue("method", "elicitation/create")), "the server's requests as it sent them")
 		state, _ := asked["requestState"].(string)
 		Expect(state).To(HavePrefix("mcpop1."))
