@@ -48,7 +48,10 @@ func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments
 		return Envelope{IsError: true, Content: []json.RawMessage{}, Error: fmt.Sprintf(
 			"%s needs input (%s) that its caller did not give: %s", entry.Name, refused.Method, refused.Message)}, nil
 	case err == nil && result.ResultType == mcpclient.InputRequired && opts.KeepInputRequired:
-		// For the caller to answer (mcp_input.go).
+		// For the caller to answer (mcp_input.go), if it can.
+		if problem := inputRequestsProblem(entry.Name, result.InputRequests, asksOfCapabilities(opts.ClientCapabilities)); problem != "" {
+			return Envelope{IsError: true, Content: []json.RawMessage{}, Error: problem}, nil
+		}
 		return Envelope{Content: []json.RawMessage{}, inputRequired: &inputRequired{requests: result.InputRequests, state: result.RequestState}}, nil
 	case err == nil && result.ResultType == mcpclient.InputRequired:
 		// Still asking after every answer mcpclient gives: the call fails,

@@ -87,8 +87,9 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 		if m.takeAnswers(w, r, key, msg, vw, call) {
 			return
 		}
-	case !wire.AcceptsEventStream(r.Header.Get("Accept")):
-		// A question goes on the call's answer, as an event stream.
+	case r.Header.Get("Accept") != "" && !wire.AcceptsEventStream(r.Header.Get("Accept")):
+		// A question goes on the call's answer, as an event stream (no
+		// Accept at all accepts anything).
 		call.opts.OnRequest = refuseAsking(noEventStream)
 	default:
 		asks, _ := asksOfSession(r.Header.Get("Mcp-Session-Id"))

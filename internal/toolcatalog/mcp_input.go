@@ -58,35 +58,39 @@ func (m *mcpHandlers) bindingOf(r *http.Request, key viewKey, msg *rpcMessage, v
 	return stateBinding(identity, menuLabel(key), msg.Params.Name, serverTool, msg.Params.Arguments)
 }
 
-// inputRequiredAnswer is the caller's "input_required" result for the
-// server's, or, when the caller did not declare what a request needs, the
-// tool error that says so.
-func (m *mcpHandlers) inputRequiredAnswer(r *http.Request, key viewKey, msg *rpcMessage, vw *view, asked *inputRequired) json.RawMessage {
-	if string(asked.requests) == "null" {
-		asked.requests = nil
+// inputRequestsProblem says why a server's inputRequests cannot go to the
+// caller of tool, which declared it answers declared: they cannot be read,
+// or one needs what the caller did not declare; "" when they can go.
+func inputRequestsProblem(tool string, requests json.RawMessage, declared callerAsks) string {
+	if len(requests) == 0 || string(requests) == "null" {
+		return "" // only a state: the server sheds load
 	}
-	var requests map[string]struct {
+	var asked map[string]struct {
 		Method string          `json:"method"`
 		Params json.RawMessage `json:"params"`
 	}
-	if len(asked.requests) > 0 && json.Unmarshal(asked.requests, &requests) != nil {
-		return resultOf(mcp.NewToolResultError(fmt.Sprintf("%s asked for input its caller cannot read: the server's inputRequests are malformed", msg.Params.Name)), true)
+	if json.Unmarshal(requests, &asked) != nil {
+		return fmt.Sprintf("%s asked for input its caller cannot read: the server's inputRequests are malformed", tool)
 	}
-	declared := asksOfCapabilities(msg.Params.Meta[mcp.MetaKeyClientCapabilities])
-	for _, request := range requests {
+	for _, request := range asked {
 		need, capability, ok := passNeeds(request.Method, request.Params)
+		if !ok {
+			capability = "a capability for " + shortMethod(request.Method)
+		}
 		if !ok || declared&need == 0 {
-			if !ok {
-				capability = "a capability for " + shortMethod(request.Method)
-			}
-			return resultOf(mcp.NewToolResultError(fmt.Sprintf(
-				"%s needs input (%s) that its caller did not declare it can give (%s)", msg.Params.Name, shortMethod(request.Method), capability)), true)
+			return fmt.Sprintf("%s needs input (%s) that its caller did not declare it can give (%s)", tool, shortMethod(request.Method), capability)
 		}
 	}
+	return ""
+}
+
+// inputRequiredAnswer is the caller's "input_required" result for the
+// server's (inputRequestsProblem found none), its state sealed.
+func (m *mcpHandlers) inputRequiredAnswer(r *http.Request, key viewKey, msg *rpcMessage, vw *view, asked *inputRequired) json.RawMessage {
 	// Nothing asked, only a state: the server sheds load, and the caller
 	// sends the call again later.
 	answer := []byte(`{"resultType":"input_required"`)
-	if len(asked.requests) > 0 {
+	if len(asked.requests) > 0 && string(asked.requests) != "null" {
 		answer = append(answer, `,"inputRequests":`...)
 		answer = append(answer, asked.requests...)
 	}

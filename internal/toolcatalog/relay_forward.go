@@ -136,48 +136,83 @@ var hopByHop = map[string]bool{"Connection": true, "Keep-Alive": true, "Proxy-Co
 	"Trailer": true, "Transfer-Encoding": true, "Upgrade": true, "Content-Length": true}
 
 // peerAddress is the catalog address of the manager pod named owner, if
-// it is one. The manager's pods are listed (one label-selected List) at
-// most once every peerTTL, so that answers, and ids a caller made up, cost
-// the API server no more than that.
+// it is one. The manager's pods are listed (one label-selected List) when
+// the last list is peerTTL old, or, for a name it lacks, peerRelist old:
+// a new replica is found within a second, and ids a caller made up cost
+// the API server no more than one List a second.
 func (m *mcpHandlers) peerAddress(ctx context.Context, owner string) (string, bool) {
 	return m.peers.address(ctx, m.catalog.opts.Peers, owner, m.catalog.log.Info)
 }
 
-const peerTTL = 10 * time.Second
+const (
+	peerTTL    = 10 * time.Second
+	peerRelist = time.Second
+)
 
 // peerList is the manager's pods as last listed: name → catalog address.
 type peerList struct {
 	mu     sync.Mutex
 	byName map[string]string
-	listed time.Time
+	// listed is when the last List was made, or failed; listing, while a
+	// List is under way, closes when it ends.
+	listed  time.Time
+	listing chan struct{}
 }
 
 func (l *peerList) address(ctx context.Context, p Peers, owner string, logInfo func(string, ...any)) (string, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if address, ok := l.byName[owner]; ok || time.Since(l.listed) < peerTTL {
-		return address, ok
+	for {
+		l.mu.Lock()
+		age := time.Since(l.listed)
+		address, known := l.byName[owner]
+		switch {
+		case known && age < peerTTL, age < peerRelist:
+			l.mu.Unlock()
+			return address, known && age < peerTTL
+		case l.listing != nil:
+			wait := l.listing
+			l.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return "", false
+			}
+		}
+		done := make(chan struct{})
+		l.listing = done
+		l.mu.Unlock()
+		byName, err := p.list(ctx)
+		if err != nil {
+			logInfo("Listing the catalog's replicas failed", "error", err.Error())
+		}
+		l.mu.Lock()
+		l.byName, l.listed, l.listing = byName, time.Now(), nil // none known after a failed List
+		close(done)
+		l.mu.Unlock()
 	}
+}
+
+// list reads the manager's pods that run: name → catalog address.
+func (p Peers) list(ctx context.Context) (map[string]string, error) {
 	pods := &corev1.PodList{}
 	if err := p.Reader.List(ctx, pods, client.InNamespace(p.Namespace), client.MatchingLabels(p.Labels)); err != nil {
-		logInfo("Listing the catalog's replicas failed", "error", err.Error())
-		return "", false
+		return nil, err
 	}
-	l.byName, l.listed = map[string]string{}, time.Now()
+	byName := map[string]string{}
 	for i := range pods.Items {
 		if address := catalogAddress(&pods.Items[i]); address != "" {
-			l.byName[pods.Items[i].Name] = address
+			byName[pods.Items[i].Name] = address
 		}
 	}
-	address, ok := l.byName[owner]
-	return address, ok
+	return byName, nil
 }
 
 // catalogAddress is a running manager pod's catalog address: its IP and
-// the container port named catalog; "" for a pod without them, or going.
+// the container port named catalog; "" for a pod without them, not
+// running, or going.
 func catalogAddress(pod *corev1.Pod) string {
-	if pod.Status.PodIP == "" || pod.DeletionTimestamp != nil {
-		return ""
+	if pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" || pod.DeletionTimestamp != nil {
+		return "" // an evicted pod keeps its IP, which another pod may have now
 	}
 	for _, c := range pod.Spec.Containers {
 		for _, port := range c.Ports {

@@ -76,6 +76,6 @@ func replicaPod(plane *testenv.Env, ns, name, catalog string, labels map[string]
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "manager",
 			Ports: []corev1.ContainerPort{{Name: "catalog", ContainerPort: int32(port)}}}}}}
 	Expect(plane.Client.Create(ctx, pod)).To(Succeed())
-	pod.Status.PodIP = host
+	pod.Status.PodIP, pod.Status.Phase = host, corev1.PodRunning
 	Expect(plane.Client.Status().Update(ctx, pod)).To(Succeed())
 }
