@@ -110,8 +110,15 @@ left() {
 say "Waiting for the MCPServers and the ToolCollection to be Ready"
 kubectl wait --for=condition=Ready mcps --all --timeout="$(left)" >/dev/null || not_ready mcps "an MCPServer"
 kubectl wait --for=condition=Ready tc --all --timeout="$(left)" >/dev/null || not_ready tc "the ToolCollection"
-
 catalog="http://${CATALOG_ADDR}"
+# Ready says the collection has a menu, maybe from before the last server's
+# tools; its status is the servers' last once its menuHash is the menu the
+# catalog serves (both follow the same servers, and converge).
+until [[ "$(kubectl get tc assistant -o 'jsonpath={.status.menuHash}')" == \
+  "$(curl -fsS "${catalog}/v1/namespaces/default/toolcollections/assistant/tools" | "${work}/demotool" revision)" ]]; do
+  [[ "$(left)" != 0ms ]] || not_ready tc "the ToolCollection's status"
+  sleep 0.2
+done
 echo
 say "kubectl get mcps,tc"
 kubectl get mcps,tc

@@ -6,6 +6,7 @@
 //	demotool portfree ADDR      exit 0 if ADDR can be listened on
 //	demotool waitport ADDR      exit 0 once ADDR accepts connections (10 s at most)
 //	demotool menu < menu.json   the revision and one line per tool
+//	demotool revision < menu.json   the menu's revision, whole
 //	demotool indent < any.json  the JSON, indented
 package main
 
@@ -25,7 +26,7 @@ func main() {
 
 func run(args []string, in io.Reader, out io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: demotool portfree ADDR | waitport ADDR | menu | indent")
+		return fmt.Errorf("usage: demotool portfree ADDR | waitport ADDR | menu | revision | indent")
 	}
 	switch command, rest := args[0], args[1:]; {
 	case command == "portfree" && len(rest) == 1:
@@ -34,6 +35,8 @@ func run(args []string, in io.Reader, out io.Writer) error {
 		return waitPort(rest[0], 10*time.Second)
 	case command == "menu" && len(rest) == 0:
 		return printMenu(in, out)
+	case command == "revision" && len(rest) == 0:
+		return printRevision(in, out)
 	case command == "indent" && len(rest) == 0:
 		return indent(in, out)
 	default:

@@ -21,6 +21,11 @@ func TestPrint(t *testing.T) {
 		in:      `{"revision":"r","tools":[{"function":{"name":"t","description":"` + strings.Repeat("é", 80) + `"}}]}`,
 		want:    "revision r\n  t                          " + strings.Repeat("é", 70) + "\n",
 	}, {
+		name:    "revision prints the menu's revision whole, for the demo to compare with the collection's status",
+		command: "revision",
+		in:      `{"revision":"8867e442aa0b1c2d3e4f","tools":[]}`,
+		want:    "8867e442aa0b1c2d3e4f\n",
+	}, {
 		name:    "JSON is indented by four spaces, as the README shows results",
 		command: "indent",
 		in:      `{"output":"42.1648 km","isError":false,"message":{"role":"tool","tool_call_id":"call_1"}}` + "\n",
@@ -39,7 +44,7 @@ func TestPrint(t *testing.T) {
 }
 
 func TestPrintRefusesWhatIsNotJSON(t *testing.T) {
-	for _, command := range []string{"menu", "indent"} {
+	for _, command := range []string{"menu", "revision", "indent"} {
 		err := run([]string{command}, strings.NewReader("<html>502 Bad Gateway</html>"), &strings.Builder{})
 		if err == nil || !strings.Contains(err.Error(), "reading") {
 			t.Errorf("%s of HTML: %v, want an error saying what was being read", command, err)

@@ -36,6 +36,16 @@ func printMenu(in io.Reader, out io.Writer) error {
 	return nil
 }
 
+// printRevision writes the menu's revision whole.
+func printRevision(in io.Reader, out io.Writer) error {
+	var m menu
+	if err := json.NewDecoder(in).Decode(&m); err != nil {
+		return fmt.Errorf("reading the menu: %w", err)
+	}
+	_, err := fmt.Fprintln(out, m.Revision)
+	return err
+}
+
 // truncate cuts s to at most n runes.
 func truncate(s string, n int) string {
 	r := []rune(s)
