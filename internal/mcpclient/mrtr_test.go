@@ -90,3 +90,45 @@ func TestNothingIsDeclaredOverSSE(t *testing.T) {
 		t.Errorf("over SSE: asked %v, result %s; want the server to refuse itself, since nothing was declared", asked, result.Content)
 	}
 }
+
+// A server that sheds load answers "input_required" with a state and
+// nothing to ask: the call is sent again with that state, asking the
+// caller nothing.
+func TestInputRequiredWithOnlyAStateIsSentAgain(t *testing.T) {
+	var mu sync.Mutex
+	var sent []string
+	backend := startGoSDK(t, testmcp.GoSDKOnly2026)
+	url := front(t, backend.URL(), func(w http.ResponseWriter, r *http.Request, pass http.Handler) {
+		if r.Header.Get("Mcp-Method") != "tools/call" {
+			pass.ServeHTTP(w, r)
+			return
+		}
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Params json.RawMessage `json:"params"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		mu.Lock()
+		sent = append(sent, string(req.Params))
+		first := len(sent) == 1
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if first {
+			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resultType":"input_required","requestState":"busy-1"}}`, req.ID)
+			return
+		}
+		_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","content":[{"type":"text","text":"done"}]}}`, req.ID)
+	}, nil)
+	s := connectT(t, Target{URL: url}, nil)
+	asked := 0
+	result, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{}`), CallOptions{
+		OnRequest: func(context.Context, string, json.RawMessage) Answer { asked++; return Answer{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sent) != 2 || !strings.Contains(sent[1], `"requestState":"busy-1"`) || asked != 0 || len(result.Content) != 1 {
+		t.Errorf("sent %q, asked the caller %d times, got %s; want the call sent again with the state, nothing asked, and its result", sent, asked, result.Content)
+	}
+}

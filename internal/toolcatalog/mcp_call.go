@@ -260,17 +260,16 @@ func (s *callStream) notify(method string, params json.RawMessage) {
 }
 
 // request sends a request to the caller about the call (a server's
-// question, relay.go), turning the answer into an event stream; false when
-// the call was answered already.
-func (s *callStream) request(id json.RawMessage, method string, params json.RawMessage) bool {
+// question, relay.go), turning the answer into an event stream; nothing
+// once the call was answered.
+func (s *callStream) request(id json.RawMessage, method string, params json.RawMessage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.done {
-		return false
+		return
 	}
 	s.startStream()
 	s.event(wire.AppendRequest(nil, id, method, params))
-	return true
 }
 
 // startStream turns the answer into an event stream, once.

@@ -114,8 +114,8 @@ func passNeeds(method string, params json.RawMessage) (callerAsks, string, bool)
 
 // shortMethod is a server's method name as a message may quote it.
 func shortMethod(method string) string {
-	if len(method) > 64 {
-		return method[:64] + "…"
+	if cut := runeCut(method, 64); cut < len(method) {
+		return method[:cut] + "…"
 	}
 	return method
 }

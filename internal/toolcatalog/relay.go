@@ -334,7 +334,7 @@ func (a *callAsker) send(id, method string, params json.RawMessage) (wait *relay
 	}
 	a.pending[id] = true
 	rawID, _ := json.Marshal(id)
-	a.stream.request(rawID, method, params) // the stream is open: not ended
+	a.stream.request(rawID, method, params) // not ended: the call's answer is not written yet
 	return wait, 0, ""
 }
 

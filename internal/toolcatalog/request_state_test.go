@@ -3,9 +3,13 @@ package toolcatalog
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolmesh/mcp-operator/internal/menu"
 )
 
 // A sealed state opens only on the replica that sealed it, for the same
@@ -67,5 +71,35 @@ func TestRequestStateNamesAPodWithDots(t *testing.T) {
 	}
 	if got, err := keys.open(sealed, "b", time.Now()); err != nil || got != "s" {
 		t.Errorf("opened on the replica that sealed it: %q, %v", got, err)
+	}
+}
+
+// A 2026-07-28 caller is given the server's input_required with its
+// requests as sent and the state sealed; a load-shedding one (a state,
+// nothing asked) has no inputRequests.
+func TestInputRequiredAnswer(t *testing.T) {
+	m := &mcpHandlers{states: newStateKeys("catalog-a")}
+	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+	msg := &rpcMessage{}
+	msg.Params.Name = "mcp_x_ask"
+	vw := &view{byName: map[string]*menu.Entry{}}
+	for name, tt := range map[string]struct {
+		asked inputRequired
+		want  string
+	}{
+		"a question":     {inputRequired{requests: json.RawMessage(`{"who":{"method":"elicitation/create","params":{"message":"name?"}}}`), state: "s1"}, `"inputRequests":{"who":{"method":"elicitation/create","params":{"message":"name?"}}},"requestState":"mcpop1.catalog-a.`},
+		"load shedding":  {inputRequired{state: "busy"}, `{"resultType":"input_required","requestState":"mcpop1.catalog-a.`},
+		"no state given": {inputRequired{requests: json.RawMessage(`{"r":{"method":"roots/list"}}`)}, `{"resultType":"input_required","inputRequests":{"r":{"method":"roots/list"}}}`},
+	} {
+		got := string(m.inputRequiredAnswer(r, viewKey{}, msg, vw, &tt.asked))
+		if !strings.Contains(got, tt.want) || strings.Contains(got, `"s1"`) || strings.Contains(got, `"busy"`) {
+			t.Errorf("%s: %s; want it to hold %s, and the server's state only sealed", name, got, tt.want)
+		}
+	}
+	if problem := inputRequestsProblem("mcp_x_ask", json.RawMessage(`{"a":{"method":"sampling/createMessage","params":{"tools":[]}}}`), asksSampling); !strings.Contains(problem, "sampling.tools") {
+		t.Errorf("sampling with tools for a caller that declared sampling alone: %q", problem)
+	}
+	if problem := inputRequestsProblem("mcp_x_ask", nil, 0); problem != "" {
+		t.Errorf("nothing asked: %q", problem)
 	}
 }
