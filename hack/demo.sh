@@ -139,6 +139,7 @@ curl -fsS -X POST "${catalog}/v1/namespaces/default/toolcollections/assistant/ex
 echo
 echo "Kubeconfig:  export KUBECONFIG=${kubeconfig}"
 echo "Catalog:     ${catalog}  (GET /v1/tools, ?format=anthropic|mcp; POST /v1/execute)"
+echo "Console:     ${catalog}/ui/  (open it in a browser: servers, collections, search, try a tool)"
 echo "Logs:        ${work}/manager.log"
 
 if [[ "${DEMO_EXIT:-0}" == "1" ]]; then

@@ -195,6 +195,8 @@ func bindCatalogFlags(fs *flag.FlagSet, cfg *config) {
 	fs.Float64Var(&opts.CallerRate, "catalog-caller-rate", 0, "Tool calls per second one authenticated caller may make (--catalog-auth=kubernetes); past it, 429. 0 turns the limit off.")
 	fs.IntVar(&opts.CallerBurst, "catalog-caller-burst", 0, "Tool calls one caller may make at once above --catalog-caller-rate (default: the rate, rounded up).")
 	fs.DurationVar(&opts.DrainTimeout, "catalog-drain-timeout", 20*time.Second, "How long tool calls in flight may finish after SIGTERM before they are cut.")
+	fs.BoolVar(&opts.Console.Enabled, "console", true, "Serve the console, a web page for people, at /ui/ on the catalog's address. Its data comes from the catalog's API, with the viewer's token and permissions (docs/console.md).")
+	fs.BoolVar(&opts.Console.TryIt, "console-try-it", true, "Let the console call tools from a form, for viewers who may execute them. Off, the page offers no form; the execute API is the same either way.")
 	fs.StringVar(&cfg.auditLog, "audit-log", "stdout", "Where the audit trail goes, one JSON line per tool call: stdout (the manager's logs go to stderr), stderr, a file path (appended to), or off.")
 }
 
@@ -272,6 +274,7 @@ func setUp(ctx context.Context, mgr ctrl.Manager, cfg *config) error {
 	}
 	cfg.catalog.Log = ctrl.Log.WithName("catalog")
 	cfg.catalog.Reviewer = mgr.GetClient()
+	cfg.catalog.APIReader = mgr.GetAPIReader()
 	cfg.catalog.Egress = cfg.controllers.Egress
 	cfg.catalog.AuthSources = cfg.controllers.AuthSources
 	cfg.catalog.Limits = cfg.controllers.Limits

@@ -365,13 +365,14 @@ func (a *authorizer) require(ctx context.Context, verb, resource, namespace, nam
 
 // middleware authenticates every request before it reaches a route.
 // Protected Resource Metadata is public: it is how a client learns where
-// to get a token.
+// to get a token. So are the console's files: the page asks for a token
+// and sends it with every request for data.
 func (a *authorizer) middleware(next http.Handler) http.Handler {
 	if !a.enabled() {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if isMetadataPath(r.URL.Path) {
+		if isMetadataPath(r.URL.Path) || isConsolePath(r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}

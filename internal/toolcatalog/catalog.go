@@ -88,6 +88,13 @@ type Options struct {
 	// Audit, when set, receives the audit trail: one JSON line per tool
 	// call (see AuditRecord).
 	Audit io.Writer
+	// Console serves the console, a web page for people, under /ui/
+	// (console.go).
+	Console ConsoleOptions
+	// APIReader reads from the API server what the cache does not hold:
+	// the Events the console shows about an object. Without it, the
+	// events routes answer 503.
+	APIReader client.Reader
 	// Limits bound how much of a server's prompts, resources and templates
 	// the catalog reads: the controllers' (--max-tools, --max-tool-pages),
 	// so that it serves what status counts (default mcpclient.DefaultLimits).
@@ -121,6 +128,7 @@ type Catalog struct {
 	mcp       *mcpHandlers
 	browsers  *browserGuard
 	audit     *auditor
+	events    *eventLists
 	// surfaces keeps the prompts and resources servers listed
 	// (surface_lists.go).
 	surfaces *surfaceLists
@@ -173,6 +181,7 @@ func New(reader client.Reader, opts Options) (*Catalog, error) {
 	c.menus = newMenuCache(c)
 	c.surfaces = newSurfaceLists(c)
 	c.audit = newAuditor(opts.Audit)
+	c.events = newEventLists(opts.APIReader)
 	c.authz = newAuthorizer(opts.Auth, opts.Reviewer, opts.AuthCacheTTL, maxCachedDecisions)
 	c.authz.refused = c.refused
 	if err := c.authz.configure(opts); err != nil {

@@ -6,7 +6,9 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +28,20 @@ func freeAddr(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return addr
+}
+
+// fetch GETs url and returns its body; any status but 200 is an error.
+func fetch(url string) (string, error) {
+	resp, err := http.Get(url) //nolint:gosec,noctx // a loopback URL of the test's own
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = errors.New(resp.Status)
+	}
+	return string(body), err
 }
 
 func listening(addr string) bool {
@@ -107,6 +123,7 @@ func TestDemo(t *testing.T) {
 		regexp.MustCompile(`"output": "42.1648 km"`),
 		regexp.MustCompile(`"tool_call_id": "call_1"`),
 		regexp.MustCompile(`export KUBECONFIG=(\S+)`),
+		regexp.MustCompile(`Console:\s+http://` + regexp.QuoteMeta(catalogAddr) + `/ui/\s`),
 	} {
 		if !want.MatchString(text) {
 			t.Fatalf("the demo did not print %s; it printed:\n%s", want, text)
@@ -115,6 +132,14 @@ func TestDemo(t *testing.T) {
 	workDir := filepath.Dir(regexp.MustCompile(`export KUBECONFIG=(\S+)`).FindStringSubmatch(text)[1])
 	if !listening(catalogAddr) {
 		t.Fatalf("the catalog is not listening on %s while the demo runs", catalogAddr)
+	}
+
+	// The console it printed is served: the page, and the data it shows.
+	for path, want := range map[string]string{"/ui/": "<html", "/v1/namespaces/default/toolcollections/assistant": `"kind":"ToolCollection"`} {
+		body, err := fetch("http://" + catalogAddr + path)
+		if err != nil || !strings.Contains(body, want) {
+			t.Fatalf("GET %s: %v, want a body with %s; got:\n%s", path, err, want, body)
+		}
 	}
 
 	// Ctrl-C goes to the whole foreground process group.

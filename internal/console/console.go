@@ -1,0 +1,125 @@
+// Package console serves the catalog's browser console: static files
+// embedded in the binary, under /ui/, that read everything they show from
+// the catalog's own API with the viewer's token. The files hold no data
+// and need no token; every answer carries a strict Content-Security-Policy,
+// so that a tool description holding markup can only ever be shown as text.
+package console
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"io/fs"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Config is what the page needs to know about the catalog serving it.
+type Config struct {
+	// Auth is "none", "kubernetes" or "oidc": whether the page asks for a
+	// token. Empty means "none".
+	Auth string
+	// TryIt is whether the page offers "Try it" forms (--console-try-it).
+	TryIt bool
+}
+
+// contentSecurityPolicy lets the page run only its own script and style,
+// talk only to its own origin and show images only from it or data: URLs
+// (a tool's image results); nothing may frame it.
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// contentTypes are the types of the files the console is made of; a file
+// of another kind is served as bytes.
+var contentTypes = map[string]string{
+	".html": "text/html; charset=utf-8",
+	".js":   "text/javascript; charset=utf-8",
+	".css":  "text/css; charset=utf-8",
+	".json": "application/json",
+	".svg":  "image/svg+xml",
+}
+
+// file is one answer the console serves, ready to go out.
+type file struct {
+	body        []byte
+	etag        string
+	contentType string
+}
+
+func newFile(name string, body []byte) *file {
+	sum := sha256.Sum256(body)
+	contentType, ok := contentTypes[path.Ext(name)]
+	if !ok {
+		contentType = "application/octet-stream"
+	}
+	return &file{body: body, etag: `"` + hex.EncodeToString(sum[:16]) + `"`, contentType: contentType}
+}
+
+// Handler serves the console under /ui/ (it expects the full path /ui/...):
+// index.html at /ui/, the embedded assets by name, /ui/config.json from
+// cfg, and a redirect from /ui to /ui/.
+func Handler(cfg Config) http.Handler {
+	files := map[string]*file{}
+	err := fs.WalkDir(assets, "assets", func(name string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		body, err := assets.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		files[strings.TrimPrefix(name, "assets/")] = newFile(name, body)
+		return nil
+	})
+	if err != nil {
+		panic("console: reading the embedded assets: " + err.Error()) // they are compiled in
+	}
+	auth := cfg.Auth
+	if auth == "" {
+		auth = "none"
+	}
+	config, _ := json.Marshal(struct {
+		Auth  string `json:"auth"`
+		TryIt bool   `json:"tryIt"`
+	}{auth, cfg.TryIt})
+	files["config.json"] = newFile("config.json", config)
+	files[""] = files["index.html"]
+
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-cache")
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			h.Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		if r.URL.Path == "/ui" {
+			target := "/ui/"
+			if r.URL.RawQuery != "" {
+				target += "?" + r.URL.RawQuery
+			}
+			http.Redirect(w, r, target, http.StatusMovedPermanently)
+			return
+		}
+		name, ok := strings.CutPrefix(r.URL.Path, "/ui/")
+		f := files[name]
+		if !ok || f == nil {
+			http.Error(w, "no such file in the console", http.StatusNotFound)
+			return
+		}
+		h.Set("Content-Type", f.contentType)
+		h.Set("ETag", f.etag)
+		// ServeContent answers If-None-Match with 304, and HEAD and ranges.
+		http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(f.body))
+	})
+}
