@@ -1,0 +1,187 @@
+package console_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// tryRoute is the route of the try-it page of a tool of kit.
+func tryRoute(tool string) string { return "/collections/" + ns + "/" + kit + "/try/" + tool }
+
+// control is a CSS selector for the form control of a field of the try-it
+// form: the element with data-field when it is the control, else the
+// control inside it.
+func (t *tab) control(path string) string {
+	GinkgoHelper()
+	own := `:is(input,select,textarea)[data-field="` + path + `"]`
+	inside := `[data-field="` + path + `"] :is(input,select,textarea)`
+	var sel string
+	t.js(`document.querySelector(`+q(own)+`) ? `+q(own)+` : (document.querySelector(`+q(inside)+`) ? `+q(inside)+` : "")`, &sel)
+	Expect(sel).NotTo(BeEmpty(), "the form has no field %s", path)
+	return sel
+}
+
+// fieldKind is what a field of the generated form is.
+type fieldKind struct {
+	Tag      string   `json:"tag"`
+	Type     string   `json:"type"`
+	Labelled bool     `json:"labelled"`
+	Options  []string `json:"options"`
+}
+
+func (t *tab) kindOf(sel string) fieldKind {
+	GinkgoHelper()
+	var k fieldKind
+	t.js(`(() => { const e = document.querySelector(`+q(sel)+`);
+	  return {tag: e.tagName.toLowerCase(), type: e.type ?? "",
+	    labelled: e.labels?.length > 0 || !!e.getAttribute('aria-label') || !!e.getAttribute('aria-labelledby'),
+	    options: e.tagName === 'SELECT' ? [...e.options].map((o) => o.text.trim()) : []} })()`, &k)
+	return k
+}
+
+// auditLine is the part of an audit record the specs read.
+type auditLine struct {
+	User       string `json:"user"`
+	Via        string `json:"via"`
+	Collection string `json:"collection"`
+	Tool       string `json:"tool"`
+	Outcome    string `json:"outcome"`
+}
+
+// audited are the catalog's audit records so far.
+func audited() []auditLine {
+	var out []auditLine
+	for _, line := range strings.Split(audit.String(), "\n") {
+		var a auditLine
+		if json.Unmarshal([]byte(line), &a) == nil && a.Tool != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+var _ = Describe("Try it", func() {
+	It("calls a tool through the form generated from its schema, shows exactly what the tool got and the time taken, and takes raw JSON", func() {
+		t := openTab("try")
+		t.signIn(tryRoute(configureTool), callerToken)
+		t.waitVisible(`form[data-testid=try-form]`)
+
+		By("a field for each property, of the kind its schema says, labelled")
+		kinds := map[string][2]string{
+			"name": {"input", "text"}, "count": {"input", "number"}, "ratio": {"input", "number"},
+			"mode": {"select", "select-one"}, "verbose": {"input", "checkbox"},
+			"target.host": {"input", "text"}, "target.port": {"input", "number"},
+		}
+		controls := map[string]string{}
+		for path, want := range kinds {
+			controls[path] = t.control(path)
+			k := t.kindOf(controls[path])
+			Expect([2]string{k.Tag, k.Type}).To(Equal(want), path)
+			Expect(k.Labelled).To(BeTrue(), "the field %s has no label", path)
+			if path == "mode" {
+				Expect(k.Options).To(ContainElements("fast", "safe", "slow"))
+			}
+		}
+
+		By("filling the form: text, numbers, an enum, a checkbox, an array item and a nested object")
+		t.typeInto(controls["name"], "Ada <Lovelace> & co")
+		t.typeInto(controls["count"], "3")
+		t.typeInto(controls["ratio"], "0.25")
+		t.choose(controls["mode"], "safe")
+		t.click(controls["verbose"])
+		var added int
+		t.js(`(() => { const form = document.querySelector('form[data-testid=try-form]');
+		  const adds = [...form.querySelectorAll('button')].filter((b) => !b.dataset.testid &&
+		    /\badd\b/i.test(b.textContent + ' ' + (b.getAttribute('aria-label') ?? '') + ' ' + (b.title ?? '')));
+		  if (adds.length === 1) adds[0].click();
+		  return adds.length })()`, &added)
+		Expect(added).To(Equal(1), "the form has no single button to add an item to the array tags")
+		Eventually(func() int {
+			return t.count(`:is(input,select,textarea)[data-field="tags[0]"], [data-field="tags[0]"] :is(input,select,textarea)`)
+		}).Should(BeNumerically(">", 0))
+		t.typeInto(t.control("tags[0]"), "alpha")
+		t.typeInto(controls["target.host"], "db.internal")
+		t.typeInto(controls["target.port"], "5432")
+		t.shot("try-form")
+
+		By("submitting it: the tool echoes the arguments it got")
+		before := len(audited())
+		t.click(`button[data-testid=try-submit]`)
+		Eventually(func() string { return t.text(`[data-testid=result] [data-testid=result-text]`) }).ShouldNot(BeEmpty())
+		Expect(t.attrs(`[data-testid=result]`, "data-is-error")).To(Equal([]string{"false"}))
+		Expect(t.count(`[data-testid=result-error]`)).To(BeZero())
+		Expect(t.text(`[data-testid=result-text]`)).To(MatchJSON(`{"name":"Ada <Lovelace> & co","count":3,"ratio":0.25,"mode":"safe",
+			"verbose":true,"tags":["alpha"],"target":{"host":"db.internal","port":5432}}`))
+		Expect(t.text(`[data-testid=elapsed]`)).To(MatchRegexp(`\d+(\.\d+)?\s*ms`))
+		t.shot("try")
+
+		By("the call went through the catalog's execute API with the viewer's identity")
+		Eventually(func() []auditLine { return audited()[before:] }).Should(ContainElement(auditLine{
+			User: "system:serviceaccount:" + ns + ":caller", Via: "rest", Collection: ns + "/" + kit,
+			Tool: configureTool, Outcome: "success"}))
+
+		By("the raw JSON fallback")
+		t.click(`button[data-testid=raw-toggle]`)
+		t.waitVisible(`textarea[data-testid=raw-args]`)
+		raw := `{"name":"raw","mode":"slow","tags":[],"target":{"host":"h","port":1}}`
+		t.replaceText(`textarea[data-testid=raw-args]`, raw)
+		t.click(`button[data-testid=try-submit]`)
+		Eventually(func() string { return t.text(`[data-testid=result-text]`) }).Should(MatchJSON(raw))
+		Expect(t.attrs(`[data-testid=result]`, "data-is-error")).To(Equal([]string{"false"}))
+		t.shot("try-raw")
+	})
+
+	It("renders an image a tool returns", func() {
+		t := openTab("try-image")
+		t.signIn(tryRoute(snapshotTool), callerToken)
+		t.waitVisible(`form[data-testid=try-form]`)
+		t.click(`button[data-testid=try-submit]`)
+		var img struct {
+			Src    string `json:"src"`
+			Width  int    `json:"width"`
+			Height int    `json:"height"`
+		}
+		Eventually(func(g Gomega) int {
+			t.jsG(g, `(() => { const i = document.querySelector('[data-testid=result] [data-testid=result-images] img');
+			  return i && i.complete ? {src: i.getAttribute('src'), width: i.naturalWidth, height: i.naturalHeight} : {} })()`, &img)
+			return img.Width
+		}).Should(BeNumerically(">", 0), "no image was rendered")
+		Expect(img.Src).To(Equal("data:image/png;base64," + snapshotPNG))
+		Expect([]int{img.Width, img.Height}).To(Equal([]int{pngWidth, pngHeight}))
+		Expect(t.attrs(`[data-testid=result]`, "data-is-error")).To(Equal([]string{"false"}))
+		t.shot("try-image")
+	})
+
+	It("marks a result with isError and shows the tool's message", func() {
+		t := openTab("try-error")
+		t.signIn(tryRoute(explodeTool), callerToken)
+		t.waitVisible(`form[data-testid=try-form]`)
+		t.click(`button[data-testid=try-submit]`)
+		Eventually(func() []string { return t.attrs(`[data-testid=result]`, "data-is-error") }).Should(Equal([]string{"true"}))
+		t.waitVisible(`[data-testid=result-error]`)
+		Expect(t.text(`[data-testid=result-text]`)).To(ContainSubstring(explodeMessage))
+		t.shot("try-error")
+	})
+
+	It("is offered nowhere when the catalog runs with it off, even to a viewer who may call tools", func() {
+		code, _, body := getAt(noTryURL, "/ui/config.json", "")
+		Expect(code).To(Equal(http.StatusOK))
+		Expect(body).To(MatchJSON(`{"auth":"kubernetes","tryIt":false}`))
+
+		t := openTabAt("try-off", noTryURL)
+		t.signIn("/collections/"+ns+"/"+kit, callerToken)
+		t.waitCount(`[data-testid=tool]`, len(kitTools))
+		t.waitAnswered(`/ui/config\.json$`)
+		Consistently(func() int { return t.count(`a[data-testid=try-link]`) }, quietly).Should(BeZero())
+
+		t.goTo(tryRoute(configureTool))
+		t.waitVisible(`[data-testid=try-unavailable]`)
+		Expect(strings.TrimSpace(t.text(`[data-testid=try-unavailable]`))).NotTo(BeEmpty(), "try-unavailable does not say why")
+		Expect(t.count(`form[data-testid=try-form]`)).To(BeZero())
+		t.shot("try-off")
+	})
+})
