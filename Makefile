@@ -69,10 +69,14 @@ envtest-assets: ## Build kube-apiserver and etcd from source into the cache (onc
 npm-peers: ## Install the npm MCP reference server used by the tests.
 	@hack/npm-peers.sh "$(NPM_PEERS_DIR)" >/dev/null
 
+# Where make test keeps the console's screenshots (test/console), one PNG
+# per page it checked.
+CONSOLE_SCREENSHOTS ?= $(CURDIR)/_artifacts/console
+
 .PHONY: test
 test: ## Unit and envtest suites against a real kube-apiserver and etcd, with the race detector, then test/monitoring (its own module).
 	@assets=$$(hack/envtest-assets.sh) && peers=$$(hack/npm-peers.sh "$(NPM_PEERS_DIR)") && conformance=$$(hack/conformance.sh) && agents=$$(hack/agent-sdks.sh) && chromium=$$(hack/chromium.sh) && \
-	KUBEBUILDER_ASSETS="$$assets" MCP_NPM_PEERS="$$peers" MCP_CONFORMANCE="$$conformance" MCP_AGENT_SDKS="$$agents" MCP_CHROMIUM="$$chromium" go test -race $(GO_TEST_FLAGS) -count=1 ./... && \
+	KUBEBUILDER_ASSETS="$$assets" MCP_NPM_PEERS="$$peers" MCP_CONFORMANCE="$$conformance" MCP_AGENT_SDKS="$$agents" MCP_CHROMIUM="$$chromium" CONSOLE_SCREENSHOTS="$(CONSOLE_SCREENSHOTS)" go test -race $(GO_TEST_FLAGS) -count=1 ./... && \
 	cd test/monitoring && KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) -count=1 ./...
 
 .PHONY: test-monitoring

@@ -44,7 +44,7 @@ fi
 
 log "installing Debian's chromium package (apt-get; a first install takes a minute or two)"
 apt-get update -qq >&2
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >&2
 
 if ! path="$(found)"; then
   log "apt-get installed chromium, but no chromium or chromium-browser is on the PATH"

@@ -2,6 +2,7 @@ package toolcatalog
 
 import (
 	"cmp"
+	"context"
 	"net/http"
 	"slices"
 	"time"
@@ -16,8 +17,8 @@ import (
 // .../toolcollections/{name}/events: the newest Events about the object,
 // for viewers who may get it, as `kubectl describe` lists them. The cache
 // holds no Events (they are many and short-lived), so they are listed from
-// the API server, selected by the object's kind and name and kept only if
-// they name its UID (not a deleted namesake's). One list serves every
+// the API server, selected by the object's kind, name and UID (not a
+// deleted namesake's). One list serves every
 // viewer of an object for eventsTTL.
 
 const (
@@ -25,6 +26,8 @@ const (
 	maxObjectEvents = 20
 	// eventsTTL is how long one list of an object's Events is reused.
 	eventsTTL = 5 * time.Second
+	// eventsTimeout bounds one list of Events.
+	eventsTimeout = 10 * time.Second
 	// maxEventLists bounds the lists kept; keys are objects that exist.
 	maxEventLists = 1000
 )
@@ -78,9 +81,14 @@ func (c *Catalog) serveEvents(kind objectKind) http.HandlerFunc {
 			return
 		}
 		items, err, _ := c.events.asking.Do(key, func() (any, error) {
+			// The list is shared by every viewer waiting for it: it is not
+			// cut short when the first one goes away.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), eventsTimeout)
+			defer cancel()
 			var list corev1.EventList
-			if err := c.events.reader.List(r.Context(), &list, client.InNamespace(o.GetNamespace()),
-				client.MatchingFields{"involvedObject.kind": kind.kind, "involvedObject.name": o.GetName()}); err != nil {
+			if err := c.events.reader.List(ctx, &list, client.InNamespace(o.GetNamespace()),
+				client.MatchingFields{"involvedObject.kind": kind.kind, "involvedObject.name": o.GetName(), "involvedObject.uid": string(o.GetUID())}); err != nil {
+				c.log.Error(err, "listing Events", "kind", kind.kind, "namespace", o.GetNamespace(), "name", o.GetName())
 				return nil, err
 			}
 			items := newestEvents(list.Items, o)

@@ -100,9 +100,7 @@ var _ = Describe("The console's page", func() {
 		By("on the collection's page")
 		t.goTo("/collections/" + ns + "/" + kit)
 		t.waitCount(`[data-testid=tool]`, len(kitTools))
-		if t.count(tool+` [data-testid=tool-description]`) > 0 {
-			Expect(t.text(tool + ` [data-testid=tool-description]`)).To(Equal(xssDescription))
-		}
+		Eventually(func() string { return t.text(tool + ` [data-testid=tool-description]`) }).Should(Equal(xssDescription))
 		t.checkClean()
 
 		By("on the try page")
