@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/toolmesh/mcp-operator/internal/toolcatalog"
@@ -50,10 +51,46 @@ func bindIdentityFlags(fs *flag.FlagSet, cfg *config) {
 		oidc.SigningAlgorithms = append(oidc.SigningAlgorithms, commaList(v)...)
 		return toolcatalog.CheckSigningAlgorithms(oidc.SigningAlgorithms)
 	})
+	console := &opts.Console
+	fs.StringVar(&console.OIDCClientID, "console-oidc-client-id", "", "The console's client at --catalog-oidc-issuer-url: the console then offers to sign in through that provider (the authorization code flow with PKCE, in the browser). Register it at the provider as a public client whose redirect URI is --catalog-public-url followed by /ui/.")
+	console.OIDCScopes = []string{"openid"}
+	fs.Var(&scopesFlag{list: &console.OIDCScopes}, "console-oidc-scopes", "Comma-separated scopes the console asks the provider for when it signs a viewer in.")
+}
+
+// scopesFlag is a comma-separated list of OAuth scopes with a default,
+// replaced (not appended to) when the flag is given.
+type scopesFlag struct {
+	list *[]string
+	set  bool
+}
+
+func (f *scopesFlag) String() string {
+	if f == nil || f.list == nil {
+		return ""
+	}
+	return strings.Join(*f.list, ",")
+}
+
+func (f *scopesFlag) Set(v string) error {
+	if !f.set {
+		*f.list = nil
+	}
+	f.set = true
+	for _, scope := range commaList(v) {
+		// RFC 6749 §3.3: printable ASCII but space, " and \.
+		if strings.ContainsFunc(scope, func(r rune) bool { return r <= ' ' || r > '~' || r == '"' || r == '\\' }) {
+			return fmt.Errorf("%q is not a scope: separate scopes with commas", scope)
+		}
+		*f.list = append(*f.list, scope)
+	}
+	return nil
 }
 
 // checkIdentity refuses identity flags that cannot work together.
 func (cfg *config) checkIdentity() error {
+	if err := cfg.checkConsoleSignIn(); err != nil {
+		return err
+	}
 	if cfg.oidc.IssuerURL == "" {
 		switch {
 		case cfg.catalog.Auth == toolcatalog.AuthOIDC:
@@ -68,6 +105,29 @@ func (cfg *config) checkIdentity() error {
 	}
 	if cfg.catalog.PublicURL == "" {
 		return errors.New("--catalog-oidc-issuer-url needs --catalog-public-url: the catalog accepts only tokens meant for it")
+	}
+	return nil
+}
+
+// checkConsoleSignIn refuses console sign-in flags that cannot work: the
+// console signs in through the provider the catalog trusts, from its page.
+func (cfg *config) checkConsoleSignIn() error {
+	console := cfg.catalog.Console
+	if console.OIDCClientID == "" {
+		if len(console.OIDCScopes) != 1 || console.OIDCScopes[0] != "openid" {
+			return errors.New("--console-oidc-scopes needs --console-oidc-client-id")
+		}
+		return nil
+	}
+	switch issuer, err := url.Parse(cfg.oidc.IssuerURL); {
+	case cfg.oidc.IssuerURL == "":
+		return errors.New("--console-oidc-client-id needs --catalog-oidc-issuer-url: the console signs in through the provider the catalog trusts")
+	case err != nil || (issuer.Scheme != "https" && issuer.Scheme != "http") || issuer.Host == "":
+		return fmt.Errorf("--console-oidc-client-id needs --catalog-oidc-issuer-url to be an http(s) URL, not %q", cfg.oidc.IssuerURL)
+	case !console.Enabled:
+		return errors.New("--console-oidc-client-id needs the console (--console)")
+	case len(console.OIDCScopes) == 0:
+		return errors.New("--console-oidc-scopes needs at least one scope (openid, usually)")
 	}
 	return nil
 }

@@ -108,6 +108,18 @@ func TestConfigCheck(t *testing.T) {
 		{"a token exchange URL that is not one", []string{"--token-exchange-urls=https://idp.example.com/token,idp.example.com/token"},
 			`invalid value "https://idp.example.com/token,idp.example.com/token" for flag -token-exchange-urls: "idp.example.com/token" is not an absolute http(s) URL`},
 		{"oidc as it should be", []string{"--catalog-auth=oidc", "--catalog-oidc-issuer-url=https://idp.example.com", "--catalog-public-url=https://tools.example.com"}, ""},
+		{"a console client without an issuer", []string{"--catalog-auth=kubernetes", "--console-oidc-client-id=console"},
+			"--console-oidc-client-id needs --catalog-oidc-issuer-url: the console signs in through the provider the catalog trusts"},
+		{"a console client of an issuer that is no URL", []string{"--catalog-auth=oidc", "--catalog-oidc-issuer-url=idp.example.com", "--catalog-public-url=https://tools.example.com", "--console-oidc-client-id=console"},
+			`--console-oidc-client-id needs --catalog-oidc-issuer-url to be an http(s) URL, not "idp.example.com"`},
+		{"a console client without the console", []string{"--catalog-auth=oidc", "--catalog-oidc-issuer-url=https://idp.example.com", "--catalog-public-url=https://tools.example.com", "--console-oidc-client-id=console", "--console=false"},
+			"--console-oidc-client-id needs the console (--console)"},
+		{"a console client with no scopes", []string{"--catalog-auth=oidc", "--catalog-oidc-issuer-url=https://idp.example.com", "--catalog-public-url=https://tools.example.com", "--console-oidc-client-id=console", "--console-oidc-scopes="},
+			"--console-oidc-scopes needs at least one scope (openid, usually)"},
+		{"console scopes without a console client", []string{"--console-oidc-scopes=openid,tools"}, "--console-oidc-scopes needs --console-oidc-client-id"},
+		{"console scopes separated by spaces", []string{"--console-oidc-scopes=openid profile"},
+			`invalid value "openid profile" for flag -console-oidc-scopes: "openid profile" is not a scope: separate scopes with commas`},
+		{"console sign-in as it should be", []string{"--catalog-auth=kubernetes", "--catalog-oidc-issuer-url=https://idp.example.com", "--catalog-public-url=https://tools.example.com", "--console-oidc-client-id=console", "--console-oidc-scopes=openid,tools.read"}, ""},
 		{"no tools to read", []string{"--max-tools=0"}, "--max-tools (0) and --max-tool-pages (1000) must be at least 1"},
 		{"a negative page limit", []string{"--max-tool-pages=-1"}, "--max-tools (5000) and --max-tool-pages (-1) must be at least 1"},
 		{"a namespace that cannot name one", []string{"--workload-ingress-from-namespace=Tools_NS"},
@@ -128,6 +140,26 @@ func TestConfigCheck(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestConsoleSignInFlags(t *testing.T) {
+	base := []string{"--catalog-auth=oidc", "--catalog-oidc-issuer-url=https://idp.example.com", "--catalog-public-url=https://tools.example.com", "--console-oidc-client-id=console"}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{"openid"}},
+		{[]string{"--console-oidc-scopes=openid, tools.read"}, []string{"openid", "tools.read"}},
+		{[]string{"--console-oidc-scopes=tools.read", "--console-oidc-scopes=openid"}, []string{"tools.read", "openid"}},
+	} {
+		cfg, err := parseFlags(flag.NewFlagSet("manager", flag.ContinueOnError), append(base, tc.args...))
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if got := cfg.catalog.Console; got.OIDCClientID != "console" || !reflect.DeepEqual(got.OIDCScopes, tc.want) {
+			t.Errorf("%v: client %q scopes %q, want console and %q", tc.args, got.OIDCClientID, got.OIDCScopes, tc.want)
+		}
 	}
 }
 

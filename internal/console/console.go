@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"path"
 	"strings"
 	"time"
@@ -28,13 +29,43 @@ type Config struct {
 	Auth string
 	// TryIt is whether the page offers "Try it" forms (--console-try-it).
 	TryIt bool
+	// OIDC, when set, has the page offer signing in through an OpenID
+	// provider: the authorization code flow with PKCE, run by the page
+	// itself as a public client (assets/login.js).
+	OIDC *OIDC
+}
+
+// OIDC is the OpenID provider the page signs its viewer in with.
+type OIDC struct {
+	// Issuer is the provider's issuer URL, whose discovery document the
+	// page reads; the page may connect to its origin.
+	Issuer string `json:"issuer"`
+	// ClientID is the console's client at the provider: a public client
+	// whose redirect URI is the console's /ui/ page.
+	ClientID string `json:"clientID"`
+	// Scopes the page asks for (default openid).
+	Scopes []string `json:"scopes"`
 }
 
 // contentSecurityPolicy lets the page run only its own script and style,
-// talk only to its own origin and show images only from it or data: URLs
-// (a tool's image results); nothing may frame it.
-const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
-	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+// talk only to its own origin (and the OpenID provider's, when it signs in
+// through one) and show images only from it or data: URLs (a tool's image
+// results); nothing may frame it.
+func contentSecurityPolicy(connect string) string {
+	return "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+		"connect-src " + connect + "; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+}
+
+// origin is the scheme, host and port of an http(s) URL, "" for anything
+// else: the one source the page may connect to besides its own.
+func origin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil ||
+		strings.ContainsAny(u.Host, " ;,'\"") {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}
 
 // contentTypes are the types of the files the console is made of; a file
 // of another kind is served as bytes.
@@ -85,16 +116,31 @@ func Handler(cfg Config) http.Handler {
 	if auth == "" {
 		auth = "none"
 	}
+	connect := "'self'"
+	var oidc *OIDC
+	if cfg.OIDC != nil {
+		// Without an http(s) issuer or a client, there is nothing the page
+		// could sign in with (the manager's flags refuse both).
+		if o := origin(cfg.OIDC.Issuer); o != "" && cfg.OIDC.ClientID != "" {
+			connect += " " + o
+			oidc = &OIDC{Issuer: cfg.OIDC.Issuer, ClientID: cfg.OIDC.ClientID, Scopes: cfg.OIDC.Scopes}
+			if len(oidc.Scopes) == 0 {
+				oidc.Scopes = []string{"openid"}
+			}
+		}
+	}
+	policy := contentSecurityPolicy(connect)
 	config, _ := json.Marshal(struct {
 		Auth  string `json:"auth"`
 		TryIt bool   `json:"tryIt"`
-	}{auth, cfg.TryIt})
+		OIDC  *OIDC  `json:"oidc,omitempty"`
+	}{auth, cfg.TryIt, oidc})
 	files["config.json"] = newFile("config.json", config)
 	files[""] = files["index.html"]
 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		h.Set("Content-Security-Policy", policy)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cache-Control", "no-cache")

@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -18,10 +19,11 @@ import (
 )
 
 // storage is the compact in-memory op.Storage behind the provider. It holds
-// the registered clients, the signing keys and the token lifetime; zitadel's
-// op package does the parsing, client authentication, subject-token
-// verification, claim assembly, signing and error answers. Tokens are not
-// stored: access tokens are self-contained JWTs.
+// the registered clients, the signing keys, the token lifetime and the
+// authorization requests of the code flow in progress; zitadel's op package
+// does the parsing, client authentication, redirect URI, PKCE and
+// subject-token verification, claim assembly, signing and error answers.
+// Tokens are not stored: access tokens are self-contained JWTs.
 var (
 	_ op.Storage                        = (*storage)(nil)
 	_ op.ClientCredentialsStorage       = (*storage)(nil)
@@ -29,7 +31,11 @@ var (
 	_ op.CanGetPrivateClaimsFromRequest = (*storage)(nil)
 )
 
-var errInteractive = errors.New("testoidc: interactive flows (authorize, refresh, users) are not supported")
+var errUnsupported = errors.New("testoidc: refresh tokens and userinfo are not supported")
+
+// authRequestLifetime is how long an authorization request, and the code
+// issued for it, may be used.
+const authRequestLifetime = 5 * time.Minute
 
 type storage struct {
 	clients map[string]*client // read-only after Start
@@ -40,14 +46,19 @@ type storage struct {
 	keySeq   int
 	dropOld  bool
 	lifetime time.Duration
+	// authRequests are the authorization requests of the code flow by id,
+	// codes the id each issued code is for.
+	authRequests map[string]*authRequest
+	codes        map[string]string
 }
 
 func newStorage(opts Options) (*storage, error) {
-	s := &storage{clients: map[string]*client{}, dropOld: opts.DropOldKeysOnRotate}
+	s := &storage{clients: map[string]*client{}, dropOld: opts.DropOldKeysOnRotate,
+		authRequests: map[string]*authRequest{}, codes: map[string]string{}}
 	s.setLifetime(opts.AccessTokenLifetime)
 	for _, c := range opts.Clients {
-		if c.ID == "" || c.Secret == "" {
-			return nil, fmt.Errorf("testoidc: client %q needs an ID and a Secret", c.ID)
+		if err := checkClient(c); err != nil {
+			return nil, err
 		}
 		if _, dup := s.clients[c.ID]; dup {
 			return nil, fmt.Errorf("testoidc: client %q registered twice", c.ID)
@@ -58,6 +69,42 @@ func newStorage(opts Options) (*storage, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// checkClient refuses a registration the provider could not honour.
+func checkClient(c Client) error {
+	if !c.Public {
+		if c.ID == "" || c.Secret == "" {
+			return fmt.Errorf("testoidc: client %q needs an ID and a Secret", c.ID)
+		}
+		if len(c.RedirectURIs) > 0 || c.LoginSubject != "" {
+			return fmt.Errorf("testoidc: client %q: only public clients use the authorization code flow", c.ID)
+		}
+		return nil
+	}
+	switch {
+	case c.ID == "":
+		return errors.New("testoidc: a public client needs an ID")
+	case c.Secret != "":
+		return fmt.Errorf("testoidc: public client %q may not have a Secret", c.ID)
+	case len(c.RedirectURIs) == 0:
+		return fmt.Errorf("testoidc: public client %q needs RedirectURIs", c.ID)
+	case c.LoginSubject == "":
+		return fmt.Errorf("testoidc: public client %q needs a LoginSubject, the user the provider signs in", c.ID)
+	case len(c.ExchangeAudiences) > 0:
+		return fmt.Errorf("testoidc: public client %q may not exchange tokens", c.ID)
+	}
+	for _, uri := range c.RedirectURIs {
+		u, err := url.Parse(uri)
+		if err != nil || u.Host == "" || u.Fragment != "" {
+			return fmt.Errorf("testoidc: public client %q: redirect URI %q is not an absolute URL without fragment", c.ID, uri)
+		}
+		_, loopback := op.HTTPLoopbackOrLocalhost(uri)
+		if secure := u.Scheme == "https" || u.Scheme == "http" && loopback; !secure {
+			return fmt.Errorf("testoidc: public client %q: redirect URI %q must be https, or http on a loopback address", c.ID, uri)
+		}
+	}
+	return nil
 }
 
 func (s *storage) setLifetime(d time.Duration) {
@@ -142,24 +189,50 @@ func (s *storage) KeySet(context.Context) ([]op.Key, error) {
 
 // --- clients ---
 
-// client adapts a registered Client to op.Client: a confidential web client
-// (client_secret_basic or client_secret_post) that gets JWT access tokens
-// through client_credentials and token exchange only.
+// client adapts a registered Client to op.Client. A confidential client is
+// a web client (client_secret_basic or client_secret_post) that gets JWT
+// access tokens through client_credentials and token exchange. A public
+// client is a user-agent client (a page in a browser): no secret
+// (authentication method none), the authorization code flow with PKCE
+// only, to its registered redirect URIs.
 type client struct{ c Client }
 
-func (c *client) GetID() string                        { return c.c.ID }
-func (c *client) RedirectURIs() []string               { return nil }
-func (c *client) PostLogoutRedirectURIs() []string     { return nil }
-func (c *client) ApplicationType() op.ApplicationType  { return op.ApplicationTypeWeb }
-func (c *client) AuthMethod() oidc.AuthMethod          { return oidc.AuthMethodBasic }
-func (c *client) ResponseTypes() []oidc.ResponseType   { return nil }
-func (c *client) LoginURL(string) string               { return "" }
+func (c *client) GetID() string                    { return c.c.ID }
+func (c *client) RedirectURIs() []string           { return c.c.RedirectURIs }
+func (c *client) PostLogoutRedirectURIs() []string { return nil }
+func (c *client) ApplicationType() op.ApplicationType {
+	if c.c.Public {
+		return op.ApplicationTypeUserAgent
+	}
+	return op.ApplicationTypeWeb
+}
+func (c *client) AuthMethod() oidc.AuthMethod {
+	if c.c.Public {
+		return oidc.AuthMethodNone
+	}
+	return oidc.AuthMethodBasic
+}
+func (c *client) ResponseTypes() []oidc.ResponseType {
+	if c.c.Public {
+		return []oidc.ResponseType{oidc.ResponseTypeCode}
+	}
+	return nil
+}
+
+// LoginURL is where zitadel sends the browser to sign the user in: the
+// provider's non-interactive login (Provider.login).
+func (c *client) LoginURL(id string) string            { return loginPath + "?id=" + url.QueryEscape(id) }
 func (c *client) AccessTokenType() op.AccessTokenType  { return op.AccessTokenTypeJWT }
 func (c *client) IDTokenLifetime() time.Duration       { return DefaultAccessTokenLifetime }
-func (c *client) DevMode() bool                        { return false }
 func (c *client) IDTokenUserinfoClaimsAssertion() bool { return false }
 func (c *client) ClockSkew() time.Duration             { return 0 }
 func (c *client) IsScopeAllowed(scope string) bool     { return c.scopeAllowed(scope) }
+
+// DevMode lets zitadel accept a public client's http redirect URIs, which
+// checkClient allows on loopback addresses only (a console served over
+// plain HTTP on 127.0.0.1 in tests). The URI must still be registered,
+// exactly.
+func (c *client) DevMode() bool { return c.c.Public }
 func (c *client) RestrictAdditionalIdTokenScopes() func([]string) []string {
 	return func(s []string) []string { return s }
 }
@@ -167,6 +240,9 @@ func (c *client) RestrictAdditionalAccessTokenScopes() func([]string) []string {
 	return func(s []string) []string { return s }
 }
 func (c *client) GrantTypes() []oidc.GrantType {
+	if c.c.Public {
+		return []oidc.GrantType{oidc.GrantTypeCode}
+	}
 	return []oidc.GrantType{oidc.GrantTypeClientCredentials, oidc.GrantTypeTokenExchange}
 }
 
@@ -191,6 +267,9 @@ func (s *storage) AuthorizeClientIDSecret(_ context.Context, id, secret string) 
 	c, err := s.client(id)
 	if err != nil {
 		return err
+	}
+	if c.c.Public {
+		return fmt.Errorf("testoidc: client %q is public: it has no secret", id)
 	}
 	if subtle.ConstantTimeCompare([]byte(c.c.Secret), []byte(secret)) != 1 {
 		return errors.New("testoidc: wrong client secret")
@@ -327,24 +406,167 @@ func (s *storage) SetUserinfoFromTokenExchangeRequest(context.Context, *oidc.Use
 	return nil
 }
 
+// --- authorization code flow (public clients, PKCE S256) ---
+
+// authRequest is an authorization request of a public client, as zitadel
+// parsed and checked it (client, registered redirect URI, response type,
+// scopes), from /authorize until its code is exchanged.
+type authRequest struct {
+	id          string
+	created     time.Time
+	clientID    string
+	redirectURI string
+	state       string
+	nonce       string
+	scopes      []string
+	audience    []string
+	mode        oidc.ResponseMode
+	challenge   *oidc.CodeChallenge
+	// subject and authTime are set by the login; done then.
+	subject  string
+	authTime time.Time
+	done     bool
+}
+
+func (a *authRequest) GetID() string                         { return a.id }
+func (a *authRequest) GetACR() string                        { return "" }
+func (a *authRequest) GetAMR() []string                      { return nil }
+func (a *authRequest) GetAudience() []string                 { return a.audience }
+func (a *authRequest) GetAuthTime() time.Time                { return a.authTime }
+func (a *authRequest) GetClientID() string                   { return a.clientID }
+func (a *authRequest) GetCodeChallenge() *oidc.CodeChallenge { return a.challenge }
+func (a *authRequest) GetNonce() string                      { return a.nonce }
+func (a *authRequest) GetRedirectURI() string                { return a.redirectURI }
+func (a *authRequest) GetResponseType() oidc.ResponseType    { return oidc.ResponseTypeCode }
+func (a *authRequest) GetResponseMode() oidc.ResponseMode    { return a.mode }
+func (a *authRequest) GetScopes() []string                   { return a.scopes }
+func (a *authRequest) GetState() string                      { return a.state }
+func (a *authRequest) GetSubject() string                    { return a.subject }
+func (a *authRequest) Done() bool                            { return a.done }
+
+// CreateAuthRequest stores an authorization request zitadel has checked.
+// The policy added here: only public clients, and only with a PKCE
+// challenge of method S256 (zitadel itself accepts plain, and requires a
+// challenge of public clients only when the code is exchanged).
+func (s *storage) CreateAuthRequest(_ context.Context, req *oidc.AuthRequest, _ string) (op.AuthRequest, error) {
+	c, err := s.client(req.ClientID)
+	if err != nil {
+		return nil, err
+	}
+	if !c.c.Public {
+		return nil, oidc.ErrUnauthorizedClient().WithDescription("client %q may not use the authorization code flow", c.c.ID)
+	}
+	if req.CodeChallenge == "" || req.CodeChallengeMethod != oidc.CodeChallengeMethodS256 {
+		return nil, oidc.ErrInvalidRequest().WithDescription("PKCE with code_challenge_method S256 is required")
+	}
+	// Scopes were filtered by zitadel: the standard ones and those the
+	// client may have (IsScopeAllowed) are kept, others dropped.
+	//
+	// aud: what the client is registered for, and the client itself (an ID
+	// token's aud must name it; zitadel gives both tokens the same aud).
+	audience := append([]string(nil), c.c.Audience...)
+	if !slices.Contains(audience, c.c.ID) {
+		audience = append(audience, c.c.ID)
+	}
+	a := &authRequest{
+		id: randomID(), created: time.Now(), clientID: c.c.ID, redirectURI: req.RedirectURI,
+		state: req.State, nonce: req.Nonce, scopes: req.Scopes, audience: audience, mode: req.ResponseMode,
+		challenge: &oidc.CodeChallenge{Challenge: req.CodeChallenge, Method: req.CodeChallengeMethod},
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropExpiredLocked()
+	s.authRequests[a.id] = a
+	return a, nil
+}
+
+// login signs the client's LoginSubject in for the authorization request
+// id, at once and without asking anything.
+func (s *storage) login(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropExpiredLocked()
+	a, ok := s.authRequests[id]
+	if !ok {
+		return errors.New("testoidc: no such authorization request (expired, or used)")
+	}
+	c, err := s.client(a.clientID)
+	if err != nil {
+		return err
+	}
+	a.subject, a.authTime, a.done = c.c.LoginSubject, time.Now(), true
+	return nil
+}
+
+func (s *storage) AuthRequestByID(_ context.Context, id string) (op.AuthRequest, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropExpiredLocked()
+	a, ok := s.authRequests[id]
+	if !ok {
+		return nil, oidc.ErrInvalidRequest().WithDescription("no such authorization request (expired, or used)")
+	}
+	c := *a // zitadel reads it unlocked
+	return &c, nil
+}
+
+// AuthRequestByCode finds the request a code was issued for; zitadel then
+// checks the client, the redirect URI and the code verifier against it.
+func (s *storage) AuthRequestByCode(_ context.Context, code string) (op.AuthRequest, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropExpiredLocked()
+	a, ok := s.authRequests[s.codes[code]]
+	if !ok || !a.done {
+		return nil, errors.New("testoidc: unknown, expired or used code")
+	}
+	c := *a // zitadel reads it unlocked
+	return &c, nil
+}
+
+func (s *storage) SaveAuthCode(_ context.Context, id, code string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.authRequests[id]; !ok {
+		return oidc.ErrInvalidRequest().WithDescription("no such authorization request (expired, or used)")
+	}
+	s.codes[code] = id
+	return nil
+}
+
+// DeleteAuthRequest is called by zitadel once a code was exchanged: the
+// code cannot be used again.
+func (s *storage) DeleteAuthRequest(_ context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deleteLocked(id)
+	return nil
+}
+
+func (s *storage) deleteLocked(id string) {
+	delete(s.authRequests, id)
+	for code, of := range s.codes {
+		if of == id {
+			delete(s.codes, code)
+		}
+	}
+}
+
+func (s *storage) dropExpiredLocked() {
+	for id, a := range s.authRequests {
+		if time.Since(a.created) > authRequestLifetime {
+			s.deleteLocked(id)
+		}
+	}
+}
+
 // --- unsupported parts of op.Storage ---
 
-func (s *storage) CreateAuthRequest(context.Context, *oidc.AuthRequest, string) (op.AuthRequest, error) {
-	return nil, errInteractive
-}
-func (s *storage) AuthRequestByID(context.Context, string) (op.AuthRequest, error) {
-	return nil, errInteractive
-}
-func (s *storage) AuthRequestByCode(context.Context, string) (op.AuthRequest, error) {
-	return nil, errInteractive
-}
-func (s *storage) SaveAuthCode(context.Context, string, string) error { return errInteractive }
-func (s *storage) DeleteAuthRequest(context.Context, string) error    { return nil }
 func (s *storage) CreateAccessAndRefreshTokens(context.Context, op.TokenRequest, string) (string, string, time.Time, error) {
 	return "", "", time.Time{}, oidc.ErrInvalidRequest().WithDescription("refresh tokens are not issued")
 }
 func (s *storage) TokenRequestByRefreshToken(context.Context, string) (op.RefreshTokenRequest, error) {
-	return nil, errInteractive
+	return nil, errUnsupported
 }
 func (s *storage) TerminateSession(context.Context, string, string) error { return nil }
 func (s *storage) RevokeToken(context.Context, string, string, string) *oidc.Error {
@@ -357,7 +579,7 @@ func (s *storage) SetUserinfoFromScopes(context.Context, *oidc.UserInfo, string,
 	return nil
 }
 func (s *storage) SetUserinfoFromToken(context.Context, *oidc.UserInfo, string, string, string) error {
-	return errInteractive
+	return errUnsupported
 }
 func (s *storage) SetIntrospectionFromToken(context.Context, *oidc.IntrospectionResponse, string, string, string) error {
 	return errors.New("testoidc: introspection is not supported")

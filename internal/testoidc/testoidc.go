@@ -4,21 +4,52 @@
 // github.com/zitadel/oidc/v3 (pkg/op, v3.52.0), served over HTTPS on
 // 127.0.0.1 with a certificate from a throw-away ECDSA test CA (SANs
 // 127.0.0.1 and localhost). Discovery (/.well-known/openid-configuration),
-// the JWKS (/keys) and the token endpoint (/oauth/token) are zitadel's
+// the JWKS (/keys), the authorization endpoint (/authorize and its
+// /authorize/callback) and the token endpoint (/oauth/token) are zitadel's
 // handlers. Every token is issued by zitadel through its token endpoint:
 // zitadel parses the request, authenticates the client (client_secret_basic
-// or client_secret_post), verifies subject tokens, builds the claims, signs
-// the JWT (RS256) and writes the OAuth error answers. There is no token minter
-// in this package; the helpers (ClientCredentialsToken, Exchange,
-// RequestToken) are plain HTTP clients of the token endpoint.
+// or client_secret_post; none for public clients), verifies subject tokens
+// and PKCE code verifiers, builds the claims, signs the JWT (RS256) and
+// writes the OAuth error answers. There is no token minter in this package;
+// the helpers (ClientCredentialsToken, Exchange, RequestToken) are plain
+// HTTP clients of the token endpoint.
+//
+// The authorization code flow with PKCE is zitadel's, for public clients (a
+// page in a browser): /authorize parses the request and checks the client,
+// the redirect_uri (exactly one of the client's RedirectURIs), the
+// response_type (code) and the code_challenge_method, then sends the browser
+// to the login; the callback issues a code (zitadel's, encrypted with a key
+// of the provider's run) and redirects to the redirect_uri with code and
+// state, or with error, error_description and state. The token endpoint
+// checks the code, the client_id, the redirect_uri and the code_verifier
+// against the S256 challenge (invalid_grant otherwise), and the code works
+// once.
+//
+// CORS: zitadel's router answers every origin (rs/cors, any Origin
+// reflected in Access-Control-Allow-Origin, preflights for GET, HEAD and
+// POST), so a page on another origin can read the discovery document and
+// exchange its code at the token endpoint with fetch. Nothing here adds to
+// it.
 //
 // What is configured (the compact op.Storage in storage.go, the "policy"):
 //
 //   - Clients: confidential clients from Options.Clients. Access tokens are
 //     JWTs with iss, sub, aud, exp, iat, nbf, jti, client_id and, when scopes
-//     were granted, scope (space-delimited). No users, no interactive login,
-//     no refresh or ID tokens, no introspection: client_credentials is how
-//     tests get tokens.
+//     were granted, scope (space-delimited). No refresh tokens, no
+//     introspection, no userinfo.
+//   - Public clients (Client.Public): no secret, the authorization code flow
+//     only, and only with PKCE S256 (an authorization request without a
+//     code_challenge, or with method plain, is redirected back with
+//     invalid_request; zitadel alone would accept plain). Redirect URIs are
+//     https, or http on a loopback address (zitadel's dev mode, which only
+//     lifts its rule against http redirect URIs: the match is still exact).
+//   - The login is not interactive: zitadel sends the browser to the
+//     provider's /login, which signs in the client's LoginSubject at once and
+//     sends it on to zitadel's callback. There are no users, passwords or
+//     consent pages; the user is configured, the flow around it is real.
+//     Tokens of the flow: sub = LoginSubject, aud = Client.Audience plus the
+//     client's ID, an ID token besides the access token (aud the same).
+//     Authorization requests and their codes live 5 minutes.
 //   - client_credentials: sub = Client.Subject (default Client.ID); aud =
 //     Client.Audience (zitadel uses [Client.ID] when empty); scopes must be
 //     in Client.Scopes unless that is empty (else invalid_scope).
@@ -88,14 +119,29 @@ import (
 // DefaultAccessTokenLifetime is the access token lifetime when none is set.
 const DefaultAccessTokenLifetime = 5 * time.Minute
 
-// Client is a confidential client registered with the provider.
+// Client is a client registered with the provider: confidential (with a
+// Secret) or, with Public, a page in a browser that signs its user in with
+// the authorization code flow and PKCE.
 type Client struct {
 	ID, Secret string
+	// Public makes the client public: no Secret (token endpoint
+	// authentication method none), grant type authorization_code only,
+	// with a PKCE challenge of method S256, to RedirectURIs only.
+	Public bool
+	// RedirectURIs of a public client: an authorization request's
+	// redirect_uri must be one of them exactly. Each is https, or http on a
+	// loopback address.
+	RedirectURIs []string
+	// LoginSubject is the sub of the user the provider signs in when a
+	// public client sends a browser to the authorization endpoint: at once,
+	// with no page and no question (see the package doc).
+	LoginSubject string
 	// Subject is the sub of tokens the client gets with client_credentials;
 	// empty means ID.
 	Subject string
 	// Audience is the aud of client_credentials tokens (empty: zitadel uses
 	// [ID]) and the set a client_credentials resource parameter may pick from.
+	// A public client's tokens have this aud and the client's ID.
 	Audience []string
 	// Scopes the client may request; empty means any scope.
 	Scopes []string
@@ -117,10 +163,14 @@ type Options struct {
 
 // Provider is a running OpenID provider. Its exported fields are read-only.
 type Provider struct {
-	Issuer   string // https://127.0.0.1:PORT, no trailing slash
-	TokenURL string
-	JWKSURL  string
-	CAPEM    []byte // PEM of the CA that signed the serving certificate
+	Issuer           string // https://127.0.0.1:PORT, no trailing slash
+	TokenURL         string
+	JWKSURL          string
+	AuthorizationURL string
+	CAPEM            []byte // PEM of the CA that signed the serving certificate
+	// Certificate is the serving certificate, for clients that pin its key
+	// rather than trust CAPEM (a browser's --ignore-certificate-errors-spki-list).
+	Certificate *x509.Certificate
 
 	store     *storage
 	transport *http.Transport
@@ -129,11 +179,18 @@ type Provider struct {
 	stopped   chan struct{}
 	stopOnce  sync.Once
 	tokenPath string
+	// callbackURL is zitadel's authorize callback, where the login sends
+	// the browser back (with ?id=).
+	callbackURL string
 
 	down     atomic.Bool
 	delay    atomic.Int64 // nanoseconds
 	tokenReq atomic.Int64
+	logins   atomic.Int64
 }
+
+// loginPath is the provider's non-interactive login.
+const loginPath = "/login"
 
 // TB is the part of testing.TB (and of Ginkgo's GinkgoT()) StartT needs.
 type TB interface {
@@ -163,22 +220,28 @@ func Start(opts Options) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
+	leaf, err := x509.ParseCertificate(serverCert.Certificate[0])
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	p := &Provider{
-		Issuer:  "https://" + ln.Addr().String(),
-		CAPEM:   caPEM,
-		store:   store,
-		served:  make(chan struct{}),
-		stopped: make(chan struct{}),
+		Issuer:      "https://" + ln.Addr().String(),
+		CAPEM:       caPEM,
+		Certificate: leaf,
+		store:       store,
+		served:      make(chan struct{}),
+		stopped:     make(chan struct{}),
 	}
 	var cryptoKey [32]byte
 	_, _ = rand.Read(cryptoKey[:])
 	provider, err := op.NewProvider(&op.Config{
 		CryptoKey:      cryptoKey,
 		AuthMethodPost: true,
+		CodeMethodS256: true, // advertised in discovery; checked by zitadel either way
 	}, store, op.StaticIssuer(p.Issuer), op.WithHttpInterceptors(p.resourceInterceptor))
 	if err != nil {
 		ln.Close()
@@ -187,6 +250,8 @@ func Start(opts Options) (*Provider, error) {
 	p.tokenPath = provider.TokenEndpoint().Relative()
 	p.TokenURL = provider.TokenEndpoint().Absolute(p.Issuer)
 	p.JWKSURL = provider.KeysEndpoint().Absolute(p.Issuer)
+	p.AuthorizationURL = provider.AuthorizationEndpoint().Absolute(p.Issuer)
+	p.callbackURL = op.AuthCallbackURL(provider)(op.ContextWithIssuer(context.Background(), p.Issuer), "")
 
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
@@ -249,6 +314,10 @@ func (p *Provider) SetAccessTokenLifetime(d time.Duration) { p.store.setLifetime
 // TokenRequests is the number of HTTP requests that reached the token
 // endpoint path, whatever their answer.
 func (p *Provider) TokenRequests() int { return int(p.tokenReq.Load()) }
+
+// Logins is the number of times the provider signed a user in for an
+// authorization request.
+func (p *Provider) Logins() int { return int(p.logins.Load()) }
 
 // TokenError is an error answer of the token endpoint.
 type TokenError struct {
@@ -341,8 +410,31 @@ func (p *Provider) faults(next http.Handler) http.Handler {
 			_, _ = io.WriteString(w, `{"error":"temporarily_unavailable","error_description":"testoidc: provider is down"}`)
 			return
 		}
+		if r.URL.Path == loginPath {
+			p.login(w, r)
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// login is the provider's login "page": zitadel sends the browser here
+// with the id of the authorization request it stored; the client's
+// LoginSubject is signed in at once and the browser goes on to zitadel's
+// callback, which issues the code and redirects to the client.
+func (p *Provider) login(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		http.Error(w, "testoidc: the login takes GET", http.StatusMethodNotAllowed)
+		return
+	}
+	id := r.URL.Query().Get("id")
+	if err := p.store.login(id); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	p.logins.Add(1)
+	http.Redirect(w, r, p.callbackURL+url.QueryEscape(id), http.StatusFound)
 }
 
 type resourceKey struct{}

@@ -18,6 +18,15 @@ type ConsoleOptions struct {
 	// may execute the collection's tools. Off, the page offers none; the
 	// execute route is unchanged either way.
 	TryIt bool
+	// OIDCClientID, when set, has the page offer signing in through the
+	// OpenID provider of Options.OIDC (the authorization code flow with
+	// PKCE): the console's client at the provider, a public client whose
+	// redirect URI is the console's page (PublicURL + "/ui/"). The page may
+	// then connect to the provider's origin too. Without Options.OIDC it is
+	// ignored, and said so in the log.
+	OIDCClientID string
+	// OIDCScopes the page asks the provider for (default openid).
+	OIDCScopes []string
 }
 
 // consolePrefix is where the console is served.
@@ -33,7 +42,15 @@ func (c *Catalog) mountConsole(mux *http.ServeMux) {
 	if !c.opts.Console.Enabled {
 		return
 	}
-	page := console.Handler(console.Config{Auth: string(c.opts.Auth), TryIt: c.opts.Console.TryIt})
+	cfg := console.Config{Auth: string(c.opts.Auth), TryIt: c.opts.Console.TryIt}
+	if id := c.opts.Console.OIDCClientID; id != "" {
+		if c.opts.OIDC != nil {
+			cfg.OIDC = &console.OIDC{Issuer: c.opts.OIDC.IssuerURL, ClientID: id, Scopes: c.opts.Console.OIDCScopes}
+		} else {
+			c.log.Error(nil, "The console has an OIDC client but the catalog trusts no OpenID provider: the page offers no sign-in through one")
+		}
+	}
+	page := console.Handler(cfg)
 	mux.Handle("GET "+consolePrefix, page)
 	mux.Handle("GET "+consolePrefix+"/", page)
 }

@@ -110,7 +110,8 @@ var _ = Describe("The Helm chart", func() {
 			"--catalog-scopes=tools", "--catalog-oidc-issuer-url=https://idp.example.com", "--catalog-oidc-username-claim=email",
 			"--catalog-oidc-username-prefix=idp:", "--catalog-oidc-groups-claim=groups", "--catalog-oidc-groups-prefix=idp:",
 			"--catalog-oidc-audiences=mcp-catalog", "--catalog-oidc-ca-file=/etc/mcp-operator/oidc-ca/ca.crt",
-			"--token-exchange-urls=https://idp.example.com/oauth/v2/token", "--console-try-it=false"))
+			"--token-exchange-urls=https://idp.example.com/oauth/v2/token", "--console-try-it=false",
+			"--console-oidc-client-id=mcp-console", "--console-oidc-scopes=openid,tools"))
 		Expect(manager["args"]).NotTo(ContainElement("--catalog-auth=kubernetes"))
 		Expect(manager["volumeMounts"]).To(ConsistOf(map[string]any{"name": "oidc-ca", "mountPath": "/etc/mcp-operator/oidc-ca", "readOnly": true}))
 		volumes, _, _ := unstructured.NestedSlice(deployment.Object, "spec", "template", "spec", "volumes")

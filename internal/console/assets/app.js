@@ -3,6 +3,8 @@
 // untrusted text: the DOM is built with createElement and textContent,
 // never parsed from markup, and the CSP allows no inline script or style.
 
+import { beginSignIn, finishSignIn } from './login.js';
+
 const TOKEN_KEY = 'mcp-operator-token';
 const POLL_MS = 5000;
 const FORMATS = ['openai', 'openai-responses', 'anthropic', 'gemini', 'mcp'];
@@ -16,6 +18,8 @@ const statusLine = document.getElementById('status');
 const authSlot = document.getElementById('auth');
 
 let config = { auth: 'none', tryIt: false };
+// signInError is why the last sign-in through the provider failed.
+let signInError = '';
 let menuFormat = 'openai';
 
 // ---- DOM helpers ---------------------------------------------------------
@@ -244,6 +248,8 @@ function showTokenForm(message) {
   const hint = config.auth === 'oidc'
     ? 'Paste an access token from your identity provider.'
     : 'Paste a Kubernetes token, for example from kubectl create token <service-account>.';
+  const failure = signInError;
+  signInError = '';
   const input = h('input', { id, type: 'password', testid: 'token-input', autocomplete: 'off', required: true, 'aria-describedby': 'token-hint' });
   const form = h('form', {
     testid: 'token-form', class: 'card narrow',
@@ -261,6 +267,16 @@ function showTokenForm(message) {
   },
   h('h1', {}, 'Sign in'),
   message ? h('p', { class: 'alert', role: 'alert', testid: 'token-message' }, message) : null,
+  failure ? problem(new ApiError(0, failure)) : null,
+  config.oidc ? h('div', { class: 'actions' }, h('button', {
+    type: 'button', testid: 'oidc-signin', class: 'btn primary',
+    on: {
+      click: (e) => {
+        e.currentTarget.disabled = true;
+        beginSignIn(config.oidc).catch((err) => { signInError = err.message; showTokenForm(message); });
+      },
+    },
+  }, `Sign in with ${new URL(config.oidc.issuer).host}`)) : null,
   h('label', { for: id }, 'Bearer token'),
   h('p', { id: 'token-hint', class: 'hint' }, hint, ' It is kept in this tab only (sessionStorage) and sent only to this catalog.'),
   input,
@@ -1093,6 +1109,16 @@ async function boot() {
     main.replaceChildren(h('h1', {}, 'Console'), problem(new ApiError(0, `cannot read the console's configuration: ${err.message}`)));
     document.body.dataset.loading = 'false';
     return;
+  }
+  if (config.oidc) {
+    try {
+      const signedIn = await finishSignIn(config.oidc);
+      if (signedIn) sessionStorage.setItem(TOKEN_KEY, signedIn);
+    } catch (err) {
+      // A failed sign-in leaves a token the tab had: a crafted link must
+      // not sign a viewer out.
+      signInError = err.message;
+    }
   }
   document.addEventListener('visibilitychange', () => {
     if (!document.hidden && state.page && !needsToken()) schedule();
