@@ -95,7 +95,7 @@ func newFile(name string, body []byte) *file {
 
 // Handler serves the console under /ui/ (it expects the full path /ui/...):
 // index.html at /ui/, the embedded assets by name, /ui/config.json from
-// cfg, and a redirect from /ui to /ui/.
+// cfg, and a redirect from /ui to ui/ (/ui/ under any prefix).
 func Handler(cfg Config) http.Handler {
 	files := map[string]*file{}
 	err := fs.WalkDir(assets, "assets", func(name string, d fs.DirEntry, err error) error {
@@ -150,11 +150,15 @@ func Handler(cfg Config) http.Handler {
 			return
 		}
 		if r.URL.Path == "/ui" {
-			target := "/ui/"
+			// Relative (http.Redirect would make it absolute), so that it
+			// leads to /ui/ under whatever prefix a proxy serves the
+			// catalog at.
+			target := "ui/"
 			if r.URL.RawQuery != "" {
 				target += "?" + r.URL.RawQuery
 			}
-			http.Redirect(w, r, target, http.StatusMovedPermanently)
+			h.Set("Location", target)
+			w.WriteHeader(http.StatusMovedPermanently)
 			return
 		}
 		name, ok := strings.CutPrefix(r.URL.Path, "/ui/")

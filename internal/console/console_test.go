@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path"
 	"regexp"
 	"strconv"
@@ -178,12 +179,38 @@ func TestSignInThroughAnOpenIDProvider(t *testing.T) {
 	}
 }
 
+// TestBareUIRedirectsToTheSlash checks that /ui leads to /ui/ with a
+// relative Location: behind a proxy that serves the catalog under a
+// prefix, the browser stays under it.
 func TestBareUIRedirectsToTheSlash(t *testing.T) {
 	h := Handler(Config{})
-	for target, location := range map[string]string{"/ui": "/ui/", "/ui?x=1": "/ui/?x=1"} {
-		res := get(t, h, http.MethodGet, target, nil)
-		if res.StatusCode != http.StatusMovedPermanently || res.Header.Get("Location") != location {
-			t.Errorf("%s: %d to %q, want %d to %q", target, res.StatusCode, res.Header.Get("Location"), http.StatusMovedPermanently, location)
+	cases := []struct{ target, location, direct, proxied string }{
+		{"/ui", "ui/", "http://catalog:8090/ui/", "https://tools.example.com/catalog/ui/"},
+		{"/ui?x=1", "ui/?x=1", "http://catalog:8090/ui/?x=1", "https://tools.example.com/catalog/ui/?x=1"},
+	}
+	for _, tc := range cases {
+		res := get(t, h, http.MethodGet, tc.target, nil)
+		location := res.Header.Get("Location")
+		if res.StatusCode != http.StatusMovedPermanently || location != tc.location {
+			t.Errorf("%s: %d to %q, want %d to %q", tc.target, res.StatusCode, location, http.StatusMovedPermanently, tc.location)
+			continue
+		}
+		// What a browser goes to from the page it asked for.
+		for from, want := range map[string]string{
+			"http://catalog:8090" + tc.target:               tc.direct,
+			"https://tools.example.com/catalog" + tc.target: tc.proxied,
+		} {
+			base, err := url.Parse(from)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, err := url.Parse(location)
+			if err != nil {
+				t.Fatalf("Location %q: %v", location, err)
+			}
+			if got := base.ResolveReference(ref).String(); got != want {
+				t.Errorf("from %s, Location %q leads to %s, want %s", from, location, got, want)
+			}
 		}
 	}
 }
@@ -312,9 +339,11 @@ func TestAssetsStaySmall(t *testing.T) {
 		}
 		return err
 	})
-	// 60 KB, and 6 more for signing in through an OpenID provider (login.js).
-	if total > 66_000 {
-		t.Errorf("the assets weigh %d bytes, over the 66 KB budget", total)
+	// 60 KB, 6 more for signing in through an OpenID provider (login.js),
+	// and 5.3 more for schemas that hold themselves, optional objects,
+	// request timeouts, a bounded cache and focus kept across redraws.
+	if total > 71_300 {
+		t.Errorf("the assets weigh %d bytes, over the 71.3 KB budget", total)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -207,19 +208,40 @@ func (t *tab) attrs(sel, attr string) []string {
 // that were.
 func (t *tab) waitAnswered(pattern string) []int64 {
 	GinkgoHelper()
-	re := regexp.MustCompile(pattern)
+	return t.waitAnsweredSince(0, pattern)
+}
+
+// mark is how many requests of the page have been answered so far.
+func (t *tab) mark() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.answered)
+}
+
+// waitAnsweredSince is waitAnswered for the requests answered after mark.
+func (t *tab) waitAnsweredSince(mark int, pattern string) []int64 {
+	GinkgoHelper()
 	var statuses []int64
 	Eventually(func() []int64 {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		statuses = nil
-		for _, id := range t.answered {
-			if e := t.exchanges[id]; e.Finished && re.MatchString(e.URL) {
-				statuses = append(statuses, e.Status)
-			}
-		}
+		statuses = t.answeredSince(mark, pattern)
 		return statuses
 	}).ShouldNot(BeEmpty(), "%s made no request matching %s", t.name, pattern)
+	return statuses
+}
+
+// answeredSince are the statuses of the requests answered in full after
+// mark whose URL matches pattern (a 304 has no body to wait for: the
+// browser reports no end of it).
+func (t *tab) answeredSince(mark int, pattern string) []int64 {
+	re := regexp.MustCompile(pattern)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var statuses []int64
+	for _, id := range t.answered[mark:] {
+		if e := t.exchanges[id]; (e.Finished || e.Status == http.StatusNotModified) && re.MatchString(e.URL) {
+			statuses = append(statuses, e.Status)
+		}
+	}
 	return statuses
 }
 

@@ -118,7 +118,7 @@ var _ = Describe("The console, to a viewer who may call tools", func() {
 		By("the link leads to the server's page")
 		t.click(`tr[data-testid=server-row][data-name="` + ns + `/media"] a[href$="#/servers/` + ns + `/media"]`)
 		Eventually(func() string { return strings.TrimSpace(t.text(`[data-testid=server-title]`)) }).Should(Equal(ns + "/media"))
-		t.waitCount(`[data-testid=tool]`, 2)
+		t.waitCount(`[data-testid=tool]`, 4)
 	})
 
 	It("shows a server's tools with their descriptions as text, schemas as tables and raw JSON, its conditions and events", func() {
@@ -395,3 +395,54 @@ func rewriting(backend, old, new string) string {
 	DeferCleanup(srv.Close)
 	return srv.URL + target.Path
 }
+
+var _ = Describe("The console's token form and tool hints", func() {
+	It("refuses a pasted token a header cannot carry, saying why, and trims the blanks around one", func() {
+		t := openTab("token-odd")
+		t.open("/servers")
+		t.waitVisible(`form[data-testid=token-form]`)
+		for _, c := range []struct{ token, shown string }{
+			{"tökén", `"ö" at character 2`},
+			{"abc def", `" " at character 4`},
+		} {
+			t.replaceText(`input[data-testid=token-input]`, c.token)
+			t.click(`button[data-testid=token-submit]`)
+			Eventually(func() string { return t.text(`[data-testid=token-message]`) }).Should(ContainSubstring(c.shown), c.token)
+			t.waitVisible(`form[data-testid=token-form]`)
+			var stored *string
+			t.js(`sessionStorage.getItem(`+q(tokenKey)+`)`, &stored)
+			Expect(stored).To(BeNil(), "the page kept the token %q", c.token)
+			Expect(t.count(`[data-testid=error]`)).To(BeZero(), t.bodyText())
+		}
+		t.shot("token-refused")
+
+		By("blanks around a token are not part of it")
+		t.replaceText(`input[data-testid=token-input]`, "  "+callerToken+"  ")
+		t.click(`button[data-testid=token-submit]`)
+		t.settled()
+		t.waitCount(`tr[data-testid=server-row]`, 4)
+		var stored string
+		t.js(`sessionStorage.getItem(`+q(tokenKey)+`)`, &stored)
+		Expect(stored).To(Equal(callerToken))
+	})
+
+	It("shows a tool's hints as MCP means them: a read-only tool is neither destructive nor idempotent", func() {
+		// The server said so: mcp-go says destructive unless told otherwise.
+		hints := serverTool("echo", forecastTool).Annotations
+		Expect(hints).NotTo(BeNil())
+		Expect(hints.ReadOnlyHint).To(HaveValue(BeTrue()))
+		Expect(hints.DestructiveHint).To(HaveValue(BeTrue()))
+		Expect(serverTool("echo", configureTool).Annotations.DestructiveHint).To(HaveValue(BeTrue()))
+
+		t := openTab("hints")
+		t.signIn("/servers/"+ns+"/echo", callerToken)
+		t.waitCount(`[data-testid=tool]`, 3)
+		forecast := t.text(`[data-testid=tool][data-name="` + forecastTool + `"]`)
+		Expect(forecast).To(ContainSubstring("read-only"))
+		Expect(forecast).NotTo(ContainSubstring("destructive"))
+		Expect(forecast).NotTo(ContainSubstring("idempotent"))
+		configure := t.text(`[data-testid=tool][data-name="` + configureTool + `"]`)
+		Expect(configure).To(ContainSubstring("destructive"))
+		Expect(configure).NotTo(ContainSubstring("read-only"))
+	})
+})

@@ -80,7 +80,13 @@ var _ = Describe("The console's page", func() {
 		code, h, _ = get("/ui", "")
 		Expect(code).To(BeElementOf(http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
 			http.StatusTemporaryRedirect, http.StatusPermanentRedirect))
-		Expect(h.Get("Location")).To(Equal("/ui/"))
+		// Relative, so that it stays under a proxy's prefix; from /ui it is /ui/.
+		Expect(h.Get("Location")).To(Equal("ui/"))
+		location, err := url.Parse(h.Get("Location"))
+		Expect(err).NotTo(HaveOccurred())
+		bare, err := url.Parse(catalogURL + "/ui")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(bare.ResolveReference(location).String()).To(Equal(catalogURL + "/ui/"))
 		code, _, _ = get("/ui/no-such-file.js", "")
 		Expect(code).To(Equal(http.StatusNotFound))
 	})

@@ -30,6 +30,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -78,6 +79,8 @@ const (
 	greetTool     = "mcp_echo_greet"
 	snapshotTool  = "mcp_media_snapshot"
 	explodeTool   = "mcp_media_explode"
+	nestTool      = "mcp_media_nest"
+	holdTool      = "mcp_media_hold"
 	trapTool      = "mcp_shady_trap"
 
 	// configureDescription is configure's description, shown as text.
@@ -97,6 +100,22 @@ const (
 			"port":{"type":"integer","description":"TCP port"}},"required":["host"]}},
 		"required":["name","mode"]}`
 	forecastDescription = "Forecasts the weather for a city: temperature, rain and wind for the next days."
+	// nestSchema holds itself: v is a string or an array of v (through
+	// anyOf), node's child is a node, list is an array of lists; and a
+	// property has a name JavaScript objects treat apart.
+	nestSchema = `{"type":"object",
+		"$defs":{
+			"j":{"anyOf":[{"type":"string"},{"type":"array","items":{"$ref":"#/$defs/j"}}]},
+			"node":{"type":"object","properties":{
+				"label":{"type":"string","description":"What the node is called"},
+				"child":{"$ref":"#/$defs/node"}},"required":["label"]},
+			"list":{"type":"array","items":{"$ref":"#/$defs/list"}}},
+		"properties":{
+			"v":{"$ref":"#/$defs/j","description":"A string, or a list of such values"},
+			"node":{"$ref":"#/$defs/node","description":"A tree of nodes"},
+			"list":{"$ref":"#/$defs/list","description":"Lists of lists"},
+			"__proto__":{"type":"string","description":"A property named __proto__"}},
+		"required":["node"]}`
 	// xssDescription is a tool description a hostile server sends.
 	xssDescription = `<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>`
 	// explodeMessage is the text of explode's isError result.
@@ -148,9 +167,15 @@ var _ = BeforeSuite(func() {
 	By("starting the upstreams")
 	snapshotPNG = tinyPNG()
 	echo := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
-	echo.AddToolFunc("configure", configureDescription, configureSchema, echoArguments)
-	echo.AddToolFunc("forecast", forecastDescription,
-		`{"type":"object","properties":{"city":{"type":"string","description":"City name"}},"required":["city"]}`, echoArguments)
+	// configure has the hints mcp.NewTool gives every tool (not read-only,
+	// destructive); forecast says it is read-only, and keeps the others.
+	configure := mcp.NewToolWithRawSchema("configure", configureDescription, json.RawMessage(configureSchema))
+	configure.Annotations = mcp.NewTool("").Annotations
+	echo.MCP.AddTool(configure, echoArguments)
+	forecast := mcp.NewToolWithRawSchema("forecast", forecastDescription,
+		json.RawMessage(`{"type":"object","properties":{"city":{"type":"string","description":"City name"}},"required":["city"]}`))
+	forecast.Annotations = mcp.NewTool("", mcp.WithReadOnlyHintAnnotation(true)).Annotations
+	echo.MCP.AddTool(forecast, echoArguments)
 	echo.AddToolFunc("greet", "Greets someone by name.",
 		`{"type":"object","properties":{"who":{"type":"string"}}}`, echoArguments)
 	// mirror publishes greet under echo's prefix: a conflict in clash.
@@ -166,6 +191,9 @@ var _ = BeforeSuite(func() {
 		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultError(explodeMessage), nil
 		})
+	media.AddToolFunc("nest", "Takes values whose schemas hold themselves.", nestSchema, echoArguments)
+	media.AddToolFunc("hold", "Answers once the test releases its key.",
+		`{"type":"object","properties":{"key":{"type":"string"}},"required":["key"]}`, holdUntilReleased)
 	shady := testenv.StartMCP(testmcp.Options{Transport: testmcp.StreamableHTTP})
 	shady.AddToolFunc("trap", xssDescription, `{"type":"object","properties":{"q":{"type":"string","description":"<b>bold</b>"}}}`,
 		echoArguments)
@@ -219,7 +247,7 @@ var _ = BeforeSuite(func() {
 				Approved: map[string]string{greetTool: strings.Repeat("0", 64)}}}})
 
 	By("waiting for the collections' status and for the catalog to serve kit's menu")
-	kitTools = []string{configureTool, explodeTool, forecastTool, greetTool, trapTool, snapshotTool}
+	kitTools = []string{configureTool, explodeTool, forecastTool, greetTool, trapTool, snapshotTool, nestTool, holdTool}
 	slices.Sort(kitTools)
 	Eventually(func(g Gomega) {
 		tc := collection(kit)
@@ -275,6 +303,57 @@ func echoArguments(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolRes
 		return nil, err
 	}
 	return mcp.NewToolResultText(string(args)), nil
+}
+
+// holds are the calls of the hold tool, each waiting for its key to be
+// released.
+var holds = struct {
+	sync.Mutex
+	gates   map[string]chan struct{}
+	arrived map[string]bool
+}{gates: map[string]chan struct{}{}, arrived: map[string]bool{}}
+
+func gate(key string) chan struct{} {
+	holds.Lock()
+	defer holds.Unlock()
+	if holds.gates[key] == nil {
+		holds.gates[key] = make(chan struct{})
+	}
+	return holds.gates[key]
+}
+
+// holdUntilReleased answers "released <key>" once release(key) is called.
+func holdUntilReleased(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	key := req.GetString("key", "")
+	wait := gate(key)
+	holds.Lock()
+	holds.arrived[key] = true
+	holds.Unlock()
+	select {
+	case <-wait:
+		return mcp.NewToolResultText("released " + key), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// holding is whether a call of hold with key has reached the upstream.
+func holding(key string) bool {
+	holds.Lock()
+	defer holds.Unlock()
+	return holds.arrived[key]
+}
+
+// release lets the calls of hold with key answer (and any later one).
+func release(key string) {
+	wait := gate(key)
+	holds.Lock()
+	defer holds.Unlock()
+	select {
+	case <-wait:
+	default:
+		close(wait)
+	}
 }
 
 // tinyPNG is a pngWidth×pngHeight PNG, base64.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -180,8 +181,151 @@ var _ = Describe("Try it", func() {
 
 		t.goTo(tryRoute(configureTool))
 		t.waitVisible(`[data-testid=try-unavailable]`)
-		Expect(strings.TrimSpace(t.text(`[data-testid=try-unavailable]`))).NotTo(BeEmpty(), "try-unavailable does not say why")
+		// It names the flag as the manager is given it.
+		Expect(t.text(`[data-testid=try-unavailable]`)).To(ContainSubstring("--console-try-it=false"))
 		Expect(t.count(`form[data-testid=try-form]`)).To(BeZero())
 		t.shot("try-off")
+	})
+})
+
+// schemaTable is the table of a tool's input schema as the page shows it:
+// each row's argument and type, in order.
+func (t *tab) schemaTable(tool string) [][2]string {
+	GinkgoHelper()
+	var rows [][2]string
+	t.js(`[...document.querySelectorAll(`+q(tool+` table tbody tr`)+`)].map((r) => [r.cells[0].textContent.trim(), r.cells[1].textContent.trim()])`, &rows)
+	return rows
+}
+
+// addItem clicks the button that adds an item to the array field at path.
+func (t *tab) addItem(path string) {
+	GinkgoHelper()
+	var added int
+	t.js(`(() => { const adds = [...document.querySelectorAll(`+q(`[data-field="`+path+`"] button`)+`)].filter((b) => /\badd\b/i.test(b.textContent));
+	  if (adds.length === 1) adds[0].click();
+	  return adds.length })()`, &added)
+	Expect(added).To(Equal(1), "the array %s has no single button to add an item", path)
+	Eventually(func() int {
+		return t.count(`:is(input,select,textarea)[data-field="` + path + `[0]"], [data-field="` + path + `[0]"] :is(input,select,textarea)`)
+	}).Should(BeNumerically(">", 0))
+}
+
+var _ = Describe("Try it, on schemas that hold themselves and optional objects", func() {
+	It("shows a tool whose schema holds itself on the server's, the collection's and the try page, and calls it with JSON where the schema recurs", func() {
+		tool := `[data-testid=tool][data-name="` + nestTool + `"]`
+		t := openTab("nest")
+		t.signIn("/servers/"+ns+"/media", callerToken)
+		Eventually(func() string { return strings.TrimSpace(t.text(`[data-testid=server-title]`)) }).Should(Equal(ns + "/media"))
+		t.waitCount(`[data-testid=tool]`, 4)
+		Expect(t.count(`[data-testid=error]`)).To(BeZero(), t.bodyText())
+		By("the schema's table names what recurs as any, once it has been expanded")
+		// The catalog keeps the schema's properties in another order.
+		Expect(t.schemaTable(tool)).To(ConsistOf([][2]string{
+			{"v", "anyOf: string | array of any"}, {"node", "object"}, {"node.label", "string"}, {"node.child", "any"},
+			{"list", "array of any"}, {"__proto__", "string"},
+		}))
+		t.shot("nest-server")
+
+		By("the collection's page")
+		t.goTo("/collections/" + ns + "/" + kit)
+		Eventually(func() string { return strings.TrimSpace(t.text(`[data-testid=collection-title]`)) }).Should(Equal(ns + "/" + kit))
+		t.waitCount(`[data-testid=tool]`, len(kitTools))
+		Expect(t.count(`[data-testid=error]`)).To(BeZero(), t.bodyText())
+		Expect(t.schemaTable(tool)).To(ContainElement([2]string{"node.child", "any"}))
+		t.waitCount(tool+` a[data-testid=try-link]`, 1)
+
+		By("the try page: fields down to where the schema recurs, a JSON field there")
+		t.goTo(tryRoute(nestTool))
+		t.waitVisible(`form[data-testid=try-form]`)
+		for path, want := range map[string][2]string{
+			"v": {"textarea", "textarea"}, "node.label": {"input", "text"}, "node.child": {"textarea", "textarea"},
+			"__proto__": {"input", "text"},
+		} {
+			k := t.kindOf(t.control(path))
+			Expect([2]string{k.Tag, k.Type}).To(Equal(want), path)
+			Expect(k.Labelled).To(BeTrue(), "the field %s has no label", path)
+		}
+		t.typeInto(t.control("v"), `["a", ["b"]]`)
+		t.typeInto(t.control("node.label"), "root")
+		t.typeInto(t.control("node.child"), `{"label": "leaf", "child": {"label": "leaf 2"}}`)
+		t.addItem("list")
+		Expect(t.kindOf(t.control("list[0]")).Tag).To(Equal("textarea"))
+		t.typeInto(t.control("list[0]"), `[[]]`)
+		t.typeInto(t.control("__proto__"), "p")
+		t.shot("nest-try")
+		t.click(`button[data-testid=try-submit]`)
+		Eventually(func() string { return t.text(`[data-testid=result] [data-testid=result-text]`) }).ShouldNot(BeEmpty())
+		Expect(t.attrs(`[data-testid=result]`, "data-is-error")).To(Equal([]string{"false"}), t.text(`[data-testid=result]`))
+		Expect(t.text(`[data-testid=result-text]`)).To(MatchJSON(`{"v":["a",["b"]],
+			"node":{"label":"root","child":{"label":"leaf","child":{"label":"leaf 2"}}},"list":[[[]]],"__proto__":"p"}`))
+	})
+
+	It("leaves out an optional object the viewer left empty, and asks for its required fields once it is not", func() {
+		t := openTab("try-optional")
+		t.signIn(tryRoute(configureTool), callerToken)
+		t.waitVisible(`form[data-testid=try-form]`)
+		t.typeInto(t.control("name"), "Ada")
+		t.choose(t.control("mode"), "fast")
+		before := len(audited())
+		t.click(`button[data-testid=try-submit]`)
+		Eventually(func() string { return t.text(`[data-testid=result] [data-testid=result-text]`) }).Should(
+			MatchJSON(`{"name":"Ada","mode":"fast"}`), "target, left empty, is not left out")
+
+		By("a port without the host target requires: the form asks for the host, and calls nothing")
+		host := t.control("target.host")
+		t.typeInto(t.control("target.port"), "5432")
+		t.click(`button[data-testid=try-submit]`)
+		Eventually(func(g Gomega) {
+			var state struct {
+				Missing bool `json:"missing"`
+				Focused bool `json:"focused"`
+			}
+			t.jsG(g, `(() => { const e = document.querySelector(`+q(host)+`); return {missing: e.validity.valueMissing, focused: document.activeElement === e} })()`, &state)
+			g.Expect(state.Missing).To(BeTrue(), "the host is not required")
+			g.Expect(state.Focused).To(BeTrue(), "the form does not point at the host")
+		}).Should(Succeed())
+		Expect(t.text(`[data-testid=result-text]`)).To(MatchJSON(`{"name":"Ada","mode":"fast"}`))
+
+		By("with the host, target goes with the call")
+		t.typeInto(host, "db.internal")
+		t.click(`button[data-testid=try-submit]`)
+		Eventually(func() string { return t.text(`[data-testid=result] [data-testid=result-text]`) }).Should(
+			MatchJSON(`{"name":"Ada","mode":"fast","target":{"host":"db.internal","port":5432}}`))
+		Eventually(func() []auditLine { return audited()[before:] }).Should(HaveLen(2), "a call the form refused went out")
+	})
+
+	It("is not redrawn during a call when a call made on a page left before ends", func() {
+		DeferCleanup(release, "first")
+		DeferCleanup(release, "second")
+		access := `/toolcollections/` + kit + `/access$`
+		t := openTab("try-held")
+		t.signIn(tryRoute(holdTool), callerToken)
+		t.waitVisible(`form[data-testid=try-form]`)
+		t.typeInto(t.control("key"), "first")
+		t.click(`button[data-testid=try-submit]`)
+		Eventually(func() bool { return holding("first") }).Should(BeTrue())
+
+		By("leaving the page during the call, and calling again on it")
+		t.goTo("/collections/" + ns + "/" + kit)
+		t.waitCount(`[data-testid=tool]`, len(kitTools))
+		t.goTo(tryRoute(holdTool))
+		t.waitVisible(`form[data-testid=try-form]`)
+		t.typeInto(t.control("key"), "second")
+		t.click(`button[data-testid=try-submit]`)
+		Eventually(func() bool { return holding("second") }).Should(BeTrue())
+
+		By("the first call ends: the page of the second polls nothing while it runs")
+		mark := t.mark()
+		release("first")
+		t.waitAnsweredSince(mark, `/execute$`)
+		polled := t.mark()
+		Consistently(func() []int64 { return t.answeredSince(polled, access) }, pollInterval+2*time.Second).Should(BeEmpty(),
+			"the page polls during the call")
+
+		By("the second call's answer is shown")
+		release("second")
+		Eventually(func() string { return t.text(`[data-testid=result] [data-testid=result-text]`) }).Should(Equal("released second"))
+		Eventually(func() []int64 { return t.answeredSince(polled, access) }, pollInterval+5*time.Second).ShouldNot(BeEmpty(),
+			"the page does not poll again after the call")
 	})
 })

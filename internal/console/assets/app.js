@@ -7,6 +7,12 @@ import { beginSignIn, finishSignIn } from './login.js';
 
 const TOKEN_KEY = 'mcp-operator-token';
 const POLL_MS = 5000;
+const TIMEOUT_MS = 30000; // a data request's longest wait
+const TICK_MS = 30000; // how often "3 min ago" is written again
+const CACHE_MAX = 32; // answers kept besides the current page's
+// How deep a schema is shown, and how many fields, before "any" or JSON.
+const MAX_DEPTH = 4;
+const MAX_FIELDS = 200;
 const FORMATS = ['openai', 'openai-responses', 'anthropic', 'gemini', 'mcp'];
 const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'];
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
@@ -73,10 +79,16 @@ function ago(iso) {
   return `${Math.floor(seconds / 86400)} d ago`;
 }
 
+// when shows a time as how long ago (tick updates it: a 304 redraws
+// nothing), the time itself as its title.
 function when(iso) {
   if (!iso) return '—';
   const d = new Date(iso);
   return h('time', { datetime: iso, title: isNaN(d) ? iso : d.toLocaleString() }, ago(iso));
+}
+
+function tick() {
+  for (const t of document.querySelectorAll('time[datetime]')) t.textContent = ago(t.getAttribute('datetime'));
 }
 
 function table(testid, headings, rows, empty) {
@@ -158,21 +170,26 @@ const token = () => sessionStorage.getItem(TOKEN_KEY) || '';
 const needsToken = () => config.auth !== 'none' && !token();
 
 // api requests a path of the catalog's API with the viewer's token; with
-// etag, a 304 answers {notModified: true}. It never sends cookies.
-async function api(path, { etag, method = 'GET', body, signal } = {}) {
+// etag, a 304 answers {notModified: true}; past timeout (ms), it fails.
+// It never sends cookies.
+async function api(path, { etag, method = 'GET', body, signal, timeout } = {}) {
   const headers = { Accept: 'application/json' };
   if (config.auth !== 'none' && token()) headers.Authorization = `Bearer ${token()}`;
   if (etag) headers['If-None-Match'] = etag;
   if (body) headers['Content-Type'] = 'application/json';
+  if (timeout) signal = AbortSignal.any([signal, AbortSignal.timeout(timeout)].filter(Boolean));
   let res;
+  let text;
   try {
     res = await fetch(BASE + path, { method, headers, body, signal, credentials: 'omit', cache: 'no-store' });
+    if (res.status === 304) return { notModified: true };
+    text = await res.text();
   } catch (err) {
     if (err.name === 'AbortError') throw err;
-    throw new ApiError(0, `the catalog did not answer (${err.message})`);
+    throw new ApiError(0, err.name === 'TimeoutError'
+      ? `the catalog did not answer within ${timeout / 1000} s`
+      : `the catalog did not answer (${err.message})`);
   }
-  if (res.status === 304) return { notModified: true };
-  const text = await res.text();
   let data;
   try {
     data = text ? JSON.parse(text) : null;
@@ -191,10 +208,21 @@ async function api(path, { etag, method = 'GET', body, signal } = {}) {
 // ---- routing and polling -------------------------------------------------
 
 // cache holds the last answer per path, for If-None-Match and to tell
-// whether an answer changed.
+// whether an answer changed: the current page's, and the CACHE_MAX used
+// last before (a Map keeps the order of insertion).
 const cache = new Map();
-const state = { gen: 0, route: null, page: null, results: {}, timer: 0, abort: null, stale: false };
+const state = { gen: 0, route: null, page: null, results: {}, timer: 0, abort: null, stale: false, busy: 0 };
 const tryState = { dirty: false, inFlight: false, hasResult: false };
+
+function remember(path, entry) {
+  cache.delete(path);
+  cache.set(path, entry);
+}
+
+function trimCache(current) {
+  const others = [...cache.keys()].filter((p) => !current.includes(p));
+  for (const p of others.slice(0, Math.max(others.length - CACHE_MAX, 0))) cache.delete(p);
+}
 
 function parseRoute() {
   const raw = location.hash.replace(/^#\/?/, '');
@@ -258,6 +286,12 @@ function showTokenForm(message) {
         e.preventDefault();
         const value = input.value.trim();
         if (!value) return;
+        // A bearer token is printable ASCII (RFC 6750).
+        const bad = /[^\x21-\x7e]/.exec(value);
+        if (bad) {
+          showTokenForm(`Not a bearer token: ${JSON.stringify(bad[0])} at character ${bad.index + 1} cannot go in an HTTP header as a token. Paste it again.`);
+          return;
+        }
         sessionStorage.setItem(TOKEN_KEY, value);
         cache.clear();
         renderAuth();
@@ -309,9 +343,21 @@ function start() {
 
 // cycle fetches every request of the page, with the ETag of the answer
 // it has, and renders when an answer changed and the viewer is not in
-// the middle of something; then it comes again in POLL_MS.
+// the middle of something; then it comes again in POLL_MS. One cycle
+// runs at a time (state.busy).
 async function cycle(first, moveFocus) {
   const gen = state.gen;
+  if (state.busy === gen) return;
+  state.busy = gen;
+  try {
+    await poll(gen, first, moveFocus);
+  } finally {
+    if (state.busy === gen) state.busy = 0;
+  }
+  if (gen === state.gen && !needsToken()) schedule();
+}
+
+async function poll(gen, first, moveFocus) {
   const requests = state.page.requests ? state.page.requests(state.route) : {};
   state.abort = new AbortController();
   const signal = state.abort.signal;
@@ -320,14 +366,15 @@ async function cycle(first, moveFocus) {
   await Promise.all(Object.entries(requests).map(async ([key, path]) => {
     const known = cache.get(path);
     try {
-      const res = await api(path, { etag: known?.etag, signal });
+      const res = await api(path, { etag: known?.etag, signal, timeout: TIMEOUT_MS });
       if (res.notModified && known) {
         if (state.results[key]?.data !== known.data) changed = true;
         state.results[key] = { data: known.data };
+        remember(path, known);
         return;
       }
       if (!known || known.text !== res.text || state.results[key]?.error) changed = true;
-      cache.set(path, { etag: res.etag, text: res.text, data: res.data });
+      remember(path, { etag: res.etag, text: res.text, data: res.data });
       state.results[key] = { data: res.data };
     } catch (err) {
       if (err.name === 'AbortError') return;
@@ -339,6 +386,7 @@ async function cycle(first, moveFocus) {
     }
   }));
   if (gen !== state.gen) return;
+  trimCache(Object.values(requests));
   if (unauthorized) {
     sessionStorage.removeItem(TOKEN_KEY);
     cache.clear();
@@ -356,14 +404,13 @@ async function cycle(first, moveFocus) {
     }
   }
   if (first) document.body.dataset.loading = 'false';
-  schedule();
 }
 
 function schedule() {
   const gen = state.gen;
   clearTimeout(state.timer);
   state.timer = setTimeout(() => {
-    if (gen !== state.gen) return;
+    if (gen !== state.gen || state.busy === gen) return;
     if (document.hidden || tryState.inFlight) schedule();
     else cycle(false, false);
   }, POLL_MS);
@@ -388,12 +435,28 @@ function mayRerender() {
   return !(el.tagName === 'TEXTAREA' || (el.tagName === 'INPUT' && !['checkbox', 'radio', 'button', 'submit'].includes(el.type)));
 }
 
+// focusables are main's focusable elements, each with a key naming its
+// equivalent after a redraw: test id or field, else tag, href and text,
+// within the nearest named element or <details>; then which of that key.
+function focusables() {
+  const seen = new Map();
+  return [...main.querySelectorAll('a[href], button, summary, input, select, textarea, [tabindex]')].map((el) => {
+    const scope = el.parentElement?.closest('[data-name], details[data-key]');
+    const d = el.dataset;
+    const key = `${scope ? scope.dataset.name ?? scope.dataset.key : ''}>${d.testid || d.field || d.add
+      || [el.tagName, el.getAttribute('href'), el.getAttribute('aria-label'), /^(A|BUTTON|SUMMARY)$/.test(el.tagName) && el.textContent].join('|')}`;
+    const n = (seen.get(key) || 0) + 1;
+    seen.set(key, n);
+    return [`${key}#${n}`, el];
+  });
+}
+
 // render builds the page again, keeping which <details> were open and
 // which control had focus.
 function render(moveFocus) {
   const open = new Set([...main.querySelectorAll('details[open]')].map((d) => d.dataset.key));
   const active = document.activeElement;
-  const focusKey = active && main.contains(active) ? active.dataset.testid || active.dataset.field : null;
+  const focusKey = active && main.contains(active) ? focusables().find(([, el]) => el === active)?.[0] : null;
   const page = state.page;
   let content;
   try {
@@ -409,9 +472,7 @@ function render(moveFocus) {
     heading.setAttribute('tabindex', '-1');
     heading.focus();
   } else if (focusKey) {
-    const again = [...main.querySelectorAll('[data-testid], [data-field]')]
-      .find((el) => (el.dataset.testid || el.dataset.field) === focusKey);
-    again?.focus();
+    focusables().find(([key]) => key === focusKey)?.[1].focus({ preventScroll: true });
   }
 }
 
@@ -454,43 +515,57 @@ function eventsSection(result) {
   }));
 }
 
-// resolve follows a local $ref (#/$defs/x, #/definitions/x) in root.
-function resolve(schema, root) {
+// deref follows the local $refs (#/$defs/x, #/definitions/x) of schema in
+// root, seen being those expanded on the way: it answers the schema ({}
+// for a ref to nothing; null for a ref in seen: a schema within itself)
+// and seen with its own.
+function deref(schema, root, seen = new Set()) {
+  const refs = new Set(seen);
   let s = schema;
-  for (let depth = 0; s && typeof s.$ref === 'string' && depth < 8; depth++) {
+  while (s && typeof s.$ref === 'string') {
+    if (refs.has(s.$ref)) return [null, refs];
+    refs.add(s.$ref);
     const m = /^#\/(\$defs|definitions)\/(.+)$/.exec(s.$ref);
-    const key = m && decodeURIComponent(m[2]).replace(/~1/g, '/').replace(/~0/g, '~');
-    s = m && root?.[m[1]]?.[key];
+    const defs = m && root?.[m[1]];
+    let key;
+    try {
+      key = m && decodeURIComponent(m[2]).replace(/~1/g, '/').replace(/~0/g, '~');
+    } catch { /* not a name */ }
+    s = defs && typeof defs === 'object' && Object.hasOwn(defs, key) ? defs[key] : null;
   }
-  return s && typeof s === 'object' && !Array.isArray(s) ? s : {};
+  return [s && typeof s === 'object' && !Array.isArray(s) ? s : {}, refs];
 }
 
-function typeLabel(schema, root) {
-  const s = resolve(schema, root);
+// typeLabel names a schema's type, "any" within itself, past MAX_DEPTH
+// or 100 parts.
+function typeLabel(schema, root, depth = 0, seen = undefined, budget = { n: 100 }) {
+  const [s, refs] = deref(schema, root, seen);
+  if (!s || depth > MAX_DEPTH || --budget.n < 0) return 'any';
+  const label = (x) => typeLabel(x, root, depth + 1, refs, budget);
   if (Array.isArray(s.enum)) return `${s.type || 'any'}, one of ${s.enum.map((v) => JSON.stringify(v)).join(', ')}`;
   if (s.const !== undefined) return `const ${JSON.stringify(s.const)}`;
   for (const k of ['oneOf', 'anyOf', 'allOf']) {
-    if (Array.isArray(s[k])) return `${k}: ${s[k].map((x) => typeLabel(x, root)).join(' | ')}`;
+    if (Array.isArray(s[k])) return `${k}: ${s[k].map(label).join(' | ')}`;
   }
   const t = Array.isArray(s.type) ? s.type.join(' | ') : s.type;
-  if (t === 'array' && s.items && !Array.isArray(s.items)) return `array of ${typeLabel(s.items, root)}`;
+  if (t === 'array' && s.items && !Array.isArray(s.items)) return `array of ${label(s.items)}`;
   return t || (s.properties ? 'object' : 'any');
 }
 
 // schemaRows lists the properties of an input schema, nested objects'
-// as a.b, a few levels down.
-function schemaRows(schema, root, prefix = '', depth = 0) {
-  const s = resolve(schema, root);
-  const required = new Set(Array.isArray(s.required) ? s.required : []);
-  const rows = [];
-  for (const [name, raw] of Object.entries(s.properties || {})) {
-    const p = resolve(raw, root);
+// as a.b, a few levels down and MAX_FIELDS rows at most.
+function schemaRows(schema, root, prefix = '', depth = 0, seen = undefined, rows = []) {
+  const [s, refs] = deref(schema, root, seen);
+  const required = new Set(Array.isArray(s?.required) ? s.required : []);
+  for (const [name, raw] of Object.entries(s?.properties || {})) {
+    if (rows.length >= MAX_FIELDS) break;
+    const [p, inner] = deref(raw, root, refs);
     const path = prefix + name;
-    let description = typeof p.description === 'string' ? p.description : '';
-    if (p.default !== undefined) description += `${description ? ' ' : ''}(default ${JSON.stringify(p.default)})`;
-    rows.push(row({}, h('td', {}, code(path)), h('td', {}, typeLabel(p, root)),
+    let description = typeof p?.description === 'string' ? p.description : '';
+    if (p?.default !== undefined) description += `${description ? ' ' : ''}(default ${JSON.stringify(p.default)})`;
+    rows.push(row({}, h('td', {}, code(path)), h('td', {}, typeLabel(raw, root, depth, refs)),
       h('td', {}, required.has(name) ? 'required' : 'optional'), h('td', { class: 'message' }, description)));
-    if (p.properties && depth < 3) rows.push(...schemaRows(p, root, `${path}.`, depth + 1));
+    if (p?.properties && depth < 3) schemaRows(p, root, `${path}.`, depth + 1, inner, rows);
   }
   return rows;
 }
@@ -505,10 +580,12 @@ function schemaTable(schema) {
 const HINTS = { readOnlyHint: 'read-only', destructiveHint: 'destructive', idempotentHint: 'idempotent', openWorldHint: 'open world' };
 
 // toolView shows one tool: name, description, hints, warnings and its
-// input schema as a table and as JSON.
+// input schema as a table and as JSON. Per MCP, destructive and
+// idempotent mean something only when the tool is not read-only.
 function toolView(t, { extra, schemaOpen = true } = {}) {
-  const hints = Object.entries(HINTS).filter(([k]) => t.annotations?.[k] === true)
-    .map(([k, label]) => h('span', { class: `badge ${k === 'destructiveHint' ? 'bad' : 'neutral'}` }, label));
+  const a = t.annotations || {};
+  const hints = Object.keys(HINTS).filter((k) => a[k] === true && !(a.readOnlyHint === true && /^(destructive|idempotent)/.test(k)))
+    .map((k) => h('span', { class: `badge ${k === 'destructiveHint' ? 'bad' : 'neutral'}` }, HINTS[k]));
   const schema = t.inputSchema || {};
   const raw = [
     details(`raw:${t.name}`, 'Input schema as JSON', pre(json(schema))),
@@ -558,7 +635,7 @@ const pages = {
     requests: () => ({ list: '/v1/mcpservers' }),
     render: (r, d) => primary('MCP servers', d.list, (data) => [
       h('h1', {}, 'MCP servers'),
-      h('div', { class: 'card' }, table('servers', ['Server', 'Ready', 'Transport', 'Protocol', 'Tools', 'Workload', 'Last refresh'],
+      h('div', { class: 'card' }, table('servers', ['Server', 'Ready', 'Transport', 'Protocol', 'Tools', 'Workload', 'Discovery written'],
         (data?.items || []).map((s) => row({ testid: 'server-row', 'data-name': nameOf(s) },
           h('th', { scope: 'row' }, link(hashFor('servers', s.metadata.namespace, s.metadata.name), nameOf(s))),
           readyCell(s), h('td', {}, transportOf(s)),
@@ -589,8 +666,9 @@ const pages = {
           ['Server', info.name ? `${info.name} ${info.version || ''}` : null],
           ['Hears of changes', info.listChanged ? 'as they happen' : 'at each refresh'],
           ['Tools', String(st.toolCount ?? tools.length)],
-          ['Last refresh', when(st.lastSyncTime)],
-          ['Last change', st.lastChangeTime ? when(st.lastChangeTime) : null],
+          // Not moved by a refresh that finds nothing new.
+          ['Discovery written', st.lastSyncTime ? [when(st.lastSyncTime), h('span', { class: 'hint' }, ' (last discovery that changed status)')] : null],
+          ['Tool list changed', st.lastChangeTime ? when(st.lastChangeTime) : null],
           ['Refresh interval', s.spec?.refreshInterval],
           ['Suspended', s.spec?.suspend ? 'yes' : null],
         ])),
@@ -792,7 +870,7 @@ function searchResults(data) {
 function tryPage(r, d) {
   const refused = (el) => [h('h1', {}, 'Try a tool'), el];
   const unavailable = (why) => refused(h('p', { testid: 'try-unavailable', class: 'alert' }, why));
-  if (!config.tryIt) return unavailable('Try it is turned off on this catalog (the manager runs without --console-try-it).');
+  if (!config.tryIt) return unavailable('Try it is turned off on this catalog (the manager runs with --console-try-it=false).');
   if (d.access?.error) return refused(problem(d.access.error));
   if (d.access?.data?.execute !== true) {
     return [...unavailable('You may read this collection but not call its tools: your identity lacks permission to execute them.'),
@@ -825,33 +903,46 @@ function kindOf(s) {
   return 'json';
 }
 
-function fieldLabel(id, name, schema, required, root) {
-  return h('label', { for: id }, name, ' ', h('span', { class: 'type' }, typeLabel(schema, root)),
-    required ? h('span', { class: 'req' }, ' (required)') : null);
+// need: a field is required (true), not (false), or once the optional
+// object it is in, named need, holds anything.
+const mark = (need) => (need ? h('span', { class: 'req' }, need === true ? ' (required)' : ` (required with ${need})`) : null);
+
+function fieldLabel(id, name, label, need) {
+  return h('label', { for: id }, name, ' ', h('span', { class: 'type' }, label), mark(need));
 }
 
-// field builds the control for one value of a schema. It answers
-// {node, get, set}: get is undefined for an empty optional value and
-// throws when the input cannot be the value.
-function field(raw, path, name, required, root) {
-  const s = resolve(raw, root);
-  const kind = kindOf(s);
-  if (kind === 'object') return objectField(s, path, name, required, root, false);
-  if (kind === 'array') return arrayField(s, path, name, required, root);
+// field builds the control for one value of a schema, depth levels down,
+// seen the $refs expanded on the way (within itself, or past MAX_DEPTH
+// or MAX_FIELDS, it is JSON). It answers {node, get, set, filled,
+// require}: get is undefined for an empty optional value and throws when
+// the input cannot be the value; filled is whether the viewer entered
+// anything; require(on) makes it required or not.
+function field(raw, path, name, need, root, depth, seen) {
+  const [resolved, refs] = deref(raw, root, seen);
+  const s = resolved || {};
+  const kind = !resolved || depth > MAX_DEPTH || fieldSeq >= MAX_FIELDS ? 'json' : kindOf(s);
+  if (kind === 'object') return objectField(s, path, name, need, root, false, depth + 1, refs);
+  if (kind === 'array') return arrayField(s, path, name, need, root, depth + 1, refs);
+  let required = need === true;
   const id = `f${++fieldSeq}`;
   const hintId = s.description ? `${id}-hint` : null;
   const common = { id, 'data-field': path, 'aria-describedby': hintId };
+  const label = fieldLabel(id, name, typeLabel(s, root, depth, refs), need);
   let input;
   let get;
   let set;
+  let filled = () => input.value !== '';
+  let require = (on) => { required = on; input.required = on; };
   const placeholder = s.default !== undefined ? `default: ${typeof s.default === 'string' ? s.default : JSON.stringify(s.default)}` : null;
   if (kind === 'enum') {
     // An option's value is the enum value as text: a string as it is.
+    // A required select refuses "(not set)".
     const text = (v) => (typeof v === 'string' ? v : JSON.stringify(v));
-    input = h('select', common, required ? null : h('option', { value: '' }, '(not set)'),
+    const skip = required ? 0 : 1;
+    input = h('select', common, skip ? h('option', { value: '' }, '(not set)') : null,
       s.enum.map((v) => h('option', { value: text(v) }, text(v))));
-    const skip = required ? 0 : 1; // the "(not set)" option
     get = () => (input.selectedIndex - skip < 0 ? undefined : s.enum[input.selectedIndex - skip]);
+    filled = () => input.selectedIndex >= skip;
     set = (v) => {
       const i = s.enum.findIndex((e) => JSON.stringify(e) === JSON.stringify(v));
       input.selectedIndex = i < 0 ? 0 : i + skip;
@@ -871,6 +962,7 @@ function field(raw, path, name, required, root) {
       if (!Number.isFinite(n) || (kind === 'integer' && !Number.isInteger(n))) throw new Error(`${path}: not ${kind === 'integer' ? 'an integer' : 'a number'}`);
       return n;
     };
+    filled = () => input.value !== '' || input.validity.badInput;
     set = (v) => { input.value = typeof v === 'number' ? String(v) : ''; };
   } else if (kind === 'boolean') {
     // An optional checkbox the viewer never touched is left out.
@@ -878,9 +970,10 @@ function field(raw, path, name, required, root) {
     input = h('input', { ...common, type: 'checkbox', on: { change: () => { touched = true; } } });
     get = () => (required || touched ? input.checked : undefined);
     set = (v) => { input.checked = v === true; touched = typeof v === 'boolean'; };
-    const node = h('div', { class: 'field check' }, input, fieldLabel(id, name, s, required, root),
-      hintId ? h('p', { id: hintId, class: 'hint' }, s.description) : null);
-    return { node, get, set };
+    filled = () => touched;
+    require = (on) => { required = on; };
+    const node = h('div', { class: 'field check' }, input, label, hintId ? h('p', { id: hintId, class: 'hint' }, s.description) : null);
+    return { node, get, set, filled, require };
   } else {
     input = h('textarea', { ...common, rows: 3, class: 'mono', required, placeholder: placeholder || 'JSON' });
     get = () => {
@@ -891,23 +984,35 @@ function field(raw, path, name, required, root) {
         throw new Error(`${path}: not valid JSON (${err.message})`);
       }
     };
+    filled = () => input.value.trim() !== '';
     set = (v) => { input.value = v === undefined ? '' : json(v); };
   }
-  const node = h('div', { class: 'field' }, fieldLabel(id, name, s, required, root),
-    hintId ? h('p', { id: hintId, class: 'hint' }, s.description) : null, input);
-  return { node, get, set };
+  const node = h('div', { class: 'field' }, label, hintId ? h('p', { id: hintId, class: 'hint' }, s.description) : null, input);
+  return { node, get, set, filled, require };
 }
 
-function objectField(s, path, name, required, root, isRoot) {
+// objectField is a fieldset of an object's properties (the arguments'
+// at the root). What it requires is required once it is itself, or holds
+// anything; an optional object left empty is left out. Its value has no
+// prototype, so that "__proto__" is a property like any.
+function objectField(s, path, name, need, root, isRoot, depth, seen) {
   const req = new Set(Array.isArray(s.required) ? s.required : []);
-  const fields = Object.entries(s.properties || {}).map(([k, p]) => [k, field(p, path ? `${path}.${k}` : k, k, req.has(k), root)]);
+  let required = need === true || isRoot;
+  const fields = Object.keys(s.properties || {}).map((k) => [k, field(s.properties[k], path ? `${path}.${k}` : k, k,
+    req.has(k) && (required || name), root, depth, seen)]);
   const children = fields.map(([, f]) => f.node);
   const node = isRoot
     ? h('div', { class: 'fields' }, children)
-    : h('fieldset', { 'data-field': path }, h('legend', {}, name, required ? h('span', { class: 'req' }, ' (required)') : null),
+    : h('fieldset', { 'data-field': path }, h('legend', {}, name, mark(need)),
       s.description ? h('p', { class: 'hint' }, s.description) : null, children);
+  const filled = () => fields.some(([, f]) => f.filled());
+  const require = (on) => {
+    required = on || isRoot;
+    const given = required || filled();
+    for (const [k, f] of fields) f.require(req.has(k) && given);
+  };
   const get = () => {
-    const out = {};
+    const out = Object.create(null);
     let any = false;
     for (const [k, f] of fields) {
       const v = f.get();
@@ -916,13 +1021,15 @@ function objectField(s, path, name, required, root, isRoot) {
         any = true;
       }
     }
-    return any || required || isRoot ? out : undefined;
+    return any || required ? out : undefined;
   };
-  const set = (v) => fields.forEach(([k, f]) => f.set(v && typeof v === 'object' ? v[k] : undefined));
-  return { node, get, set };
+  const set = (v) => fields.forEach(([k, f]) => f.set(v && typeof v === 'object' && Object.hasOwn(v, k) ? v[k] : undefined));
+  require(required);
+  return { node, get, set, filled, require };
 }
 
-function arrayField(s, path, name, required, root) {
+function arrayField(s, path, name, need, root, depth, seen) {
+  let required = need === true;
   const items = [];
   const ol = h('ol', { class: 'items' });
   const safe = (f) => {
@@ -934,7 +1041,7 @@ function arrayField(s, path, name, required, root) {
   };
   const add = (value) => {
     const i = items.length;
-    const f = field(s.items, `${path}[${i}]`, `${name} item ${i + 1}`, false, root);
+    const f = field(s.items, `${path}[${i}]`, `${name} item ${i + 1}`, false, root, depth, seen);
     if (value !== undefined) f.set(value);
     items.push(f);
     ol.append(h('li', {}, f.node, h('button', {
@@ -953,20 +1060,28 @@ function arrayField(s, path, name, required, root) {
     on: { click: () => { add(); ol.lastElementChild?.querySelector('input, select, textarea')?.focus(); } },
   }, `Add ${name} item`);
   const node = h('fieldset', { 'data-field': path },
-    h('legend', {}, name, ' ', h('span', { class: 'type' }, typeLabel(s, root)), required ? h('span', { class: 'req' }, ' (required)') : null),
+    h('legend', {}, name, ' ', h('span', { class: 'type' }, typeLabel(s, root, depth, seen)), mark(need)),
     s.description ? h('p', { class: 'hint' }, s.description) : null, ol, addButton);
   const get = () => {
     const values = items.map((f) => f.get()).filter((v) => v !== undefined);
     return values.length || required ? values : undefined;
   };
   const set = (v) => rebuild(Array.isArray(v) ? v : []);
-  return { node, get, set };
+  const filled = () => items.some((f) => f.filled());
+  const require = (on) => {
+    required = on;
+    items.forEach((f) => f.require(false));
+  };
+  return { node, get, set, filled, require };
 }
 
 function tryForm(r, tool) {
   const schema = tool.inputSchema && typeof tool.inputSchema === 'object' ? tool.inputSchema : {};
   fieldSeq = 0;
-  const root = objectField(resolve(schema, schema), '', '', true, schema, true);
+  const [top, refs] = deref(schema, schema);
+  const root = objectField(top || {}, '', '', true, schema, true, 1, refs);
+  // What is required follows what the viewer fills in.
+  const sync = () => root.require(true);
   const hasFields = root.node.childElementCount > 0;
   let raw = false;
   const formError = h('p', { class: 'alert', role: 'alert', hidden: true });
@@ -992,6 +1107,7 @@ function tryForm(r, tool) {
             const v = JSON.parse(rawArgs.value || '{}');
             if (!v || typeof v !== 'object' || Array.isArray(v)) throw new Error('the arguments must be a JSON object');
             root.set(v);
+            sync();
           } catch (err) {
             showError(`Raw JSON: ${err.message}`);
             return;
@@ -1008,12 +1124,13 @@ function tryForm(r, tool) {
   }, 'Raw JSON');
   const submit = h('button', { type: 'submit', testid: 'try-submit', class: 'btn primary' }, 'Call tool');
   const result = h('div', { class: 'result-area', 'aria-live': 'polite' });
+  const edited = () => { tryState.dirty = true; sync(); };
 
   const form = h('form', {
     testid: 'try-form', class: 'card', novalidate: true,
     on: {
-      input: () => { tryState.dirty = true; },
-      change: () => { tryState.dirty = true; },
+      input: edited,
+      change: edited,
       submit: async (e) => {
         e.preventDefault();
         if (tryState.inFlight) return;
@@ -1023,6 +1140,7 @@ function tryForm(r, tool) {
             args = JSON.parse(rawArgs.value || '{}');
             if (!args || typeof args !== 'object' || Array.isArray(args)) throw new Error('the arguments must be a JSON object');
           } else {
+            sync();
             if (!form.reportValidity()) return;
             args = root.get() || {};
           }
@@ -1039,8 +1157,11 @@ function tryForm(r, tool) {
   return [form, result];
 }
 
+// call calls a tool; its page does not poll meanwhile (inFlight, which a
+// call of a page left before leaves alone).
 async function call(r, name, args, submit, result) {
   const gen = state.gen;
+  const route = state.route;
   tryState.inFlight = true;
   submit.disabled = true;
   result.setAttribute('aria-busy', 'true');
@@ -1060,7 +1181,7 @@ async function call(r, name, args, submit, result) {
     }
     view = [problem(err), elapsed(performance.now() - started)];
   }
-  tryState.inFlight = false;
+  if (state.route === route) tryState.inFlight = false;
   if (gen !== state.gen) return;
   submit.disabled = false;
   result.removeAttribute('aria-busy');
@@ -1120,6 +1241,7 @@ async function boot() {
       signInError = err.message;
     }
   }
+  setInterval(tick, TICK_MS);
   document.addEventListener('visibilitychange', () => {
     if (!document.hidden && state.page && !needsToken()) schedule();
   });
