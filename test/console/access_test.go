@@ -24,11 +24,11 @@ var secrets = []string{ns + "/echo", ns + "/media", ns + "/shady", configureTool
 // which the page may repeat).
 func (t *tab) expectNoData(route ...string) {
 	GinkgoHelper()
-	Expect(t.count(`tr[data-testid=server-row]`)).To(BeZero())
-	Expect(t.count(`tr[data-testid=collection-row]`)).To(BeZero())
-	Expect(t.count(`[data-testid=tool]`)).To(BeZero())
-	Expect(t.count(`[data-testid=event]`)).To(BeZero())
-	Expect(t.count(`[data-testid=search-result]`)).To(BeZero())
+	Expect(t.Count(`tr[data-testid=server-row]`)).To(BeZero())
+	Expect(t.Count(`tr[data-testid=collection-row]`)).To(BeZero())
+	Expect(t.Count(`[data-testid=tool]`)).To(BeZero())
+	Expect(t.Count(`[data-testid=event]`)).To(BeZero())
+	Expect(t.Count(`[data-testid=search-result]`)).To(BeZero())
 	body := t.bodyText()
 	for _, s := range secrets {
 		if slices.Contains(route, s) {
@@ -44,14 +44,14 @@ var _ = Describe("The console, to a viewer bound to nothing", func() {
 		t.signIn("/servers", strangerToken)
 		// A list is never a 403: the viewer gets what they may see, nothing.
 		Expect(t.waitAnswered(`/v1/mcpservers(\?|$)`)).To(ContainElement(int64(http.StatusOK)))
-		t.waitVisible(`table[data-testid=servers]`)
-		Consistently(func() int { return t.count(`tr[data-testid=server-row]`) }, quietly).Should(BeZero())
+		t.WaitVisible(`table[data-testid=servers]`)
+		Consistently(func() int { return t.Count(`tr[data-testid=server-row]`) }, quietly).Should(BeZero())
 		t.expectNoData()
-		t.shot("forbidden-servers")
+		t.Shot("forbidden-servers")
 
 		t.goTo("/collections")
 		t.waitAnswered(`/v1/toolcollections(\?|$)`)
-		Consistently(func() int { return t.count(`tr[data-testid=collection-row]`) }, quietly).Should(BeZero())
+		Consistently(func() int { return t.Count(`tr[data-testid=collection-row]`) }, quietly).Should(BeZero())
 		t.expectNoData()
 	})
 
@@ -62,11 +62,11 @@ var _ = Describe("The console, to a viewer bound to nothing", func() {
 
 		t := openTab("forbidden-server")
 		t.signIn("/servers/"+ns+"/echo", strangerToken)
-		t.waitVisible(`[data-testid=forbidden]`)
-		Eventually(func() string { return t.text(`[data-testid=forbidden]`) }).Should(ContainSubstring(message))
-		Expect(t.count(`[data-testid=conditions] tr`)).To(BeZero())
+		t.WaitVisible(`[data-testid=forbidden]`)
+		Eventually(func() string { return t.Text(`[data-testid=forbidden]`) }).Should(ContainSubstring(message))
+		Expect(t.Count(`[data-testid=conditions] tr`)).To(BeZero())
 		t.expectNoData(ns + "/echo")
-		t.shot("forbidden-server")
+		t.Shot("forbidden-server")
 	})
 
 	It("shows a 403 state with the API's message, and no data, on a collection's page and its try page", func() {
@@ -76,20 +76,20 @@ var _ = Describe("The console, to a viewer bound to nothing", func() {
 
 		t := openTab("forbidden-collection")
 		t.signIn("/collections/"+ns+"/"+kit, strangerToken)
-		t.waitVisible(`[data-testid=forbidden]`)
-		Eventually(func() string { return t.text(`[data-testid=forbidden]`) }).Should(ContainSubstring(message))
-		Expect(strings.TrimSpace(t.text(`pre[data-testid=menu-json]`))).To(BeEmpty())
+		t.WaitVisible(`[data-testid=forbidden]`)
+		Eventually(func() string { return t.Text(`[data-testid=forbidden]`) }).Should(ContainSubstring(message))
+		Expect(strings.TrimSpace(t.Text(`pre[data-testid=menu-json]`))).To(BeEmpty())
 		t.expectNoData()
-		t.shot("forbidden-collection")
+		t.Shot("forbidden-collection")
 
 		t2 := openTab("forbidden-try")
 		t2.signIn(tryRoute(configureTool), strangerToken)
 		// The collection itself is forbidden: the try page says so.
-		t2.waitVisible(`[data-testid=forbidden]`)
-		Eventually(func() string { return t2.text(`[data-testid=forbidden]`) }).Should(ContainSubstring(message))
-		Expect(t2.count(`form[data-testid=try-form]`)).To(BeZero())
+		t2.WaitVisible(`[data-testid=forbidden]`)
+		Eventually(func() string { return t2.Text(`[data-testid=forbidden]`) }).Should(ContainSubstring(message))
+		Expect(t2.Count(`form[data-testid=try-form]`)).To(BeZero())
 		t2.expectNoData(configureTool)
-		t2.shot("forbidden-try")
+		t2.Shot("forbidden-try")
 	})
 
 	It("finds nothing", func() {
@@ -101,11 +101,11 @@ var _ = Describe("The console, to a viewer bound to nothing", func() {
 		t := openTab("forbidden-search")
 		t.signIn("/search", strangerToken)
 		t.typeInto(`input[data-testid=search-input]`, query)
-		t.do(chromedp.SendKeys(chromedp.CSS(`input[data-testid=search-input]`), "\n"))
+		t.Do(chromedp.SendKeys(chromedp.CSS(`input[data-testid=search-input]`), "\n"))
 		t.waitAnswered(`/v1/tools/search\?`)
-		Consistently(func() int { return t.count(`[data-testid=search-result]`) }, quietly).Should(BeZero())
+		Consistently(func() int { return t.Count(`[data-testid=search-result]`) }, quietly).Should(BeZero())
 		t.expectNoData()
-		t.shot("forbidden-search")
+		t.Shot("forbidden-search")
 	})
 })
 
@@ -115,14 +115,14 @@ var _ = Describe("The console, to a viewer bound to catalog-reader", func() {
 		t.signIn("/collections/"+ns+"/"+kit, readerToken)
 		t.waitCount(`[data-testid=tool]`, len(kitTools))
 		Expect(t.waitAnswered(`/toolcollections/` + kit + `/access$`)).To(ContainElement(int64(http.StatusOK)))
-		Consistently(func() int { return t.count(`a[data-testid=try-link]`) }, quietly).Should(BeZero())
-		t.shot("reader-collection")
+		Consistently(func() int { return t.Count(`a[data-testid=try-link]`) }, quietly).Should(BeZero())
+		t.Shot("reader-collection")
 
 		t.goTo(tryRoute(configureTool))
-		t.waitVisible(`[data-testid=try-unavailable]`)
-		Expect(strings.TrimSpace(t.text(`[data-testid=try-unavailable]`))).NotTo(BeEmpty(), "try-unavailable does not say why")
-		Expect(t.count(`form[data-testid=try-form]`)).To(BeZero())
-		Expect(t.count(`button[data-testid=try-submit]`)).To(BeZero())
-		t.shot("reader-try")
+		t.WaitVisible(`[data-testid=try-unavailable]`)
+		Expect(strings.TrimSpace(t.Text(`[data-testid=try-unavailable]`))).NotTo(BeEmpty(), "try-unavailable does not say why")
+		Expect(t.Count(`form[data-testid=try-form]`)).To(BeZero())
+		Expect(t.Count(`button[data-testid=try-submit]`)).To(BeZero())
+		t.Shot("reader-try")
 	})
 })

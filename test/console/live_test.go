@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/testbrowser"
 	"github.com/toolmesh/mcp-operator/internal/testenv"
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
 )
@@ -34,32 +35,32 @@ var _ = Describe("The console, left open", func() {
 		t.waitCount(`tr[data-testid=server-row]`, 4)
 		// A reload would lose this.
 		var kept string
-		t.js(`(window.__kept = 'kept')`, &kept)
+		t.JS(`(window.__kept = 'kept')`, &kept)
 
 		By("a new MCPServer shows up in the list, Ready")
 		late := env.CreateServer(ns, "late", up.URL())
 		row := `tr[data-testid=server-row][data-name="` + ns + `/late"]`
-		Eventually(func() string { return strings.TrimSpace(t.text(row + ` [data-testid=ready]`)) }, liveTimeout).Should(HavePrefix("True"))
-		t.shot("live-added")
+		Eventually(func() string { return strings.TrimSpace(t.Text(row + ` [data-testid=ready]`)) }, liveTimeout).Should(HavePrefix("True"))
+		t.Shot("live-added")
 
 		By("its page shows a tool its upstream adds")
-		t.click(row + ` a[href$="#/servers/` + ns + `/late"]`)
-		Eventually(func() []string { return t.attrs(`[data-testid=tool]`, "data-name") }).Should(ConsistOf("mcp_late_ping"))
+		t.Click(row + ` a[href$="#/servers/` + ns + `/late"]`)
+		Eventually(func() []string { return t.Attrs(`[data-testid=tool]`, "data-name") }).Should(ConsistOf("mcp_late_ping"))
 		up.AddTools("pong")
-		Eventually(func() []string { return t.attrs(`[data-testid=tool]`, "data-name") }, liveTimeout).Should(
+		Eventually(func() []string { return t.Attrs(`[data-testid=tool]`, "data-name") }, liveTimeout).Should(
 			ConsistOf("mcp_late_ping", "mcp_late_pong"))
-		t.shot("live-tool-added")
+		t.Shot("live-tool-added")
 
 		By("deleted, it leaves the list")
-		t.click(`a[data-testid=nav-servers]`)
+		t.Click(`a[data-testid=nav-servers]`)
 		t.waitCount(`tr[data-testid=server-row]`, 5)
 		Expect(env.Client.Delete(ctx, late)).To(Succeed())
-		Eventually(func() []string { return t.attrs(`tr[data-testid=server-row]`, "data-name") }, liveTimeout).ShouldNot(
+		Eventually(func() []string { return t.Attrs(`tr[data-testid=server-row]`, "data-name") }, liveTimeout).ShouldNot(
 			ContainElement(ns + "/late"))
-		Expect(t.count(`tr[data-testid=server-row]`)).To(Equal(4))
-		t.js(`window.__kept`, &kept)
+		Expect(t.Count(`tr[data-testid=server-row]`)).To(Equal(4))
+		t.JS(`window.__kept`, &kept)
 		Expect(kept).To(Equal("kept"), "the page was reloaded")
-		t.shot("live-removed")
+		t.Shot("live-removed")
 	})
 
 	It("answers the page's polls with ETags, and 304 when nothing changed", func() {
@@ -92,13 +93,13 @@ func poke(name string) {
 // redrawn is whether the element sel matches is not the one markJS marked.
 func (t *tab) redrawn(g Gomega, sel string) bool {
 	var fresh bool
-	t.jsG(g, `(() => { const e = document.querySelector(`+q(sel)+`); return !!e && !e.__marked })()`, &fresh)
+	t.JSG(g, `(() => { const e = document.querySelector(`+testbrowser.Q(sel)+`); return !!e && !e.__marked })()`, &fresh)
 	return fresh
 }
 
 // markJS marks the element sel matches, as redrawn tells.
 func markJS(sel string) string {
-	return `(() => { const e = document.querySelector(` + q(sel) + `); if (e) e.__marked = true; return !!e })()`
+	return `(() => { const e = document.querySelector(` + testbrowser.Q(sel) + `); if (e) e.__marked = true; return !!e })()`
 }
 
 var _ = Describe("The console, left open for a while", func() {
@@ -109,29 +110,29 @@ var _ = Describe("The console, left open for a while", func() {
 		t.signIn("/servers", callerToken)
 		t.waitCount(`tr[data-testid=server-row]`, 4)
 		var headings []string
-		t.js(`[...document.querySelectorAll('table[data-testid=servers] thead th')].map((th) => th.textContent.trim())`, &headings)
+		t.JS(`[...document.querySelectorAll('table[data-testid=servers] thead th')].map((th) => th.textContent.trim())`, &headings)
 		// lastSyncTime moves when a discovery changes status, not at every
 		// refresh (api/v1alpha1 MCPServerStatus).
 		Expect(headings).To(ContainElement("Discovery written"))
 		Expect(headings).NotTo(ContainElement(ContainSubstring("refresh")))
 		cell := `tr[data-testid=server-row][data-name="` + ns + `/echo"] time`
-		Expect(t.attrs(cell, "datetime")).To(Equal([]string{echo.Status.LastSyncTime.UTC().Format(time.RFC3339)}))
+		Expect(t.Attrs(cell, "datetime")).To(Equal([]string{echo.Status.LastSyncTime.UTC().Format(time.RFC3339)}))
 		var title struct {
 			Title string `json:"title"`
 			Local string `json:"local"`
 		}
-		t.js(`(() => { const e = document.querySelector(`+q(cell)+`); return {title: e.title, local: new Date(e.getAttribute('datetime')).toLocaleString()} })()`, &title)
+		t.JS(`(() => { const e = document.querySelector(`+testbrowser.Q(cell)+`); return {title: e.title, local: new Date(e.getAttribute('datetime')).toLocaleString()} })()`, &title)
 		Expect(title.Title).To(Equal(title.Local), "the title is not the time itself")
-		Expect(t.text(cell)).To(MatchRegexp(`^\d+ (s|min) ago$`))
+		Expect(t.Text(cell)).To(MatchRegexp(`^\d+ (s|min) ago$`))
 
 		By("two hours on, the time says so, though the page was not redrawn")
 		var marked bool
-		t.js(markJS(cell), &marked)
+		t.JS(markJS(cell), &marked)
 		Expect(marked).To(BeTrue())
-		t.do(chromedp.Evaluate[chromedp.Void](`{ const now = Date.now; Date.now = () => now() + 2 * 3600 * 1000; }`))
+		t.Do(chromedp.Evaluate[chromedp.Void](`{ const now = Date.now; Date.now = () => now() + 2 * 3600 * 1000; }`))
 		Eventually(func(g Gomega) string {
 			g.Expect(t.redrawn(g, cell)).To(BeFalse(), "the page was redrawn: the test shows nothing")
-			return t.text(cell)
+			return t.Text(cell)
 		}, 45*time.Second, time.Second).Should(Equal("2 h ago"))
 	})
 
@@ -142,34 +143,24 @@ var _ = Describe("The console, left open for a while", func() {
 
 		By("the catalog's next answer to the list never comes")
 		var seen atomic.Int32
-		paused := chromedp.Events(t.ctx, fetch.RequestPaused)
-		_, err := chromedp.Call(t.ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{
-			URLPattern: t.base + "/v1/mcpservers*", RequestStage: fetch.RequestStageRequest,
-		}}})
-		Expect(err).NotTo(HaveOccurred())
-		go func() {
-			defer GinkgoRecover()
-			for ev, err := range paused {
-				if err != nil {
-					return
-				}
+		t.Intercept(&fetch.RequestPattern{URLPattern: t.base + "/v1/mcpservers*", RequestStage: fetch.RequestStageRequest},
+			func(ev fetch.EventRequestPaused) {
 				if seen.Add(1) == 1 {
-					continue // held: never answered
+					return // held: never answered
 				}
-				_, _ = chromedp.Call(t.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
-			}
-		}()
+				t.Continue(ev)
+			})
 		Eventually(seen.Load, pollInterval+5*time.Second).Should(Equal(int32(1)))
 
 		By("meanwhile no other poll starts, not even when the tab is shown again")
-		t.do(chromedp.Evaluate[chromedp.Void](`document.dispatchEvent(new Event('visibilitychange'))`))
+		t.Do(chromedp.Evaluate[chromedp.Void](`document.dispatchEvent(new Event('visibilitychange'))`))
 		Consistently(seen.Load, pollInterval+2*time.Second).Should(Equal(int32(1)))
 
 		By("a server created meanwhile shows once the request is given up")
 		env.CreateServer(ns, "pending", "http://127.0.0.1:1/mcp")
-		Eventually(func() string { return t.text(`[data-testid=error]`) }, 40*time.Second).Should(
+		Eventually(func() string { return t.Text(`[data-testid=error]`) }, 40*time.Second).Should(
 			ContainSubstring("did not answer within 30 s"))
-		Eventually(func() []string { return t.attrs(`tr[data-testid=server-row]`, "data-name") }, liveTimeout).Should(
+		Eventually(func() []string { return t.Attrs(`tr[data-testid=server-row]`, "data-name") }, liveTimeout).Should(
 			ContainElement(ns + "/pending"))
 		Expect(seen.Load()).To(BeNumerically(">=", 2))
 	})
@@ -181,29 +172,29 @@ var _ = Describe("The console, left open for a while", func() {
 		t := openTab("focus")
 		t.signIn("/collections/"+ns+"/"+kit, callerToken)
 		t.waitCount(`[data-testid=tool]`, len(kitTools))
-		t.click(summary)
-		Eventually(func() int { return t.count(tool(forecastTool) + ` details[open]`) }).Should(BeNumerically(">", 0))
+		t.Click(summary)
+		Eventually(func() int { return t.Count(tool(forecastTool) + ` details[open]`) }).Should(BeNumerically(">", 0))
 
 		focusThenRedraw := func(sel string) {
 			GinkgoHelper()
 			var focused bool
-			t.js(`(() => { const e = document.querySelector(`+q(sel)+`); e.focus(); return document.activeElement === e })()`, &focused)
+			t.JS(`(() => { const e = document.querySelector(`+testbrowser.Q(sel)+`); e.focus(); return document.activeElement === e })()`, &focused)
 			Expect(focused).To(BeTrue(), "%s takes no focus", sel)
 			var marked bool
-			t.js(markJS(sel), &marked)
+			t.JS(markJS(sel), &marked)
 			Expect(marked).To(BeTrue())
 			poke(kit)
 			Eventually(func(g Gomega) bool { return t.redrawn(g, sel) }, liveTimeout).Should(BeTrue(), "the page was not redrawn")
 			var again bool
-			t.js(`document.activeElement === document.querySelector(`+q(sel)+`)`, &again)
+			t.JS(`document.activeElement === document.querySelector(`+testbrowser.Q(sel)+`)`, &again)
 			Expect(again).To(BeTrue(), "focus is not on %s after the redraw", sel)
 		}
 		By("a link to a tool's server")
 		focusThenRedraw(link)
-		Expect(t.count(tool(forecastTool)+` details[open] > summary`)).To(BeNumerically(">", 0), "an open <details> closed")
+		Expect(t.Count(tool(forecastTool)+` details[open] > summary`)).To(BeNumerically(">", 0), "an open <details> closed")
 		By("a <summary>")
 		focusThenRedraw(summary)
-		Expect(t.count(tool(forecastTool)+` details[open] > summary`)).To(BeNumerically(">", 0), "an open <details> closed")
+		Expect(t.Count(tool(forecastTool)+` details[open] > summary`)).To(BeNumerically(">", 0), "an open <details> closed")
 	})
 
 	It("keeps what it needs for If-None-Match only for the pages seen last", func() {

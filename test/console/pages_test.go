@@ -19,6 +19,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/toolmesh/mcp-operator/internal/testbrowser"
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
 )
 
@@ -30,38 +31,38 @@ var _ = Describe("The console, to a viewer who may call tools", func() {
 	It("asks for a token, keeps it in sessionStorage only, shows a 401 again as the form, and forgets the token", func() {
 		t := openTab("token")
 		t.open("/servers")
-		t.waitVisible(`form[data-testid=token-form]`)
+		t.WaitVisible(`form[data-testid=token-form]`)
 		var field struct {
 			Type     string `json:"type"`
 			Labelled bool   `json:"labelled"`
 		}
-		t.js(`(() => { const i = document.querySelector('input[data-testid=token-input]');
+		t.JS(`(() => { const i = document.querySelector('input[data-testid=token-input]');
 		  return {type: i.type, labelled: i.labels.length > 0 || !!i.getAttribute('aria-label') || !!i.getAttribute('aria-labelledby')} })()`, &field)
 		Expect(field.Type).To(Equal("password"))
 		Expect(field.Labelled).To(BeTrue(), "the token field has no label")
-		Expect(t.count(`tr[data-testid=server-row]`)).To(BeZero())
-		t.shot("token-form")
+		Expect(t.Count(`tr[data-testid=server-row]`)).To(BeZero())
+		t.Shot("token-form")
 
 		By("a token the API server does not know: the API answers 401 and the page asks again, with the API's message")
 		code, _, body := get("/v1/mcpservers", "not-a-token")
 		Expect(code).To(Equal(http.StatusUnauthorized))
 		rejected := apiError(body)
 		t.typeInto(`input[data-testid=token-input]`, "not-a-token")
-		t.click(`button[data-testid=token-submit]`)
+		t.Click(`button[data-testid=token-submit]`)
 		Eventually(func(g Gomega) {
 			var shown struct {
 				Form bool   `json:"form"`
 				Text string `json:"text"`
 			}
-			t.jsG(g, `({form: `+visibleJS(`form[data-testid=token-form]`)+`, text: document.body.innerText})`, &shown)
+			t.JSG(g, `({form: `+testbrowser.VisibleJS(`form[data-testid=token-form]`)+`, text: document.body.innerText})`, &shown)
 			g.Expect(shown.Form).To(BeTrue(), "the token form is not shown again")
 			g.Expect(shown.Text).To(ContainSubstring(rejected))
 		}).Should(Succeed())
-		Expect(t.count(`tr[data-testid=server-row]`)).To(BeZero())
+		Expect(t.Count(`tr[data-testid=server-row]`)).To(BeZero())
 
 		By("the caller's token: the page shows the servers and keeps the token in sessionStorage, nowhere else")
 		t.replaceText(`input[data-testid=token-input]`, callerToken)
-		t.click(`button[data-testid=token-submit]`)
+		t.Click(`button[data-testid=token-submit]`)
 		t.settled()
 		t.waitCount(`tr[data-testid=server-row]`, 4)
 		var stored struct {
@@ -70,54 +71,54 @@ var _ = Describe("The console, to a viewer who may call tools", func() {
 			Cookie  string `json:"cookie"`
 			Input   string `json:"input"`
 		}
-		t.js(`({session: sessionStorage.getItem(`+q(tokenKey)+`), local: localStorage.length, cookie: document.cookie,
+		t.JS(`({session: sessionStorage.getItem(`+testbrowser.Q(testbrowser.TokenKey)+`), local: localStorage.length, cookie: document.cookie,
 		  input: document.querySelector('input[data-testid=token-input]')?.value ?? ""})`, &stored)
 		Expect(stored.Session).To(Equal(callerToken))
 		Expect(stored.Local).To(BeZero(), "the page wrote to localStorage")
 		Expect(stored.Cookie).To(BeEmpty())
 		Expect(stored.Input).NotTo(ContainSubstring(callerToken), "the token stays in the form's field")
 		Expect(t.html()).NotTo(ContainSubstring(callerToken), "the token is in the page's markup")
-		t.waitVisible(`button[data-testid=token-clear]`)
+		t.WaitVisible(`button[data-testid=token-clear]`)
 
 		By("a reload keeps the token: the servers show without the form")
-		t.do(chromedp.Reload())
+		t.Do(chromedp.Reload())
 		t.settled()
 		t.waitCount(`tr[data-testid=server-row]`, 4)
 
 		By("forgetting the token shows the form again and empties sessionStorage")
-		t.click(`button[data-testid=token-clear]`)
-		t.waitVisible(`form[data-testid=token-form]`)
+		t.Click(`button[data-testid=token-clear]`)
+		t.WaitVisible(`form[data-testid=token-form]`)
 		var left *string
-		t.js(`sessionStorage.getItem(`+q(tokenKey)+`)`, &left)
+		t.JS(`sessionStorage.getItem(`+testbrowser.Q(testbrowser.TokenKey)+`)`, &left)
 		Expect(left).To(BeNil())
-		Expect(t.count(`tr[data-testid=server-row]`)).To(BeZero(), "the servers stay on the page after the token is forgotten")
+		Expect(t.Count(`tr[data-testid=server-row]`)).To(BeZero(), "the servers stay on the page after the token is forgotten")
 	})
 
 	It("lists the servers with their Ready condition, transport, protocol revision, tool count and a link to each", func() {
 		t := openTab("servers")
 		t.signIn("/servers", callerToken)
-		t.waitVisible(`table[data-testid=servers]`)
+		t.WaitVisible(`table[data-testid=servers]`)
 		t.waitCount(`tr[data-testid=server-row]`, 4)
-		Expect(t.attrs(`tr[data-testid=server-row]`, "data-name")).To(ConsistOf(
+		Expect(t.Attrs(`tr[data-testid=server-row]`, "data-name")).To(ConsistOf(
 			ns+"/echo", ns+"/echo-mirror", ns+"/media", ns+"/shady"))
 		for _, name := range []string{"echo", "echo-mirror", "media", "shady"} {
 			row := `tr[data-testid=server-row][data-name="` + ns + "/" + name + `"]`
 			s := server(name)
 			Expect(s.Status.ServerInfo).NotTo(BeNil())
-			ready := strings.TrimSpace(t.text(row + ` [data-testid=ready]`))
+			ready := strings.TrimSpace(t.Text(row + ` [data-testid=ready]`))
 			Expect(ready).To(HavePrefix("True"), name)
 			Expect(ready).To(ContainSubstring("ToolsDiscovered"), name)
-			cells := t.text(row)
+			cells := t.Text(row)
 			Expect(cells).To(ContainSubstring(string(s.Status.ServerInfo.Transport)), "%s: transport", name)
 			Expect(cells).To(ContainSubstring(s.Status.ServerInfo.ProtocolVersion), "%s: protocol revision", name)
 			Expect(cells).To(MatchRegexp(`(^|\D)`+strconv.Itoa(int(s.Status.ToolCount))+`(\D|$)`), "%s: tool count", name)
-			Expect(t.attrs(row+` a[href]`, "href")).To(ContainElement(HaveSuffix("#/servers/"+ns+"/"+name)), "%s: link", name)
+			Expect(t.Attrs(row+` a[href]`, "href")).To(ContainElement(HaveSuffix("#/servers/"+ns+"/"+name)), "%s: link", name)
 		}
-		t.shot("servers")
+		t.Shot("servers")
 
 		By("the link leads to the server's page")
-		t.click(`tr[data-testid=server-row][data-name="` + ns + `/media"] a[href$="#/servers/` + ns + `/media"]`)
-		Eventually(func() string { return strings.TrimSpace(t.text(`[data-testid=server-title]`)) }).Should(Equal(ns + "/media"))
+		t.Click(`tr[data-testid=server-row][data-name="` + ns + `/media"] a[href$="#/servers/` + ns + `/media"]`)
+		Eventually(func() string { return strings.TrimSpace(t.Text(`[data-testid=server-title]`)) }).Should(Equal(ns + "/media"))
 		t.waitCount(`[data-testid=tool]`, 4)
 	})
 
@@ -128,18 +129,18 @@ var _ = Describe("The console, to a viewer who may call tools", func() {
 
 		t := openTab("server")
 		t.signIn("/servers/"+ns+"/echo", callerToken)
-		Eventually(func() string { return strings.TrimSpace(t.text(`[data-testid=server-title]`)) }).Should(Equal(ns + "/echo"))
+		Eventually(func() string { return strings.TrimSpace(t.Text(`[data-testid=server-title]`)) }).Should(Equal(ns + "/echo"))
 		t.waitCount(`[data-testid=tool]`, 3)
-		Expect(t.attrs(`[data-testid=tool]`, "data-name")).To(ConsistOf(configureTool, forecastTool, greetTool))
+		Expect(t.Attrs(`[data-testid=tool]`, "data-name")).To(ConsistOf(configureTool, forecastTool, greetTool))
 		tool := `[data-testid=tool][data-name="` + configureTool + `"]`
-		Expect(t.text(tool + ` [data-testid=tool-description]`)).To(Equal(configureDescription))
+		Expect(t.Text(tool + ` [data-testid=tool-description]`)).To(Equal(configureDescription))
 
 		By("the input schema as a table of properties: name, type, required, description")
 		var table struct {
 			Header []string            `json:"header"`
 			Rows   map[string][]string `json:"rows"`
 		}
-		t.js(`(() => { const tb = document.querySelector(`+q(tool+` table`)+`); if (!tb) return null;
+		t.JS(`(() => { const tb = document.querySelector(`+testbrowser.Q(tool+` table`)+`); if (!tb) return null;
 		  const rows = [...tb.querySelectorAll('tr')].map((r) => [...r.cells].map((c) => c.textContent.trim()));
 		  const header = (tb.tHead?.rows[0] ? [...tb.tHead.rows[0].cells].map((c) => c.textContent.trim()) : rows[0]);
 		  const body = {}; for (const r of rows.slice(1)) if (r.length) body[r[0]] = r;
@@ -174,22 +175,22 @@ var _ = Describe("The console, to a viewer who may call tools", func() {
 
 		By("the raw input schema in a <details>, as status has it")
 		var raw string
-		t.js(`(() => { const d = document.querySelector(`+q(tool+` details`)+`); if (!d) return "";
+		t.JS(`(() => { const d = document.querySelector(`+testbrowser.Q(tool+` details`)+`); if (!d) return "";
 		  return [...d.children].filter((c) => c.tagName !== 'SUMMARY').map((c) => c.textContent).join('') })()`, &raw)
 		Expect(raw).NotTo(BeEmpty(), "the tool has no <details> with its raw schema")
 		Expect(raw).To(MatchJSON(serverTool("echo", configureTool).InputSchema.Raw))
 
 		By("the conditions and the events")
-		t.waitVisible(`[data-testid=conditions]`)
+		t.WaitVisible(`[data-testid=conditions]`)
 		var ready []string
-		t.js(`[...document.querySelectorAll('[data-testid=conditions] tr')].map((r) => r.textContent).filter((s) => /\bReady\b/.test(s))`, &ready)
+		t.JS(`[...document.querySelectorAll('[data-testid=conditions] tr')].map((r) => r.textContent).filter((s) => /\bReady\b/.test(s))`, &ready)
 		Expect(ready).To(ContainElement(And(ContainSubstring("True"), ContainSubstring("ToolsDiscovered"))))
-		t.waitVisible(`[data-testid=events]`)
-		Eventually(func() int { return t.count(`[data-testid=events] [data-testid=event]`) }).Should(BeNumerically(">", 0))
-		events := t.text(`[data-testid=events]`)
+		t.WaitVisible(`[data-testid=events]`)
+		Eventually(func() int { return t.Count(`[data-testid=events] [data-testid=event]`) }).Should(BeNumerically(">", 0))
+		events := t.Text(`[data-testid=events]`)
 		Expect(slices.ContainsFunc(reasons, func(r string) bool { return strings.Contains(events, r) })).To(BeTrue(),
 			"the events shown (%q) name none of the server's Events' reasons %v", events, reasons)
-		t.shot("server")
+		t.Shot("server")
 	})
 
 	It("shows the tools MCP clients are refused on a server's page, and why", func() {
@@ -214,51 +215,51 @@ var _ = Describe("The console, to a viewer who may call tools", func() {
 		t.waitCount(`[data-testid=tool]`, 2)
 		t.waitCount(`[data-testid=refused-tool]`, 1)
 		refused := `[data-testid=refused-tool]`
-		Expect(t.attrs(refused, "data-name")).To(Equal([]string{"mcp_odd_search"}))
-		Expect(t.text(refused)).To(ContainSubstring("x-mcp-header can only be applied to primitive types"))
-		t.shot("server-refused")
+		Expect(t.Attrs(refused, "data-name")).To(Equal([]string{"mcp_odd_search"}))
+		Expect(t.Text(refused)).To(ContainSubstring("x-mcp-header can only be applied to primitive types"))
+		t.Shot("server-refused")
 	})
 
 	It("lists the collections, and shows a collection's tools, its menu in every format, its MCP endpoint and a client configuration without the token", func() {
 		t := openTab("collections")
 		t.signIn("/collections", callerToken)
-		t.waitVisible(`table[data-testid=collections]`)
+		t.WaitVisible(`table[data-testid=collections]`)
 		t.waitCount(`tr[data-testid=collection-row]`, 2)
-		Expect(t.attrs(`tr[data-testid=collection-row]`, "data-name")).To(ConsistOf(ns+"/"+kit, ns+"/"+clash))
-		t.shot("collections")
+		Expect(t.Attrs(`tr[data-testid=collection-row]`, "data-name")).To(ConsistOf(ns+"/"+kit, ns+"/"+clash))
+		t.Shot("collections")
 
 		By("the collection's page: its tools, each with a link to try it")
 		t.goTo("/collections/" + ns + "/" + kit)
-		Eventually(func() string { return strings.TrimSpace(t.text(`[data-testid=collection-title]`)) }).Should(Equal(ns + "/" + kit))
+		Eventually(func() string { return strings.TrimSpace(t.Text(`[data-testid=collection-title]`)) }).Should(Equal(ns + "/" + kit))
 		t.waitCount(`[data-testid=tool]`, len(kitTools))
-		Expect(t.attrs(`[data-testid=tool]`, "data-name")).To(ConsistOf(kitTools))
+		Expect(t.Attrs(`[data-testid=tool]`, "data-name")).To(ConsistOf(kitTools))
 		t.waitCount(`a[data-testid=try-link]`, len(kitTools))
 		for _, name := range kitTools {
-			Expect(t.attrs(`[data-testid=tool][data-name="`+name+`"] a[data-testid=try-link]`, "href")).To(
+			Expect(t.Attrs(`[data-testid=tool][data-name="`+name+`"] a[data-testid=try-link]`, "href")).To(
 				ConsistOf(HaveSuffix("#/collections/"+ns+"/"+kit+"/try/"+name)), name)
 		}
 
 		By("the menu in every format the catalog serves, as the catalog serves it")
-		t.waitVisible(`select[data-testid=format-select]`)
-		Expect(t.attrs(`select[data-testid=format-select] option`, "value")).To(ConsistOf(formats))
+		t.WaitVisible(`select[data-testid=format-select]`)
+		Expect(t.Attrs(`select[data-testid=format-select] option`, "value")).To(ConsistOf(formats))
 		for _, format := range formats {
 			code, _, body := get(kitPath+"/tools?format="+format, callerToken)
 			Expect(code).To(Equal(http.StatusOK), string(body))
 			t.choose(`select[data-testid=format-select]`, format)
-			Eventually(func() string { return t.text(`pre[data-testid=menu-json]`) }).Should(MatchJSON(body), format)
+			Eventually(func() string { return t.Text(`pre[data-testid=menu-json]`) }).Should(MatchJSON(body), format)
 		}
-		t.waitVisible(`button[data-testid=copy-menu]`)
+		t.WaitVisible(`button[data-testid=copy-menu]`)
 
 		By("the MCP endpoint and a client configuration with a placeholder for the token")
 		endpoint := catalogURL + kitPath + "/mcp"
-		Expect(strings.TrimSpace(t.text(`[data-testid=mcp-url]`))).To(Equal(endpoint))
+		Expect(strings.TrimSpace(t.Text(`[data-testid=mcp-url]`))).To(Equal(endpoint))
 		var config struct {
 			MCPServers map[string]struct {
 				URL     string            `json:"url"`
 				Headers map[string]string `json:"headers"`
 			} `json:"mcpServers"`
 		}
-		snippet := t.text(`pre[data-testid=client-config]`)
+		snippet := t.Text(`pre[data-testid=client-config]`)
 		Expect(json.Unmarshal([]byte(snippet), &config)).To(Succeed(), snippet)
 		Expect(config.MCPServers).To(HaveLen(1), snippet)
 		for _, s := range config.MCPServers {
@@ -267,14 +268,14 @@ var _ = Describe("The console, to a viewer who may call tools", func() {
 		}
 		Expect(snippet).NotTo(ContainSubstring(callerToken))
 		Expect(t.html()).NotTo(ContainSubstring(callerToken), "the token is in the page's markup")
-		t.shot("collection")
+		t.Shot("collection")
 
 		By("the copy buttons put the snippet and the menu on the clipboard")
 		grantClipboard(t)
-		t.click(`button[data-testid=copy-config]`)
+		t.Click(`button[data-testid=copy-config]`)
 		Eventually(func() string { return clipboard(t) }).Should(Equal(snippet))
-		menu := t.text(`pre[data-testid=menu-json]`)
-		t.click(`button[data-testid=copy-menu]`)
+		menu := t.Text(`pre[data-testid=menu-json]`)
+		t.Click(`button[data-testid=copy-menu]`)
 		Eventually(func() string { return clipboard(t) }).Should(Equal(menu))
 	})
 
@@ -290,13 +291,13 @@ var _ = Describe("The console, to a viewer who may call tools", func() {
 
 		t := openTab("collection-conflicts")
 		t.signIn("/collections/"+ns+"/"+clash, callerToken)
-		Eventually(func() string { return strings.TrimSpace(t.text(`[data-testid=collection-title]`)) }).Should(Equal(ns + "/" + clash))
-		t.waitVisible(`[data-testid=conflicts]`)
-		Expect(t.text(`[data-testid=conflicts]`)).To(And(ContainSubstring(greetTool), ContainSubstring("echo-mirror")))
-		t.waitVisible(`[data-testid=unapproved]`)
-		Expect(t.text(`[data-testid=unapproved]`)).To(And(ContainSubstring(greetTool),
+		Eventually(func() string { return strings.TrimSpace(t.Text(`[data-testid=collection-title]`)) }).Should(Equal(ns + "/" + clash))
+		t.WaitVisible(`[data-testid=conflicts]`)
+		Expect(t.Text(`[data-testid=conflicts]`)).To(And(ContainSubstring(greetTool), ContainSubstring("echo-mirror")))
+		t.WaitVisible(`[data-testid=unapproved]`)
+		Expect(t.Text(`[data-testid=unapproved]`)).To(And(ContainSubstring(greetTool),
 			ContainSubstring(strings.Repeat("0", 64)), ContainSubstring(unapproved)))
-		t.shot("collection-conflicts")
+		t.Shot("collection-conflicts")
 	})
 
 	It("finds a tool by a query, with its score and its server", func() {
@@ -317,23 +318,23 @@ var _ = Describe("The console, to a viewer who may call tools", func() {
 
 		t := openTab("search")
 		t.signIn("/search", callerToken)
-		t.waitVisible(`form[data-testid=search-form]`)
+		t.WaitVisible(`form[data-testid=search-form]`)
 		var labelled bool
-		t.js(`(() => { const i = document.querySelector('input[data-testid=search-input]');
+		t.JS(`(() => { const i = document.querySelector('input[data-testid=search-input]');
 		  return i.labels.length > 0 || !!i.getAttribute('aria-label') || !!i.getAttribute('aria-labelledby') })()`, &labelled)
 		Expect(labelled).To(BeTrue(), "the search field has no label")
-		t.do(chromedp.SendKeys(chromedp.CSS(`input[data-testid=search-input]`), query+"\n"))
-		Eventually(func() int { return t.count(`[data-testid=search-result]`) }).Should(BeNumerically(">", 0))
-		shown := t.attrs(`[data-testid=search-result]`, "data-name")
+		t.Do(chromedp.SendKeys(chromedp.CSS(`input[data-testid=search-input]`), query+"\n"))
+		Eventually(func() int { return t.Count(`[data-testid=search-result]`) }).Should(BeNumerically(">", 0))
+		shown := t.Attrs(`[data-testid=search-result]`, "data-name")
 		Expect(shown[0]).To(Equal(forecastTool))
 		Expect(len(shown)).To(BeNumerically("<=", len(names)), "the page shows more results than the catalog found: %v", shown)
 		Expect(shown).To(Equal(names[:len(shown)]), "the page shows other results than the catalog's search")
 		first := `[data-testid=search-result][data-name="` + forecastTool + `"]`
-		Expect(scoreOf(t.text(first + ` [data-testid=score]`))).To(BeNumerically("~", found.Scores[0], 0.01))
-		Expect(strings.TrimSpace(t.text(first + ` [data-testid=result-server]`))).To(
+		Expect(scoreOf(t.Text(first + ` [data-testid=score]`))).To(BeNumerically("~", found.Scores[0], 0.01))
+		Expect(strings.TrimSpace(t.Text(first + ` [data-testid=result-server]`))).To(
 			Equal(found.Servers[0].Namespace + "/" + found.Servers[0].Name))
 		Expect(found.Servers[0].Name).To(Equal("echo"))
-		t.shot("search")
+		t.Shot("search")
 	})
 })
 
@@ -342,19 +343,19 @@ var _ = Describe("The console, to a viewer who may call tools", func() {
 func grantClipboard(t *tab) {
 	GinkgoHelper()
 	for _, name := range []string{"clipboard-read", "clipboard-write"} {
-		_, err := chromedp.CallBrowser(t.ctx, browser.SetPermission, browser.SetPermissionParams{
+		_, err := chromedp.CallBrowser(t.Ctx, browser.SetPermission, browser.SetPermissionParams{
 			Permission: &browser.PermissionDescriptor{Name: name, AllowWithoutSanitization: true},
 			Setting:    browser.PermissionSettingGranted, Origin: catalogURL})
 		Expect(err).NotTo(HaveOccurred())
 	}
-	_, err := chromedp.Call(t.ctx, emulation.SetFocusEmulationEnabled, emulation.SetFocusEmulationEnabledParams{Enabled: true})
+	_, err := chromedp.Call(t.Ctx, emulation.SetFocusEmulationEnabled, emulation.SetFocusEmulationEnabledParams{Enabled: true})
 	Expect(err).NotTo(HaveOccurred())
 }
 
 // clipboard is the clipboard's text.
 func clipboard(t *tab) string {
 	GinkgoHelper()
-	s, err := chromedp.Run(t.ctx, chromedp.Evaluate[string](`navigator.clipboard.readText()`, chromedp.EvalAwaitPromise))
+	s, err := chromedp.Run(t.Ctx, chromedp.Evaluate[string](`navigator.clipboard.readText()`, chromedp.EvalAwaitPromise))
 	Expect(err).NotTo(HaveOccurred())
 	return s
 }
@@ -400,29 +401,29 @@ var _ = Describe("The console's token form and tool hints", func() {
 	It("refuses a pasted token a header cannot carry, saying why, and trims the blanks around one", func() {
 		t := openTab("token-odd")
 		t.open("/servers")
-		t.waitVisible(`form[data-testid=token-form]`)
+		t.WaitVisible(`form[data-testid=token-form]`)
 		for _, c := range []struct{ token, shown string }{
 			{"tökén", `"ö" at character 2`},
 			{"abc def", `" " at character 4`},
 		} {
 			t.replaceText(`input[data-testid=token-input]`, c.token)
-			t.click(`button[data-testid=token-submit]`)
-			Eventually(func() string { return t.text(`[data-testid=token-message]`) }).Should(ContainSubstring(c.shown), c.token)
-			t.waitVisible(`form[data-testid=token-form]`)
+			t.Click(`button[data-testid=token-submit]`)
+			Eventually(func() string { return t.Text(`[data-testid=token-message]`) }).Should(ContainSubstring(c.shown), c.token)
+			t.WaitVisible(`form[data-testid=token-form]`)
 			var stored *string
-			t.js(`sessionStorage.getItem(`+q(tokenKey)+`)`, &stored)
+			t.JS(`sessionStorage.getItem(`+testbrowser.Q(testbrowser.TokenKey)+`)`, &stored)
 			Expect(stored).To(BeNil(), "the page kept the token %q", c.token)
-			Expect(t.count(`[data-testid=error]`)).To(BeZero(), t.bodyText())
+			Expect(t.Count(`[data-testid=error]`)).To(BeZero(), t.bodyText())
 		}
-		t.shot("token-refused")
+		t.Shot("token-refused")
 
 		By("blanks around a token are not part of it")
 		t.replaceText(`input[data-testid=token-input]`, "  "+callerToken+"  ")
-		t.click(`button[data-testid=token-submit]`)
+		t.Click(`button[data-testid=token-submit]`)
 		t.settled()
 		t.waitCount(`tr[data-testid=server-row]`, 4)
 		var stored string
-		t.js(`sessionStorage.getItem(`+q(tokenKey)+`)`, &stored)
+		t.JS(`sessionStorage.getItem(`+testbrowser.Q(testbrowser.TokenKey)+`)`, &stored)
 		Expect(stored).To(Equal(callerToken))
 	})
 
@@ -437,11 +438,11 @@ var _ = Describe("The console's token form and tool hints", func() {
 		t := openTab("hints")
 		t.signIn("/servers/"+ns+"/echo", callerToken)
 		t.waitCount(`[data-testid=tool]`, 3)
-		forecast := t.text(`[data-testid=tool][data-name="` + forecastTool + `"]`)
+		forecast := t.Text(`[data-testid=tool][data-name="` + forecastTool + `"]`)
 		Expect(forecast).To(ContainSubstring("read-only"))
 		Expect(forecast).NotTo(ContainSubstring("destructive"))
 		Expect(forecast).NotTo(ContainSubstring("idempotent"))
-		configure := t.text(`[data-testid=tool][data-name="` + configureTool + `"]`)
+		configure := t.Text(`[data-testid=tool][data-name="` + configureTool + `"]`)
 		Expect(configure).To(ContainSubstring("destructive"))
 		Expect(configure).NotTo(ContainSubstring("read-only"))
 	})

@@ -27,7 +27,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -48,17 +47,10 @@ import (
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/controller"
+	"github.com/toolmesh/mcp-operator/internal/testbrowser"
 	"github.com/toolmesh/mcp-operator/internal/testenv"
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
 	"github.com/toolmesh/mcp-operator/internal/toolcatalog"
-)
-
-// ChromiumEnv names the Chromium binary the suite drives; `make test`
-// sets it from hack/chromium.sh. ScreenshotsEnv names the folder the
-// screenshots go to.
-const (
-	ChromiumEnv    = "MCP_CHROMIUM"
-	ScreenshotsEnv = "CONSOLE_SCREENSHOTS"
 )
 
 const (
@@ -150,10 +142,7 @@ func TestConsole(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	chromium := os.Getenv(ChromiumEnv)
-	Expect(chromium).NotTo(BeEmpty(),
-		"%s is not set: run `make test`, which finds or installs Chromium (hack/chromium.sh)", ChromiumEnv)
-	Expect(chromium).To(BeAnExistingFile(), "%s names no file", ChromiumEnv)
+	chromium := testbrowser.Chromium()
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	started := time.Now()
 	var cancel context.CancelFunc
@@ -161,7 +150,7 @@ var _ = BeforeSuite(func() {
 	DeferCleanup(cancel)
 
 	By("starting Chromium")
-	startBrowser(chromium)
+	chrome = testbrowser.Start(chromium, testbrowser.Options{TempScreenshots: true})
 	GinkgoWriter.Printf("timing: browser up in %s\n", time.Since(started).Round(time.Millisecond))
 
 	By("starting the upstreams")

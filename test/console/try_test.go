@@ -8,6 +8,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/toolmesh/mcp-operator/internal/testbrowser"
 )
 
 // tryRoute is the route of the try-it page of a tool of kit.
@@ -21,7 +23,7 @@ func (t *tab) control(path string) string {
 	own := `:is(input,select,textarea)[data-field="` + path + `"]`
 	inside := `[data-field="` + path + `"] :is(input,select,textarea)`
 	var sel string
-	t.js(`document.querySelector(`+q(own)+`) ? `+q(own)+` : (document.querySelector(`+q(inside)+`) ? `+q(inside)+` : "")`, &sel)
+	t.JS(`document.querySelector(`+testbrowser.Q(own)+`) ? `+testbrowser.Q(own)+` : (document.querySelector(`+testbrowser.Q(inside)+`) ? `+testbrowser.Q(inside)+` : "")`, &sel)
 	Expect(sel).NotTo(BeEmpty(), "the form has no field %s", path)
 	return sel
 }
@@ -37,7 +39,7 @@ type fieldKind struct {
 func (t *tab) kindOf(sel string) fieldKind {
 	GinkgoHelper()
 	var k fieldKind
-	t.js(`(() => { const e = document.querySelector(`+q(sel)+`);
+	t.JS(`(() => { const e = document.querySelector(`+testbrowser.Q(sel)+`);
 	  return {tag: e.tagName.toLowerCase(), type: e.type ?? "",
 	    labelled: e.labels?.length > 0 || !!e.getAttribute('aria-label') || !!e.getAttribute('aria-labelledby'),
 	    options: e.tagName === 'SELECT' ? [...e.options].map((o) => o.text.trim()) : []} })()`, &k)
@@ -69,7 +71,7 @@ var _ = Describe("Try it", func() {
 	It("calls a tool through the form generated from its schema, shows exactly what the tool got and the time taken, and takes raw JSON", func() {
 		t := openTab("try")
 		t.signIn(tryRoute(configureTool), callerToken)
-		t.waitVisible(`form[data-testid=try-form]`)
+		t.WaitVisible(`form[data-testid=try-form]`)
 
 		By("a field for each property, of the kind its schema says, labelled")
 		kinds := map[string][2]string{
@@ -93,32 +95,32 @@ var _ = Describe("Try it", func() {
 		t.typeInto(controls["count"], "3")
 		t.typeInto(controls["ratio"], "0.25")
 		t.choose(controls["mode"], "safe")
-		t.click(controls["verbose"])
+		t.Click(controls["verbose"])
 		var added int
-		t.js(`(() => { const form = document.querySelector('form[data-testid=try-form]');
+		t.JS(`(() => { const form = document.querySelector('form[data-testid=try-form]');
 		  const adds = [...form.querySelectorAll('button')].filter((b) => !b.dataset.testid &&
 		    /\badd\b/i.test(b.textContent + ' ' + (b.getAttribute('aria-label') ?? '') + ' ' + (b.title ?? '')));
 		  if (adds.length === 1) adds[0].click();
 		  return adds.length })()`, &added)
 		Expect(added).To(Equal(1), "the form has no single button to add an item to the array tags")
 		Eventually(func() int {
-			return t.count(`:is(input,select,textarea)[data-field="tags[0]"], [data-field="tags[0]"] :is(input,select,textarea)`)
+			return t.Count(`:is(input,select,textarea)[data-field="tags[0]"], [data-field="tags[0]"] :is(input,select,textarea)`)
 		}).Should(BeNumerically(">", 0))
 		t.typeInto(t.control("tags[0]"), "alpha")
 		t.typeInto(controls["target.host"], "db.internal")
 		t.typeInto(controls["target.port"], "5432")
-		t.shot("try-form")
+		t.Shot("try-form")
 
 		By("submitting it: the tool echoes the arguments it got")
 		before := len(audited())
-		t.click(`button[data-testid=try-submit]`)
-		Eventually(func() string { return t.text(`[data-testid=result] [data-testid=result-text]`) }).ShouldNot(BeEmpty())
-		Expect(t.attrs(`[data-testid=result]`, "data-is-error")).To(Equal([]string{"false"}))
-		Expect(t.count(`[data-testid=result-error]`)).To(BeZero())
-		Expect(t.text(`[data-testid=result-text]`)).To(MatchJSON(`{"name":"Ada <Lovelace> & co","count":3,"ratio":0.25,"mode":"safe",
+		t.Click(`button[data-testid=try-submit]`)
+		Eventually(func() string { return t.Text(`[data-testid=result] [data-testid=result-text]`) }).ShouldNot(BeEmpty())
+		Expect(t.Attrs(`[data-testid=result]`, "data-is-error")).To(Equal([]string{"false"}))
+		Expect(t.Count(`[data-testid=result-error]`)).To(BeZero())
+		Expect(t.Text(`[data-testid=result-text]`)).To(MatchJSON(`{"name":"Ada <Lovelace> & co","count":3,"ratio":0.25,"mode":"safe",
 			"verbose":true,"tags":["alpha"],"target":{"host":"db.internal","port":5432}}`))
-		Expect(t.text(`[data-testid=elapsed]`)).To(MatchRegexp(`\d+(\.\d+)?\s*ms`))
-		t.shot("try")
+		Expect(t.Text(`[data-testid=elapsed]`)).To(MatchRegexp(`\d+(\.\d+)?\s*ms`))
+		t.Shot("try")
 
 		By("the call went through the catalog's execute API with the viewer's identity")
 		Eventually(func() []auditLine { return audited()[before:] }).Should(ContainElement(auditLine{
@@ -126,46 +128,46 @@ var _ = Describe("Try it", func() {
 			Tool: configureTool, Outcome: "success"}))
 
 		By("the raw JSON fallback")
-		t.click(`button[data-testid=raw-toggle]`)
-		t.waitVisible(`textarea[data-testid=raw-args]`)
+		t.Click(`button[data-testid=raw-toggle]`)
+		t.WaitVisible(`textarea[data-testid=raw-args]`)
 		raw := `{"name":"raw","mode":"slow","tags":[],"target":{"host":"h","port":1}}`
 		t.replaceText(`textarea[data-testid=raw-args]`, raw)
-		t.click(`button[data-testid=try-submit]`)
-		Eventually(func() string { return t.text(`[data-testid=result-text]`) }).Should(MatchJSON(raw))
-		Expect(t.attrs(`[data-testid=result]`, "data-is-error")).To(Equal([]string{"false"}))
-		t.shot("try-raw")
+		t.Click(`button[data-testid=try-submit]`)
+		Eventually(func() string { return t.Text(`[data-testid=result-text]`) }).Should(MatchJSON(raw))
+		Expect(t.Attrs(`[data-testid=result]`, "data-is-error")).To(Equal([]string{"false"}))
+		t.Shot("try-raw")
 	})
 
 	It("renders an image a tool returns", func() {
 		t := openTab("try-image")
 		t.signIn(tryRoute(snapshotTool), callerToken)
-		t.waitVisible(`form[data-testid=try-form]`)
-		t.click(`button[data-testid=try-submit]`)
+		t.WaitVisible(`form[data-testid=try-form]`)
+		t.Click(`button[data-testid=try-submit]`)
 		var img struct {
 			Src    string `json:"src"`
 			Width  int    `json:"width"`
 			Height int    `json:"height"`
 		}
 		Eventually(func(g Gomega) int {
-			t.jsG(g, `(() => { const i = document.querySelector('[data-testid=result] [data-testid=result-images] img');
+			t.JSG(g, `(() => { const i = document.querySelector('[data-testid=result] [data-testid=result-images] img');
 			  return i && i.complete ? {src: i.getAttribute('src'), width: i.naturalWidth, height: i.naturalHeight} : {} })()`, &img)
 			return img.Width
 		}).Should(BeNumerically(">", 0), "no image was rendered")
 		Expect(img.Src).To(Equal("data:image/png;base64," + snapshotPNG))
 		Expect([]int{img.Width, img.Height}).To(Equal([]int{pngWidth, pngHeight}))
-		Expect(t.attrs(`[data-testid=result]`, "data-is-error")).To(Equal([]string{"false"}))
-		t.shot("try-image")
+		Expect(t.Attrs(`[data-testid=result]`, "data-is-error")).To(Equal([]string{"false"}))
+		t.Shot("try-image")
 	})
 
 	It("marks a result with isError and shows the tool's message", func() {
 		t := openTab("try-error")
 		t.signIn(tryRoute(explodeTool), callerToken)
-		t.waitVisible(`form[data-testid=try-form]`)
-		t.click(`button[data-testid=try-submit]`)
-		Eventually(func() []string { return t.attrs(`[data-testid=result]`, "data-is-error") }).Should(Equal([]string{"true"}))
-		t.waitVisible(`[data-testid=result-error]`)
-		Expect(t.text(`[data-testid=result-text]`)).To(ContainSubstring(explodeMessage))
-		t.shot("try-error")
+		t.WaitVisible(`form[data-testid=try-form]`)
+		t.Click(`button[data-testid=try-submit]`)
+		Eventually(func() []string { return t.Attrs(`[data-testid=result]`, "data-is-error") }).Should(Equal([]string{"true"}))
+		t.WaitVisible(`[data-testid=result-error]`)
+		Expect(t.Text(`[data-testid=result-text]`)).To(ContainSubstring(explodeMessage))
+		t.Shot("try-error")
 	})
 
 	It("is offered nowhere when the catalog runs with it off, even to a viewer who may call tools", func() {
@@ -177,14 +179,14 @@ var _ = Describe("Try it", func() {
 		t.signIn("/collections/"+ns+"/"+kit, callerToken)
 		t.waitCount(`[data-testid=tool]`, len(kitTools))
 		t.waitAnswered(`/ui/config\.json$`)
-		Consistently(func() int { return t.count(`a[data-testid=try-link]`) }, quietly).Should(BeZero())
+		Consistently(func() int { return t.Count(`a[data-testid=try-link]`) }, quietly).Should(BeZero())
 
 		t.goTo(tryRoute(configureTool))
-		t.waitVisible(`[data-testid=try-unavailable]`)
+		t.WaitVisible(`[data-testid=try-unavailable]`)
 		// It names the flag as the manager is given it.
-		Expect(t.text(`[data-testid=try-unavailable]`)).To(ContainSubstring("--console-try-it=false"))
-		Expect(t.count(`form[data-testid=try-form]`)).To(BeZero())
-		t.shot("try-off")
+		Expect(t.Text(`[data-testid=try-unavailable]`)).To(ContainSubstring("--console-try-it=false"))
+		Expect(t.Count(`form[data-testid=try-form]`)).To(BeZero())
+		t.Shot("try-off")
 	})
 })
 
@@ -193,7 +195,7 @@ var _ = Describe("Try it", func() {
 func (t *tab) schemaTable(tool string) [][2]string {
 	GinkgoHelper()
 	var rows [][2]string
-	t.js(`[...document.querySelectorAll(`+q(tool+` table tbody tr`)+`)].map((r) => [r.cells[0].textContent.trim(), r.cells[1].textContent.trim()])`, &rows)
+	t.JS(`[...document.querySelectorAll(`+testbrowser.Q(tool+` table tbody tr`)+`)].map((r) => [r.cells[0].textContent.trim(), r.cells[1].textContent.trim()])`, &rows)
 	return rows
 }
 
@@ -201,12 +203,12 @@ func (t *tab) schemaTable(tool string) [][2]string {
 func (t *tab) addItem(path string) {
 	GinkgoHelper()
 	var added int
-	t.js(`(() => { const adds = [...document.querySelectorAll(`+q(`[data-field="`+path+`"] button`)+`)].filter((b) => /\badd\b/i.test(b.textContent));
+	t.JS(`(() => { const adds = [...document.querySelectorAll(`+testbrowser.Q(`[data-field="`+path+`"] button`)+`)].filter((b) => /\badd\b/i.test(b.textContent));
 	  if (adds.length === 1) adds[0].click();
 	  return adds.length })()`, &added)
 	Expect(added).To(Equal(1), "the array %s has no single button to add an item", path)
 	Eventually(func() int {
-		return t.count(`:is(input,select,textarea)[data-field="` + path + `[0]"], [data-field="` + path + `[0]"] :is(input,select,textarea)`)
+		return t.Count(`:is(input,select,textarea)[data-field="` + path + `[0]"], [data-field="` + path + `[0]"] :is(input,select,textarea)`)
 	}).Should(BeNumerically(">", 0))
 }
 
@@ -215,28 +217,28 @@ var _ = Describe("Try it, on schemas that hold themselves and optional objects",
 		tool := `[data-testid=tool][data-name="` + nestTool + `"]`
 		t := openTab("nest")
 		t.signIn("/servers/"+ns+"/media", callerToken)
-		Eventually(func() string { return strings.TrimSpace(t.text(`[data-testid=server-title]`)) }).Should(Equal(ns + "/media"))
+		Eventually(func() string { return strings.TrimSpace(t.Text(`[data-testid=server-title]`)) }).Should(Equal(ns + "/media"))
 		t.waitCount(`[data-testid=tool]`, 4)
-		Expect(t.count(`[data-testid=error]`)).To(BeZero(), t.bodyText())
+		Expect(t.Count(`[data-testid=error]`)).To(BeZero(), t.bodyText())
 		By("the schema's table names what recurs as any, once it has been expanded")
 		// The catalog keeps the schema's properties in another order.
 		Expect(t.schemaTable(tool)).To(ConsistOf([][2]string{
 			{"v", "anyOf: string | array of any"}, {"node", "object"}, {"node.label", "string"}, {"node.child", "any"},
 			{"list", "array of any"}, {"__proto__", "string"},
 		}))
-		t.shot("nest-server")
+		t.Shot("nest-server")
 
 		By("the collection's page")
 		t.goTo("/collections/" + ns + "/" + kit)
-		Eventually(func() string { return strings.TrimSpace(t.text(`[data-testid=collection-title]`)) }).Should(Equal(ns + "/" + kit))
+		Eventually(func() string { return strings.TrimSpace(t.Text(`[data-testid=collection-title]`)) }).Should(Equal(ns + "/" + kit))
 		t.waitCount(`[data-testid=tool]`, len(kitTools))
-		Expect(t.count(`[data-testid=error]`)).To(BeZero(), t.bodyText())
+		Expect(t.Count(`[data-testid=error]`)).To(BeZero(), t.bodyText())
 		Expect(t.schemaTable(tool)).To(ContainElement([2]string{"node.child", "any"}))
 		t.waitCount(tool+` a[data-testid=try-link]`, 1)
 
 		By("the try page: fields down to where the schema recurs, a JSON field there")
 		t.goTo(tryRoute(nestTool))
-		t.waitVisible(`form[data-testid=try-form]`)
+		t.WaitVisible(`form[data-testid=try-form]`)
 		for path, want := range map[string][2]string{
 			"v": {"textarea", "textarea"}, "node.label": {"input", "text"}, "node.child": {"textarea", "textarea"},
 			"__proto__": {"input", "text"},
@@ -252,44 +254,44 @@ var _ = Describe("Try it, on schemas that hold themselves and optional objects",
 		Expect(t.kindOf(t.control("list[0]")).Tag).To(Equal("textarea"))
 		t.typeInto(t.control("list[0]"), `[[]]`)
 		t.typeInto(t.control("__proto__"), "p")
-		t.shot("nest-try")
-		t.click(`button[data-testid=try-submit]`)
-		Eventually(func() string { return t.text(`[data-testid=result] [data-testid=result-text]`) }).ShouldNot(BeEmpty())
-		Expect(t.attrs(`[data-testid=result]`, "data-is-error")).To(Equal([]string{"false"}), t.text(`[data-testid=result]`))
-		Expect(t.text(`[data-testid=result-text]`)).To(MatchJSON(`{"v":["a",["b"]],
+		t.Shot("nest-try")
+		t.Click(`button[data-testid=try-submit]`)
+		Eventually(func() string { return t.Text(`[data-testid=result] [data-testid=result-text]`) }).ShouldNot(BeEmpty())
+		Expect(t.Attrs(`[data-testid=result]`, "data-is-error")).To(Equal([]string{"false"}), t.Text(`[data-testid=result]`))
+		Expect(t.Text(`[data-testid=result-text]`)).To(MatchJSON(`{"v":["a",["b"]],
 			"node":{"label":"root","child":{"label":"leaf","child":{"label":"leaf 2"}}},"list":[[[]]],"__proto__":"p"}`))
 	})
 
 	It("leaves out an optional object the viewer left empty, and asks for its required fields once it is not", func() {
 		t := openTab("try-optional")
 		t.signIn(tryRoute(configureTool), callerToken)
-		t.waitVisible(`form[data-testid=try-form]`)
+		t.WaitVisible(`form[data-testid=try-form]`)
 		t.typeInto(t.control("name"), "Ada")
 		t.choose(t.control("mode"), "fast")
 		before := len(audited())
-		t.click(`button[data-testid=try-submit]`)
-		Eventually(func() string { return t.text(`[data-testid=result] [data-testid=result-text]`) }).Should(
+		t.Click(`button[data-testid=try-submit]`)
+		Eventually(func() string { return t.Text(`[data-testid=result] [data-testid=result-text]`) }).Should(
 			MatchJSON(`{"name":"Ada","mode":"fast"}`), "target, left empty, is not left out")
 
 		By("a port without the host target requires: the form asks for the host, and calls nothing")
 		host := t.control("target.host")
 		t.typeInto(t.control("target.port"), "5432")
-		t.click(`button[data-testid=try-submit]`)
+		t.Click(`button[data-testid=try-submit]`)
 		Eventually(func(g Gomega) {
 			var state struct {
 				Missing bool `json:"missing"`
 				Focused bool `json:"focused"`
 			}
-			t.jsG(g, `(() => { const e = document.querySelector(`+q(host)+`); return {missing: e.validity.valueMissing, focused: document.activeElement === e} })()`, &state)
+			t.JSG(g, `(() => { const e = document.querySelector(`+testbrowser.Q(host)+`); return {missing: e.validity.valueMissing, focused: document.activeElement === e} })()`, &state)
 			g.Expect(state.Missing).To(BeTrue(), "the host is not required")
 			g.Expect(state.Focused).To(BeTrue(), "the form does not point at the host")
 		}).Should(Succeed())
-		Expect(t.text(`[data-testid=result-text]`)).To(MatchJSON(`{"name":"Ada","mode":"fast"}`))
+		Expect(t.Text(`[data-testid=result-text]`)).To(MatchJSON(`{"name":"Ada","mode":"fast"}`))
 
 		By("with the host, target goes with the call")
 		t.typeInto(host, "db.internal")
-		t.click(`button[data-testid=try-submit]`)
-		Eventually(func() string { return t.text(`[data-testid=result] [data-testid=result-text]`) }).Should(
+		t.Click(`button[data-testid=try-submit]`)
+		Eventually(func() string { return t.Text(`[data-testid=result] [data-testid=result-text]`) }).Should(
 			MatchJSON(`{"name":"Ada","mode":"fast","target":{"host":"db.internal","port":5432}}`))
 		Eventually(func() []auditLine { return audited()[before:] }).Should(HaveLen(2), "a call the form refused went out")
 	})
@@ -300,18 +302,18 @@ var _ = Describe("Try it, on schemas that hold themselves and optional objects",
 		access := `/toolcollections/` + kit + `/access$`
 		t := openTab("try-held")
 		t.signIn(tryRoute(holdTool), callerToken)
-		t.waitVisible(`form[data-testid=try-form]`)
+		t.WaitVisible(`form[data-testid=try-form]`)
 		t.typeInto(t.control("key"), "first")
-		t.click(`button[data-testid=try-submit]`)
+		t.Click(`button[data-testid=try-submit]`)
 		Eventually(func() bool { return holding("first") }).Should(BeTrue())
 
 		By("leaving the page during the call, and calling again on it")
 		t.goTo("/collections/" + ns + "/" + kit)
 		t.waitCount(`[data-testid=tool]`, len(kitTools))
 		t.goTo(tryRoute(holdTool))
-		t.waitVisible(`form[data-testid=try-form]`)
+		t.WaitVisible(`form[data-testid=try-form]`)
 		t.typeInto(t.control("key"), "second")
-		t.click(`button[data-testid=try-submit]`)
+		t.Click(`button[data-testid=try-submit]`)
 		Eventually(func() bool { return holding("second") }).Should(BeTrue())
 
 		By("the first call ends: the page of the second polls nothing while it runs")
@@ -324,7 +326,7 @@ var _ = Describe("Try it, on schemas that hold themselves and optional objects",
 
 		By("the second call's answer is shown")
 		release("second")
-		Eventually(func() string { return t.text(`[data-testid=result] [data-testid=result-text]`) }).Should(Equal("released second"))
+		Eventually(func() string { return t.Text(`[data-testid=result] [data-testid=result-text]`) }).Should(Equal("released second"))
 		Eventually(func() []int64 { return t.answeredSince(polled, access) }, pollInterval+5*time.Second).ShouldNot(BeEmpty(),
 			"the page does not poll again after the call")
 	})

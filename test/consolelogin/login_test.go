@@ -9,6 +9,8 @@ import (
 	"github.com/chromedp/chromedp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/toolmesh/mcp-operator/internal/testbrowser"
 )
 
 // signInButton is the console's button that starts the flow.
@@ -50,14 +52,14 @@ func (t *tab) expectNoCodeInTheAddressBar() {
 // token, and clicks "Sign in with <provider>".
 func startSignIn(t *tab) {
 	GinkgoHelper()
-	t.do(chromedp.Navigate(catalogURL + "/ui/#/servers"))
-	t.waitVisible(`form[data-testid=token-form]`)
-	t.waitVisible(signInButton)
+	t.Do(chromedp.Navigate(catalogURL + "/ui/#/servers"))
+	t.waitOnConsole(`form[data-testid=token-form]`)
+	t.waitOnConsole(signInButton)
 	issuer, err := url.Parse(provider.Issuer)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(t.text(signInButton)).To(Equal("Sign in with " + issuer.Host))
-	t.shot(t.name + "-form")
-	t.click(signInButton)
+	Expect(t.Text(signInButton)).To(Equal("Sign in with " + issuer.Host))
+	t.Shot(t.Name + "-form")
+	t.Click(signInButton)
 }
 
 var _ = Describe("Signing in to the console through the OpenID provider", func() {
@@ -67,9 +69,9 @@ var _ = Describe("Signing in to the console through the OpenID provider", func()
 		startSignIn(t)
 
 		By("the page shows the server the viewer may read, with the provider's token")
-		t.waitVisible(serverRow)
-		Expect(t.text(serverRow + ` [data-testid=ready]`)).To(ContainSubstring("True"))
-		t.waitVisible(`button[data-testid=token-clear]`)
+		t.waitOnConsole(serverRow)
+		Expect(t.Text(serverRow + ` [data-testid=ready]`)).To(ContainSubstring("True"))
+		t.waitOnConsole(`button[data-testid=token-clear]`)
 		Expect(provider.Logins()).To(Equal(logins+1), "the provider signed the user in once")
 		Expect(provider.TokenRequests()).To(Equal(exchanges+1), "the page exchanged its code once")
 
@@ -82,13 +84,13 @@ var _ = Describe("Signing in to the console through the OpenID provider", func()
 		By("the tab keeps the access token, and nothing else of the flow")
 		session := t.session()
 		Expect(session).To(HaveLen(1), "sessionStorage holds %d items, want only the token", len(session))
-		Expect(session).To(HaveKey(tokenKey))
-		c := claims(session[tokenKey])
+		Expect(session).To(HaveKey(testbrowser.TokenKey))
+		c := claims(session[testbrowser.TokenKey])
 		Expect(c).To(HaveKeyWithValue("iss", provider.Issuer))
 		Expect(c).To(HaveKeyWithValue("sub", user))
 		Expect(c).To(HaveKeyWithValue("client_id", clientID))
 		Expect(c["aud"]).To(ContainElement(catalogURL))
-		t.shot("signed-in")
+		t.Shot("signed-in")
 	})
 
 	It("refuses an answer whose state is not the tab's: an error, no token, and the code never exchanged", func() {
@@ -97,16 +99,16 @@ var _ = Describe("Signing in to the console through the OpenID provider", func()
 		logins, exchanges := provider.Logins(), provider.TokenRequests()
 		startSignIn(t)
 
-		t.waitVisible(`[data-testid=error]`)
+		t.waitOnConsole(`[data-testid=error]`)
 		Expect(changed.Load()).To(BeTrue(), "the redirect back was not tampered with")
-		Expect(t.text(`[data-testid=error]`)).To(ContainSubstring("the state does not match"))
-		t.waitVisible(`form[data-testid=token-form]`)
-		t.waitVisible(signInButton)
+		Expect(t.Text(`[data-testid=error]`)).To(ContainSubstring("the state does not match"))
+		t.waitOnConsole(`form[data-testid=token-form]`)
+		t.waitOnConsole(signInButton)
 		Expect(t.session()).To(BeEmpty(), "sessionStorage keeps something of a refused sign-in")
 		t.expectNoCodeInTheAddressBar()
 		Expect(provider.Logins()).To(Equal(logins+1), "the provider signed the user in")
 		Expect(provider.TokenRequests()).To(Equal(exchanges), "the page sent the code to the token endpoint")
-		t.shot("tampered-state")
+		t.Shot("tampered-state")
 	})
 
 	It("shows the provider's error when the code exchange fails, and keeps no token", func() {
@@ -115,11 +117,11 @@ var _ = Describe("Signing in to the console through the OpenID provider", func()
 		exchanges := provider.TokenRequests()
 		startSignIn(t)
 
-		t.waitVisible(`[data-testid=error]`)
+		t.waitOnConsole(`[data-testid=error]`)
 		Expect(changed.Load()).To(BeTrue(), "the redirect back was not tampered with")
 		// zitadel's answer: 400 {"error":"invalid_grant","error_description":"invalid code"}.
-		Expect(t.text(`[data-testid=error]`)).To(And(ContainSubstring("invalid_grant"), ContainSubstring("invalid code")))
-		t.waitVisible(`form[data-testid=token-form]`)
+		Expect(t.Text(`[data-testid=error]`)).To(And(ContainSubstring("invalid_grant"), ContainSubstring("invalid code")))
+		t.waitOnConsole(`form[data-testid=token-form]`)
 		Expect(t.session()).To(BeEmpty(), "sessionStorage keeps something of a failed sign-in")
 		t.expectNoCodeInTheAddressBar()
 		Expect(provider.TokenRequests()).To(Equal(exchanges+1), "the page did not ask the token endpoint")

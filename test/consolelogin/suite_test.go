@@ -22,7 +22,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"testing"
 	"time"
 
@@ -39,18 +38,11 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolmesh/mcp-operator/internal/controller"
+	"github.com/toolmesh/mcp-operator/internal/testbrowser"
 	"github.com/toolmesh/mcp-operator/internal/testenv"
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
 	"github.com/toolmesh/mcp-operator/internal/testoidc"
 	"github.com/toolmesh/mcp-operator/internal/toolcatalog"
-)
-
-// ChromiumEnv names the Chromium binary the suite drives; `make test`
-// sets it from hack/chromium.sh. ScreenshotsEnv names a folder the
-// screenshots go to (none are taken without it).
-const (
-	ChromiumEnv    = "MCP_CHROMIUM"
-	ScreenshotsEnv = "CONSOLE_SCREENSHOTS"
 )
 
 const (
@@ -80,10 +72,7 @@ func TestConsoleLogin(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	chromium := os.Getenv(ChromiumEnv)
-	Expect(chromium).NotTo(BeEmpty(),
-		"%s is not set: run `make test`, or `%s=$(hack/chromium.sh) go test ./test/consolelogin/` (hack/chromium.sh finds or installs Chromium)", ChromiumEnv, ChromiumEnv)
-	Expect(chromium).To(BeAnExistingFile(), "%s names no file", ChromiumEnv)
+	chromium := testbrowser.Chromium()
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	started := time.Now()
 	var cancel context.CancelFunc
