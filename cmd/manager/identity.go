@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolmesh/mcp-operator/internal/console"
 	"github.com/toolmesh/mcp-operator/internal/toolcatalog"
 )
 
@@ -51,10 +52,10 @@ func bindIdentityFlags(fs *flag.FlagSet, cfg *config) {
 		oidc.SigningAlgorithms = append(oidc.SigningAlgorithms, commaList(v)...)
 		return toolcatalog.CheckSigningAlgorithms(oidc.SigningAlgorithms)
 	})
-	console := &opts.Console
-	fs.StringVar(&console.OIDCClientID, "console-oidc-client-id", "", "The console's client at --catalog-oidc-issuer-url: the console then offers to sign in through that provider (the authorization code flow with PKCE, in the browser). Register it at the provider as a public client whose redirect URI is --catalog-public-url followed by /ui/.")
-	console.OIDCScopes = []string{"openid"}
-	fs.Var(&scopesFlag{list: &console.OIDCScopes}, "console-oidc-scopes", "Comma-separated scopes the console asks the provider for when it signs a viewer in.")
+	consoleOpts := &opts.Console
+	fs.StringVar(&consoleOpts.OIDCClientID, "console-oidc-client-id", "", "The console's client at --catalog-oidc-issuer-url: the console then offers to sign in through that provider (the authorization code flow with PKCE, in the browser). Register it at the provider as a public client whose redirect URI is --catalog-public-url followed by /ui/.")
+	consoleOpts.OIDCScopes = []string{"openid"}
+	fs.Var(&scopesFlag{list: &consoleOpts.OIDCScopes}, "console-oidc-scopes", "Comma-separated scopes the console asks the provider for when it signs a viewer in.")
 }
 
 // scopesFlag is a comma-separated list of OAuth scopes with a default,
@@ -112,21 +113,26 @@ func (cfg *config) checkIdentity() error {
 // checkConsoleSignIn refuses console sign-in flags that cannot work: the
 // console signs in through the provider the catalog trusts, from its page.
 func (cfg *config) checkConsoleSignIn() error {
-	console := cfg.catalog.Console
-	if console.OIDCClientID == "" {
-		if len(console.OIDCScopes) != 1 || console.OIDCScopes[0] != "openid" {
+	opts := cfg.catalog.Console
+	if opts.OIDCClientID == "" {
+		if len(opts.OIDCScopes) != 1 || opts.OIDCScopes[0] != "openid" {
 			return errors.New("--console-oidc-scopes needs --console-oidc-client-id")
 		}
 		return nil
 	}
-	switch issuer, err := url.Parse(cfg.oidc.IssuerURL); {
-	case cfg.oidc.IssuerURL == "":
+	if cfg.oidc.IssuerURL == "" {
 		return errors.New("--console-oidc-client-id needs --catalog-oidc-issuer-url: the console signs in through the provider the catalog trusts")
-	case err != nil || (issuer.Scheme != "https" && issuer.Scheme != "http") || issuer.Host == "":
-		return fmt.Errorf("--console-oidc-client-id needs --catalog-oidc-issuer-url to be an http(s) URL, not %q", cfg.oidc.IssuerURL)
-	case !console.Enabled:
+	}
+	// The page may connect to the issuer's origin: its Content-Security-
+	// Policy must be able to name it, and only it (console.Handler refuses
+	// the same issuers).
+	if err := console.CheckIssuer(cfg.oidc.IssuerURL); err != nil {
+		return fmt.Errorf("--console-oidc-client-id cannot sign in through --catalog-oidc-issuer-url %q: %w", cfg.oidc.IssuerURL, err)
+	}
+	switch {
+	case !opts.Enabled:
 		return errors.New("--console-oidc-client-id needs the console (--console)")
-	case len(console.OIDCScopes) == 0:
+	case len(opts.OIDCScopes) == 0:
 		return errors.New("--console-oidc-scopes needs at least one scope (openid, usually)")
 	}
 	return nil

@@ -110,8 +110,20 @@ func TestConfigCheck(t *testing.T) {
 		{"oidc as it should be", []string{"--catalog-auth=oidc", "--catalog-oidc-issuer-url=https://idp.example.com", "--catalog-public-url=https://tools.example.com"}, ""},
 		{"a console client without an issuer", []string{"--catalog-auth=kubernetes", "--console-oidc-client-id=console"},
 			"--console-oidc-client-id needs --catalog-oidc-issuer-url: the console signs in through the provider the catalog trusts"},
-		{"a console client of an issuer that is no URL", []string{"--catalog-auth=oidc", "--catalog-oidc-issuer-url=idp.example.com", "--catalog-public-url=https://tools.example.com", "--console-oidc-client-id=console"},
-			`--console-oidc-client-id needs --catalog-oidc-issuer-url to be an http(s) URL, not "idp.example.com"`},
+		{"a console client of an issuer that is no URL", consoleIssuer("idp.example.com"),
+			`--console-oidc-client-id cannot sign in through --catalog-oidc-issuer-url "idp.example.com": it is not an http(s) URL`},
+		{"a console client of an issuer with a wildcard host", consoleIssuer("https://*.example.com"),
+			`--console-oidc-client-id cannot sign in through --catalog-oidc-issuer-url "https://*.example.com": its host holds a wildcard (*)`},
+		{"a console client of an issuer with a wildcard in its host", consoleIssuer("https://exa*mple.com"),
+			`--console-oidc-client-id cannot sign in through --catalog-oidc-issuer-url "https://exa*mple.com": its host holds a wildcard (*)`},
+		{"a console client of an issuer with an empty port", consoleIssuer("https://example.com:"),
+			`--console-oidc-client-id cannot sign in through --catalog-oidc-issuer-url "https://example.com:": its port is empty`},
+		{"a console client of an issuer with a password", consoleIssuer("https://user:pw@idp.example.com"),
+			`--console-oidc-client-id cannot sign in through --catalog-oidc-issuer-url "https://user:pw@idp.example.com": it holds a user name or password`},
+		{"a console client of an issuer on an IPv6 address", consoleIssuer("https://[::1]:8443"),
+			`--console-oidc-client-id cannot sign in through --catalog-oidc-issuer-url "https://[::1]:8443": its host is an IPv6 address, which a Content-Security-Policy cannot name: use a DNS name`},
+		{"a console client of an issuer with a port and a path", consoleIssuer("https://idp.example.com:8443/realms/tools"), ""},
+		{"an issuer on an IPv6 address, without the console's client", []string{"--catalog-auth=oidc", "--catalog-oidc-issuer-url=https://[::1]:8443", "--catalog-public-url=https://tools.example.com"}, ""},
 		{"a console client without the console", []string{"--catalog-auth=oidc", "--catalog-oidc-issuer-url=https://idp.example.com", "--catalog-public-url=https://tools.example.com", "--console-oidc-client-id=console", "--console=false"},
 			"--console-oidc-client-id needs the console (--console)"},
 		{"a console client with no scopes", []string{"--catalog-auth=oidc", "--catalog-oidc-issuer-url=https://idp.example.com", "--catalog-public-url=https://tools.example.com", "--console-oidc-client-id=console", "--console-oidc-scopes="},
@@ -141,6 +153,12 @@ func TestConfigCheck(t *testing.T) {
 			}
 		})
 	}
+}
+
+// consoleIssuer are the flags of console sign-in through issuer, as they
+// should be but for the issuer.
+func consoleIssuer(issuer string) []string {
+	return []string{"--catalog-auth=oidc", "--catalog-oidc-issuer-url=" + issuer, "--catalog-public-url=https://tools.example.com", "--console-oidc-client-id=console"}
 }
 
 func TestConsoleSignInFlags(t *testing.T) {

@@ -11,10 +11,14 @@ import (
 	"embed"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"net/url"
 	"path"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -56,14 +60,57 @@ func contentSecurityPolicy(connect string) string {
 		"connect-src " + connect + "; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 }
 
-// origin is the scheme, host and port of an http(s) URL, "" for anything
-// else: the one source the page may connect to besides its own.
-func origin(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil ||
-		strings.ContainsAny(u.Host, " ;,'\"") {
+// hostName is a host a Content-Security-Policy source names as it is: a
+// DNS name or an IPv4 address, in ASCII.
+var hostName = regexp.MustCompile(`^[A-Za-z0-9.-]+$`)
+
+// CheckIssuer says why the page could not sign in through the OpenID
+// provider at issuer, nil when it can: issuer must be an http(s) URL whose
+// origin the page's Content-Security-Policy can name as it is, and only
+// it. So no user name or password, query or fragment; a host of ASCII
+// letters, digits, dots and hyphens (no wildcard, no IPv6 literal, which a
+// CSP source cannot name); a port, if any, from 1 to 65535. A path is
+// fine (realms, tenants).
+func CheckIssuer(issuer string) error {
+	u, err := url.Parse(issuer)
+	switch {
+	case err != nil:
+		return errors.New("it is not a URL")
+	case u.Scheme != "https" && u.Scheme != "http":
+		return errors.New("it is not an http(s) URL")
+	case u.Opaque != "" || u.Host == "":
+		return errors.New("it names no host")
+	case u.User != nil:
+		return errors.New("it holds a user name or password")
+	case u.RawQuery != "" || u.ForceQuery:
+		return errors.New("it holds a query")
+	case u.Fragment != "" || strings.Contains(issuer, "#"):
+		return errors.New("it holds a fragment")
+	case strings.HasPrefix(u.Host, "["):
+		return errors.New("its host is an IPv6 address, which a Content-Security-Policy cannot name: use a DNS name")
+	case strings.Contains(u.Host, "*"):
+		return errors.New("its host holds a wildcard (*)")
+	case !hostName.MatchString(u.Hostname()):
+		return fmt.Errorf("its host %q may hold only ASCII letters, digits, dots and hyphens", u.Hostname())
+	case strings.HasSuffix(u.Host, ":"):
+		return errors.New("its port is empty")
+	}
+	if port := u.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || port[0] == '0' {
+			return fmt.Errorf("its port %s is not a number from 1 to 65535", port)
+		}
+	}
+	return nil
+}
+
+// origin is the scheme, host and port of an issuer CheckIssuer accepts,
+// "" for anything else: the one source the page may connect to besides
+// its own.
+func origin(issuer string) string {
+	if CheckIssuer(issuer) != nil {
 		return ""
 	}
+	u, _ := url.Parse(issuer)
 	return u.Scheme + "://" + u.Host
 }
 
@@ -119,8 +166,9 @@ func Handler(cfg Config) http.Handler {
 	connect := "'self'"
 	var oidc *OIDC
 	if cfg.OIDC != nil {
-		// Without an http(s) issuer or a client, there is nothing the page
-		// could sign in with (the manager's flags refuse both).
+		// Without an issuer CheckIssuer accepts, or a client, there is
+		// nothing the page could sign in with (the manager's flags refuse
+		// both), and no origin is added to the policy.
 		if o := origin(cfg.OIDC.Issuer); o != "" && cfg.OIDC.ClientID != "" {
 			connect += " " + o
 			oidc = &OIDC{Issuer: cfg.OIDC.Issuer, ClientID: cfg.OIDC.ClientID, Scopes: cfg.OIDC.Scopes}

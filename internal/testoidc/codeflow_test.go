@@ -1,16 +1,19 @@
 package testoidc
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -85,9 +88,18 @@ func browse(t *testing.T, p *Provider, params url.Values) (*url.URL, int, string
 // no client authentication, client_id and code_verifier in the form.
 func redeem(t *testing.T, p *Provider, form url.Values, origin string) (int, map[string]any, http.Header) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctxT(t), http.MethodPost, p.TokenURL, strings.NewReader(form.Encode()))
+	status, out, header, err := post(ctxT(t), p, form, origin)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return status, out, header
+}
+
+// post is redeem for any goroutine: it returns what went wrong.
+func post(ctx context.Context, p *Provider, form url.Values, origin string) (int, map[string]any, http.Header, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.TokenURL, strings.NewReader(form.Encode()))
+	if err != nil {
+		return 0, nil, nil, err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	if origin != "" {
@@ -95,14 +107,14 @@ func redeem(t *testing.T, p *Provider, form url.Values, origin string) (int, map
 	}
 	resp, err := p.HTTPClient().Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, nil, nil, err
 	}
 	defer resp.Body.Close()
 	var out map[string]any
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		t.Fatal(err)
+		return 0, nil, nil, fmt.Errorf("token answer %d: %w", resp.StatusCode, err)
 	}
-	return resp.StatusCode, out, resp.Header
+	return resp.StatusCode, out, resp.Header, nil
 }
 
 func codeForm(code, verifier string) url.Values {
@@ -167,6 +179,50 @@ func TestCodeFlowWithPKCE(t *testing.T) {
 	status, answer, _ = redeem(t, p, codeForm(code, verifierValue), "")
 	if status != http.StatusBadRequest || answer["error"] != "invalid_grant" {
 		t.Fatalf("second use of the code: %d %v, want 400 invalid_grant", status, answer)
+	}
+}
+
+// TestCodeWorksOnceUnderConcurrentRedeems sends one code to the token
+// endpoint from several requests at once: exactly one gets a token, the
+// others invalid_grant (zitadel deletes the request only after signing,
+// so the storage must redeem the code itself).
+func TestCodeWorksOnceUnderConcurrentRedeems(t *testing.T) {
+	p := start(t, Options{Clients: codeFlowClients()})
+	for round := range 5 {
+		verifierValue, challenge := pkce(t)
+		code := signIn(t, p, challenge)
+		const n = 8
+		type answer struct {
+			status int
+			body   map[string]any
+			err    error
+		}
+		answers := make([]answer, n)
+		ready := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				<-ready
+				status, body, _, err := post(ctxT(t), p, codeForm(code, verifierValue), "")
+				answers[i] = answer{status, body, err}
+			})
+		}
+		close(ready)
+		wg.Wait()
+		tokens := 0
+		for i, a := range answers {
+			switch {
+			case a.err != nil:
+				t.Fatalf("round %d, request %d: %v", round, i, a.err)
+			case a.status == http.StatusOK && a.body["access_token"] != nil:
+				tokens++
+			case a.status != http.StatusBadRequest || a.body["error"] != "invalid_grant" || a.body["access_token"] != nil:
+				t.Fatalf("round %d, request %d: %d %v, want a token or 400 invalid_grant", round, i, a.status, a.body)
+			}
+		}
+		if tokens != 1 {
+			t.Fatalf("round %d: %d of %d concurrent redeems of one code got a token, want exactly 1", round, tokens, n)
+		}
 	}
 }
 

@@ -426,6 +426,9 @@ type authRequest struct {
 	subject  string
 	authTime time.Time
 	done     bool
+	// redeemed is set when its code is first presented at the token
+	// endpoint: the code is refused from then on.
+	redeemed bool
 }
 
 func (a *authRequest) GetID() string                         { return a.id }
@@ -512,14 +515,19 @@ func (s *storage) AuthRequestByID(_ context.Context, id string) (op.AuthRequest,
 
 // AuthRequestByCode finds the request a code was issued for; zitadel then
 // checks the client, the redirect URI and the code verifier against it.
+// A code is redeemed here, under the lock, the first time it is presented:
+// zitadel deletes the request only once it signed the tokens, so two
+// requests racing with one code would otherwise both get tokens. A code
+// presented once is refused after, whether that exchange succeeded or not.
 func (s *storage) AuthRequestByCode(_ context.Context, code string) (op.AuthRequest, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.dropExpiredLocked()
 	a, ok := s.authRequests[s.codes[code]]
-	if !ok || !a.done {
+	if !ok || !a.done || a.redeemed {
 		return nil, errors.New("testoidc: unknown, expired or used code")
 	}
+	a.redeemed = true
 	c := *a // zitadel reads it unlocked
 	return &c, nil
 }

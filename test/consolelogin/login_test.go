@@ -111,6 +111,26 @@ var _ = Describe("Signing in to the console through the OpenID provider", func()
 		t.Shot("tampered-state")
 	})
 
+	It("keeps the token of a signed-in tab when a sign-in answer is replayed to it, and says so at once", func() {
+		t := openTab("replayed")
+		startSignIn(t)
+		t.waitOnConsole(serverRow)
+		token := t.session()[testbrowser.TokenKey]
+		Expect(token).NotTo(BeEmpty())
+		exchanges := provider.TokenRequests()
+
+		// A link to the console carrying an answer of the provider: an old
+		// one of this tab, or one someone else crafted.
+		t.Do(chromedp.Navigate(catalogURL + "/ui/?code=replayed-code&state=replayed-state#/servers"))
+		t.waitOnConsole(`[data-testid=error]`)
+		Expect(t.Text(`[data-testid=error]`)).To(ContainSubstring("the state does not match"))
+		Expect(t.session()).To(Equal(map[string]string{testbrowser.TokenKey: token}), "the tab lost or changed its token")
+		t.waitOnConsole(serverRow)
+		t.expectNoCodeInTheAddressBar()
+		Expect(provider.TokenRequests()).To(Equal(exchanges), "the replayed code was sent to the token endpoint")
+		t.Shot("replayed")
+	})
+
 	It("shows the provider's error when the code exchange fails, and keeps no token", func() {
 		t := openTab("failed-exchange")
 		changed := t.tamper("code", "not-a-code-the-provider-issued")

@@ -179,6 +179,13 @@ var _ = Describe("The Helm chart", func() {
 	})
 
 	It("refuses values the manager would refuse, naming the value", func() {
+		// signIn is console sign-in as it should be: the cases below
+		// change it.
+		const signIn = "catalog.console.oidcClientID=console,catalog.oidc.issuerURL=https://idp.example.com,catalog.publicURL=https://tools.example.com"
+		for _, value := range []string{signIn, signIn + ",catalog.oidc.issuerURL=https://idp.example.com:8443/realms/tools,catalog.console.oidcScopes={openid,tools.read}"} {
+			out, err := helm("template", release, chartDir, "--namespace", namespace, "--set", value)
+			Expect(err).NotTo(HaveOccurred(), "--set %s:\n%s", value, out)
+		}
 		for value, path := range map[string]string{
 			"catalog.auth=oauth":                             "/catalog/auth",
 			"catalog.auth=oidc":                              "issuerURL",
@@ -188,6 +195,20 @@ var _ = Describe("The Helm chart", func() {
 			"tracing.sampler=sometimes":                      "/tracing/sampler",
 			"extraArgs={catalog-auth=none}":                  "/extraArgs/0",
 			"podDisruptionBudget.enable=true":                "enable",
+			// Console sign-in: a client needs the console and the provider
+			// the catalog trusts, at an issuer the page's CSP can name;
+			// scopes need a client, and are printable ASCII but space,
+			// comma (the flag's separator), quote and backslash.
+			"catalog.console.oidcClientID=console":                                         "/catalog/oidc/issuerURL",
+			"catalog.console.oidcClientID=console,catalog.console.enabled=false," + signIn: "/catalog/console/enabled",
+			signIn + ",catalog.oidc.issuerURL=https://*.example.com":                       "/catalog/oidc/issuerURL",
+			signIn + ",catalog.oidc.issuerURL=https://u:p@idp.example.com":                 "/catalog/oidc/issuerURL",
+			signIn + ",catalog.oidc.issuerURL=https://[::1]:8443":                          "/catalog/oidc/issuerURL",
+			"catalog.console.oidcScopes={openid}":                                          "/catalog/console/oidcClientID",
+			`catalog.console.oidcScopes={openid\,tools},` + signIn:                         "/catalog/console/oidcScopes/0",
+			"catalog.console.oidcScopes={openid tools}," + signIn:                          "/catalog/console/oidcScopes/0",
+			`catalog.console.oidcScopes={tools\\read},` + signIn:                           "/catalog/console/oidcScopes/0",
+			"catalog.console.oidcScopes={tööls}," + signIn:                                 "/catalog/console/oidcScopes/0",
 		} {
 			out, err := helm("template", release, chartDir, "--namespace", namespace, "--set", value)
 			Expect(err).To(HaveOccurred(), "--set %s rendered:\n%s", value, out)

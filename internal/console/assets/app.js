@@ -24,7 +24,8 @@ const statusLine = document.getElementById('status');
 const authSlot = document.getElementById('auth');
 
 let config = { auth: 'none', tryIt: false };
-// signInError is why the last sign-in through the provider failed.
+// signInError is why the last sign-in through the provider failed, until
+// it is shown.
 let signInError = '';
 let menuFormat = 'openai';
 
@@ -170,25 +171,34 @@ const token = () => sessionStorage.getItem(TOKEN_KEY) || '';
 const needsToken = () => config.auth !== 'none' && !token();
 
 // api requests a path of the catalog's API with the viewer's token; with
-// etag, a 304 answers {notModified: true}; past timeout (ms), it fails.
-// It never sends cookies.
+// etag, a 304 answers {notModified: true}; past timeout (ms), it fails;
+// when signal aborts, it throws an AbortError. It never sends cookies.
 async function api(path, { etag, method = 'GET', body, signal, timeout } = {}) {
   const headers = { Accept: 'application/json' };
   if (config.auth !== 'none' && token()) headers.Authorization = `Bearer ${token()}`;
   if (etag) headers['If-None-Match'] = etag;
   if (body) headers['Content-Type'] = 'application/json';
-  if (timeout) signal = AbortSignal.any([signal, AbortSignal.timeout(timeout)].filter(Boolean));
+  // One controller per request, aborted by the route's signal or the
+  // timer (AbortSignal.any is too recent for some browsers still in use).
+  const ctl = new AbortController();
+  const abort = () => ctl.abort();
+  let timedOut = false;
+  if (signal?.aborted) abort();
+  signal?.addEventListener('abort', abort);
+  const timer = timeout ? setTimeout(() => { timedOut = !ctl.signal.aborted; abort(); }, timeout) : 0;
   let res;
   let text;
   try {
-    res = await fetch(BASE + path, { method, headers, body, signal, credentials: 'omit', cache: 'no-store' });
+    res = await fetch(BASE + path, { method, headers, body, signal: ctl.signal, credentials: 'omit', cache: 'no-store' });
     if (res.status === 304) return { notModified: true };
     text = await res.text();
   } catch (err) {
+    if (timedOut) throw new ApiError(0, `the catalog did not answer within ${timeout / 1000} s`);
     if (err.name === 'AbortError') throw err;
-    throw new ApiError(0, err.name === 'TimeoutError'
-      ? `the catalog did not answer within ${timeout / 1000} s`
-      : `the catalog did not answer (${err.message})`);
+    throw new ApiError(0, `the catalog did not answer (${err.message})`);
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener('abort', abort);
   }
   let data;
   try {
@@ -211,7 +221,7 @@ async function api(path, { etag, method = 'GET', body, signal, timeout } = {}) {
 // whether an answer changed: the current page's, and the CACHE_MAX used
 // last before (a Map keeps the order of insertion).
 const cache = new Map();
-const state = { gen: 0, route: null, page: null, results: {}, timer: 0, abort: null, stale: false, busy: 0 };
+const state = { gen: 0, route: null, page: null, results: {}, timer: 0, abort: null, stale: false, busy: 0, notice: null };
 const tryState = { dirty: false, inFlight: false, hasResult: false };
 
 function remember(path, entry) {
@@ -305,10 +315,15 @@ function showTokenForm(message) {
   config.oidc ? h('div', { class: 'actions' }, h('button', {
     type: 'button', testid: 'oidc-signin', class: 'btn primary',
     on: {
-      click: (e) => {
-        e.currentTarget.disabled = true;
-        beginSignIn(config.oidc).catch((err) => { signInError = err.message; showTokenForm(message); });
-      },
+      click: (e) => beginSignIn(config.oidc, e.currentTarget).catch((err) => {
+        signInError = err.message;
+        // A token pasted meanwhile stays, and its page with it.
+        if (needsToken()) showTokenForm(message);
+        else {
+          takeSignInError();
+          main.prepend(state.notice);
+        }
+      }),
     },
   }, `Sign in with ${new URL(config.oidc.issuer).host}`)) : null,
   h('label', { for: id }, 'Bearer token'),
@@ -329,7 +344,7 @@ function start() {
   state.gen++;
   clearTimeout(state.timer);
   state.abort?.abort();
-  Object.assign(state, { route, page: pages[route.page], results: {}, stale: false });
+  Object.assign(state, { route, page: pages[route.page], results: {}, stale: false, notice: null });
   Object.assign(tryState, { dirty: false, inFlight: false, hasResult: false });
   markNav(route);
   say('');
@@ -351,10 +366,16 @@ async function cycle(first, moveFocus) {
   state.busy = gen;
   try {
     await poll(gen, first, moveFocus);
+  } catch (err) {
+    // Whatever went wrong, the page says so and polls again.
+    if (gen === state.gen) {
+      say(`The page could not be updated: ${err.message}`);
+      document.body.dataset.loading = 'false';
+    }
   } finally {
     if (state.busy === gen) state.busy = 0;
+    if (gen === state.gen && !needsToken()) schedule();
   }
-  if (gen === state.gen && !needsToken()) schedule();
 }
 
 async function poll(gen, first, moveFocus) {
@@ -451,6 +472,17 @@ function focusables() {
   });
 }
 
+// takeSignInError makes signInError, if any, the alert above the page
+// (state.notice) until the viewer goes to another: a sign-in that failed
+// in a tab with a token, which it kept, is said at once.
+function takeSignInError() {
+  if (!signInError) return;
+  state.notice?.remove();
+  state.notice = problem(new ApiError(0, signInError));
+  state.notice.setAttribute('role', 'alert');
+  signInError = '';
+}
+
 // render builds the page again, keeping which <details> were open and
 // which control had focus.
 function render(moveFocus) {
@@ -464,7 +496,8 @@ function render(moveFocus) {
   } catch (err) {
     content = [h('h1', {}, 'Something went wrong'), problem(new ApiError(0, `the page could not be shown: ${err.message}`))];
   }
-  main.replaceChildren(...[content].flat(Infinity).filter(Boolean));
+  takeSignInError();
+  main.replaceChildren(...[state.notice, content].flat(Infinity).filter(Boolean));
   for (const d of main.querySelectorAll('details[data-key]')) if (open.has(d.dataset.key)) d.open = true;
   const heading = main.querySelector('h1');
   document.title = `${heading ? heading.textContent : 'Console'} · mcp-operator`;
@@ -997,9 +1030,20 @@ function field(raw, path, name, need, root, depth, seen) {
 // prototype, so that "__proto__" is a property like any.
 function objectField(s, path, name, need, root, isRoot, depth, seen) {
   const req = new Set(Array.isArray(s.required) ? s.required : []);
+  // k is a property's name, or the names folded into one JSON field.
+  const needs = (k) => [k].flat().some((x) => req.has(x));
   let required = need === true || isRoot;
-  const fields = Object.keys(s.properties || {}).map((k) => [k, field(s.properties[k], path ? `${path}.${k}` : k, k,
-    req.has(k) && (required || name), root, depth, seen)]);
+  const keys = Object.keys(s.properties || {});
+  const prefix = path ? `${path}.` : '';
+  const fields = [];
+  for (const [i, k] of keys.entries()) {
+    if (fieldSeq >= MAX_FIELDS) {
+      const rest = keys.slice(i);
+      fields.push([rest, restField(rest, `${prefix}(other properties)`, needs(rest) && (required || name), root, depth, seen)]);
+      break;
+    }
+    fields.push([k, field(s.properties[k], prefix + k, k, needs(k) && (required || name), root, depth, seen)]);
+  }
   const children = fields.map(([, f]) => f.node);
   const node = isRoot
     ? h('div', { class: 'fields' }, children)
@@ -1009,23 +1053,41 @@ function objectField(s, path, name, need, root, isRoot, depth, seen) {
   const require = (on) => {
     required = on || isRoot;
     const given = required || filled();
-    for (const [k, f] of fields) f.require(req.has(k) && given);
+    for (const [k, f] of fields) f.require(needs(k) && given);
   };
   const get = () => {
     const out = Object.create(null);
     let any = false;
     for (const [k, f] of fields) {
       const v = f.get();
-      if (v !== undefined) {
-        out[k] = v;
-        any = true;
-      }
+      if (v === undefined) continue;
+      if (Array.isArray(k)) for (const [x, y] of Object.entries(v)) out[x] = y;
+      else out[k] = v;
+      any = true;
     }
     return any || required ? out : undefined;
   };
-  const set = (v) => fields.forEach(([k, f]) => f.set(v && typeof v === 'object' && Object.hasOwn(v, k) ? v[k] : undefined));
+  const set = (v) => fields.forEach(([k, f]) => f.set(Array.isArray(k) ? v
+    : v && typeof v === 'object' && Object.hasOwn(v, k) ? v[k] : undefined));
   require(required);
   return { node, get, set, filled, require };
+}
+
+// restField is the properties of an object past MAX_FIELDS, keys, as one
+// field: a JSON object of them, its value merged into the object's.
+function restField(keys, path, need, root, depth, seen) {
+  const named = keys.slice(0, 5).join(', ') + (keys.length > 5 ? ', …' : '');
+  const f = field({ type: 'object', description: `As one JSON object: ${named}` }, path, `${keys.length} other properties`, need, root, depth, seen);
+  const get = () => {
+    const v = f.get();
+    if (v !== undefined && (!v || typeof v !== 'object' || Array.isArray(v))) throw new Error(`${path}: not a JSON object`);
+    return v;
+  };
+  const set = (v) => {
+    const mine = keys.filter((k) => v && typeof v === 'object' && Object.hasOwn(v, k));
+    f.set(mine.length ? Object.fromEntries(mine.map((k) => [k, v[k]])) : undefined);
+  };
+  return { ...f, get, set };
 }
 
 function arrayField(s, path, name, need, root, depth, seen) {
