@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"context"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive,staticcheck // Ginkgo's DSL reads best dot-imported
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
@@ -87,4 +89,18 @@ func (e *Env) ServiceAccountToken(ns, name string, ttl time.Duration) string {
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	return issued.Status.Token
+}
+
+// RunManager starts mgr in the background until the spec or suite that
+// calls it ends: the cleanup stops it and waits for it to return. Called
+// after Start, its cleanup runs before the control plane's Stop.
+func RunManager(ctx context.Context, mgr ctrl.Manager) {
+	ctx, stop := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(stopped)
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+	DeferCleanup(func() { stop(); <-stopped })
 }

@@ -122,15 +122,7 @@ var _ = BeforeSuite(func() {
 	catalog := httptest.NewServer(c.Handler())
 	DeferCleanup(catalog.Close)
 	catalogURL = catalog.URL
-	mgrCtx, stopMgr := context.WithCancel(ctx)
-	stopped := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(stopped)
-		Expect(mgr.Start(mgrCtx)).To(Succeed())
-	}()
-	// Registered after the control plane's Stop, so it runs before it.
-	DeferCleanup(func() { stopMgr(); <-stopped })
+	testenv.RunManager(ctx, mgr)
 
 	By("an agent's identity: a ServiceAccount bound to catalog-collection-caller")
 	ns = env.Namespace()

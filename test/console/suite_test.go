@@ -198,15 +198,7 @@ var _ = BeforeSuite(func() {
 	Expect(controller.SetupWithManager(ctx, mgr, controller.Options{})).To(Succeed())
 	catalogURL = serveCatalog(mgr, true)
 	noTryURL = serveCatalog(mgr, false)
-	mgrCtx, stopMgr := context.WithCancel(ctx)
-	stopped := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(stopped)
-		Expect(mgr.Start(mgrCtx)).To(Succeed())
-	}()
-	// Registered after the control plane's Stop, so it runs before it.
-	DeferCleanup(func() { stopMgr(); <-stopped })
+	testenv.RunManager(ctx, mgr)
 
 	By("the viewers: ServiceAccounts bound to catalog-caller, to catalog-reader, and to nothing")
 	Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())

@@ -119,15 +119,7 @@ var _ = BeforeSuite(func() {
 	server := &httptest.Server{Listener: ln, Config: &http.Server{Handler: catalog.Handler(), ReadHeaderTimeout: 10 * time.Second}}
 	server.Start()
 	DeferCleanup(server.Close)
-	mgrCtx, stopMgr := context.WithCancel(ctx)
-	stopped := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(stopped)
-		Expect(mgr.Start(mgrCtx)).To(Succeed())
-	}()
-	// Registered after the control plane's Stop, so it runs before it.
-	DeferCleanup(func() { stopMgr(); <-stopped })
+	testenv.RunManager(ctx, mgr)
 
 	By("binding the provider's user, as the catalog names it (issuer#sub), to catalog-reader in " + ns)
 	Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())

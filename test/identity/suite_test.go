@@ -178,14 +178,7 @@ var _ = BeforeSuite(func() {
 	kubeCatalog = serve(kubeLn, "kubernetes", toolcatalog.Options{Auth: toolcatalog.AuthKubernetes, PublicURL: kubeURL})
 	oidcCatalog = serve(oidcLn, "oidc", toolcatalog.Options{Auth: toolcatalog.AuthOIDC, PublicURL: oidcURL,
 		OIDC: &toolcatalog.OIDCOptions{IssuerURL: provider.Issuer, HTTPClient: provider.HTTPClient()}})
-	mgrCtx, stopMgr := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(done)
-		Expect(mgr.Start(mgrCtx)).To(Succeed())
-	}()
-	DeferCleanup(func() { stopMgr(); <-done })
+	testenv.RunManager(ctx, mgr)
 
 	By("giving the catalogs a server and a collection of it")
 	Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
