@@ -1,7 +1,14 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive,staticcheck // Ginkgo's DSL reads best dot-imported
@@ -103,4 +110,29 @@ func RunManager(ctx context.Context, mgr ctrl.Manager) {
 		Expect(mgr.Start(ctx)).To(Succeed())
 	}()
 	DeferCleanup(func() { stop(); <-stopped })
+}
+
+// Rewriting fronts backend (an MCP server's URL) with a proxy that
+// replaces old with new in every answer, stopped when the test ends: how
+// tests serve a definition the test libraries would not build, or refuse
+// to serve. It answers the proxied URL, with backend's path.
+func Rewriting(backend, old, new string) string {
+	GinkgoHelper()
+	target, err := url.Parse(backend)
+	Expect(err).NotTo(HaveOccurred())
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		body = bytes.ReplaceAll(body, []byte(old), []byte(new))
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		resp.ContentLength = int64(len(body))
+		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		return nil
+	}
+	srv := httptest.NewServer(proxy)
+	DeferCleanup(srv.Close)
+	return srv.URL + target.Path
 }

@@ -1,14 +1,8 @@
 package toolcatalog
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
-	"strconv"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -18,6 +12,7 @@ import (
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
+	"github.com/toolmesh/mcp-operator/internal/testenv"
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
 )
 
@@ -27,27 +22,6 @@ import (
 // server built with another library (or none) would send it.
 const badHeaderSchema = `{"type":"object","properties":{"filter":{"type":"object","x-stand-in":"X-Filter"}}}`
 
-// rewriting fronts backend and replaces old with new in every answer.
-func rewriting(backend, old, new string) string {
-	target, err := url.Parse(backend)
-	Expect(err).NotTo(HaveOccurred())
-	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
-	proxy.ModifyResponse = func(resp *http.Response) error {
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return err
-		}
-		body = bytes.ReplaceAll(body, []byte(old), []byte(new))
-		resp.Body = io.NopCloser(bytes.NewReader(body))
-		resp.ContentLength = int64(len(body))
-		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
-		return nil
-	}
-	srv := httptest.NewServer(proxy)
-	DeferCleanup(srv.Close)
-	return srv.URL + target.Path
-}
-
 var _ = Describe("A tool definition the MCP library refuses", func() {
 	It("is left out of the MCP endpoints only, and reported on its server and on each collection", func() {
 		ns := env.Namespace()
@@ -55,7 +29,7 @@ var _ = Describe("A tool definition the MCP library refuses", func() {
 		DeferCleanup(upstream.Stop)
 		upstream.AddRawTool("search", "Searches with a header filter.", badHeaderSchema, func(json.RawMessage) string { return "found" })
 		upstream.AddRawTool("plain", "A plain tool.", `{"type":"object"}`, func(json.RawMessage) string { return "plain answer" })
-		srv := readyServer(ns, "odd", rewriting(upstream.URL(), "x-stand-in", "x-mcp-header"))
+		srv := readyServer(ns, "odd", testenv.Rewriting(upstream.URL(), "x-stand-in", "x-mcp-header"))
 		collection(ns, "mixed", "odd")
 
 		By("the MCPServer warns on the tool")

@@ -18,6 +18,7 @@ import (
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
+	"github.com/toolmesh/mcp-operator/internal/testenv"
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
 )
 
@@ -242,7 +243,7 @@ var _ = Describe("A collection with exposure Search over MCP", func() {
 		DeferCleanup(upstream.Stop)
 		upstream.AddRawTool("search", "Searches records with a header filter.", badHeaderSchema, func(json.RawMessage) string { return "found" })
 		upstream.AddRawTool("plain", "Searches records without a filter.", `{"type":"object"}`, func(json.RawMessage) string { return "plain answer" })
-		readyServer(ns, "odd", rewriting(upstream.URL(), "x-stand-in", "x-mcp-header"))
+		readyServer(ns, "odd", testenv.Rewriting(upstream.URL(), "x-stand-in", "x-mcp-header"))
 		mixed := searchedCollection(ns, "mixed", []string{"mcp_odd_search", "mcp_odd_plain"}, "odd")
 		menuHolds(mixed+"/tools", 2)
 

@@ -1,12 +1,8 @@
 package console_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
 	"net/url"
 	"regexp"
 	"slices"
@@ -20,6 +16,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/toolmesh/mcp-operator/internal/testbrowser"
+	"github.com/toolmesh/mcp-operator/internal/testenv"
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
 )
 
@@ -200,7 +197,7 @@ var _ = Describe("The console, to a viewer who may call tools", func() {
 		upstream.AddRawTool("search", "Searches with a header filter.",
 			`{"type":"object","properties":{"filter":{"type":"object","x-stand-in":"X-Filter"}}}`, func(json.RawMessage) string { return "found" })
 		upstream.AddRawTool("plain", "A plain tool.", `{"type":"object"}`, func(json.RawMessage) string { return "plain" })
-		odd := env.CreateServer(ns, "odd", rewriting(upstream.URL(), "x-stand-in", "x-mcp-header"))
+		odd := env.CreateServer(ns, "odd", testenv.Rewriting(upstream.URL(), "x-stand-in", "x-mcp-header"))
 		Eventually(env.ReadyOf(odd)).Should(HavePrefix("True/"))
 		warning := ""
 		for _, w := range serverTool("odd", "mcp_odd_search").Warnings {
@@ -371,30 +368,6 @@ func scoreOf(text string) float64 {
 		v /= 100
 	}
 	return v
-}
-
-// rewriting fronts an upstream on 127.0.0.1 and replaces old with new in
-// every answer: a server built with a library that does not refuse what
-// the test libraries do, or with none.
-func rewriting(backend, old, new string) string {
-	GinkgoHelper()
-	target, err := url.Parse(backend)
-	Expect(err).NotTo(HaveOccurred())
-	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
-	proxy.ModifyResponse = func(resp *http.Response) error {
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return err
-		}
-		body = bytes.ReplaceAll(body, []byte(old), []byte(new))
-		resp.Body = io.NopCloser(bytes.NewReader(body))
-		resp.ContentLength = int64(len(body))
-		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
-		return nil
-	}
-	srv := httptest.NewServer(proxy)
-	DeferCleanup(srv.Close)
-	return srv.URL + target.Path
 }
 
 var _ = Describe("The console's token form and tool hints", func() {
