@@ -79,6 +79,7 @@ func run() int {
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&cfg.zap)))
 	log := ctrl.Log.WithName("setup")
+	applyMemoryLimit(log)
 
 	mgr, err := newManager(cfg)
 	if err != nil {

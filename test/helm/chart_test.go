@@ -158,8 +158,9 @@ var _ = Describe("The Helm chart", func() {
 		charted := serverDryRun(renderChart())
 		Expect(charted).NotTo(HaveKey(serviceMonitorKey))
 		Expect(charted).NotTo(HaveKey(pdbKey))
-		Expect(containerOf(charted[deploymentKey])["env"]).To(ConsistOf(HaveKeyWithValue("name", "POD_NAMESPACE"), HaveKeyWithValue("name", "POD_NAME")),
-			"only the manager's namespace, which its workloads' NetworkPolicies admit, and its pod's name, for relayed answers")
+		Expect(containerOf(charted[deploymentKey])["env"]).To(ConsistOf(HaveKeyWithValue("name", "POD_NAMESPACE"), HaveKeyWithValue("name", "POD_NAME"),
+			HaveKeyWithValue("name", "MCP_MEMORY_LIMIT")),
+			"only the manager's namespace, which its workloads' NetworkPolicies admit, its pod's name, for relayed answers, and its container's memory limit, for the heap limit")
 	})
 
 	It("renders only flags the manager accepts", func() {
