@@ -196,6 +196,9 @@ func bindCatalogFlags(fs *flag.FlagSet, cfg *config) {
 	fs.Float64Var(&opts.CallerRate, "catalog-caller-rate", 0, "Tool calls per second one authenticated caller may make (--catalog-auth=kubernetes); past it, 429. 0 turns the limit off.")
 	fs.IntVar(&opts.CallerBurst, "catalog-caller-burst", 0, "Tool calls one caller may make at once above --catalog-caller-rate (default: the rate, rounded up).")
 	fs.DurationVar(&opts.DrainTimeout, "catalog-drain-timeout", 20*time.Second, "How long tool calls in flight may finish after SIGTERM before they are cut.")
+	fs.DurationVar(&opts.SessionIdleTimeout, "catalog-session-idle-timeout", 5*time.Minute, "How long a legacy MCP session (before 2026-07-28) that no request names and no listening stream holds is kept before the catalog ends it as a DELETE would. Its id stays valid: the client's next request is served as before.")
+	fs.IntVar(&opts.MaxStreams, "catalog-max-streams", 0, "Listening streams (legacy GET streams and 2026-07-28 subscriptions/listen) one replica holds; past it, 503 with Retry-After. 0: the process's file descriptor limit less a tenth of it (at least 1024 less), kept for probes, metrics and connections to servers, and no more than the heap limit has room for at 64 KiB a stream.")
+	fs.IntVar(&opts.MaxCallerStreams, "catalog-max-caller-streams", 0, "Listening streams one authenticated caller may hold on one replica; past it, 429 with Retry-After. 0: half of --catalog-max-streams.")
 	fs.BoolVar(&opts.Console.Enabled, "console", true, "Serve the console, a web page for people, at /ui/ on the catalog's address. Its data comes from the catalog's API, with the viewer's token and permissions (docs/console.md).")
 	fs.BoolVar(&opts.Console.TryIt, "console-try-it", true, "Let the console call tools from a form, for viewers who may execute them. Off, the page offers no form; the execute API is the same either way.")
 	fs.StringVar(&cfg.auditLog, "audit-log", "stdout", "Where the audit trail goes, one JSON line per tool call: stdout (the manager's logs go to stderr), stderr, a file path (appended to), or off.")
@@ -232,6 +235,14 @@ func (cfg *config) check() error {
 	}
 	if cfg.catalog.CallerRate < 0 {
 		return errors.New("--catalog-caller-rate must not be negative")
+	}
+	switch {
+	case cfg.catalog.SessionIdleTimeout < time.Second:
+		return fmt.Errorf("--catalog-session-idle-timeout (%s) must be at least 1s", cfg.catalog.SessionIdleTimeout)
+	case cfg.catalog.MaxStreams < 0:
+		return errors.New("--catalog-max-streams must not be negative")
+	case cfg.catalog.MaxCallerStreams < 0:
+		return errors.New("--catalog-max-caller-streams must not be negative")
 	}
 	// Below one, a server's tools could never be read: every discovery
 	// would end at once with nothing.

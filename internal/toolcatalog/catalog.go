@@ -99,6 +99,22 @@ type Options struct {
 	// the catalog reads: the controllers' (--max-tools, --max-tool-pages),
 	// so that it serves what status counts (default mcpclient.DefaultLimits).
 	Limits mcpclient.Limits
+	// SessionIdleTimeout is how long a legacy MCP session that no request
+	// names and no listening stream holds is kept before it is ended as a
+	// DELETE would end it (default 5m; mcp_idle.go). Its id stays valid.
+	SessionIdleTimeout time.Duration
+	// MaxStreams caps the listening streams (legacy GET streams and
+	// 2026-07-28 subscriptions/listen) this replica holds; past it a new
+	// one is answered 503 with Retry-After (default: the process's file
+	// descriptor limit less a tenth of it, at least 1024, and no more than
+	// the heap limit has room for; stream_gate.go).
+	MaxStreams int
+	// MaxCallerStreams caps one authenticated caller's listening streams
+	// on this replica; past it, 429 (default: half of MaxStreams).
+	MaxCallerStreams int
+	// StreamKeepAlive is how long a listening stream may stay silent before
+	// the catalog writes an SSE comment to it (default 25s).
+	StreamKeepAlive time.Duration
 }
 
 const (
@@ -170,6 +186,18 @@ func New(reader client.Reader, opts Options) (*Catalog, error) {
 	}
 	if opts.DrainTimeout <= 0 {
 		opts.DrainTimeout = defaultDrainTimeout
+	}
+	if opts.SessionIdleTimeout <= 0 {
+		opts.SessionIdleTimeout = defaultSessionIdleTimeout
+	}
+	if opts.MaxStreams <= 0 {
+		opts.MaxStreams = defaultMaxStreams()
+	}
+	if opts.MaxCallerStreams <= 0 {
+		opts.MaxCallerStreams = max(opts.MaxStreams/2, 1)
+	}
+	if opts.StreamKeepAlive <= 0 {
+		opts.StreamKeepAlive = defaultStreamKeepAlive
 	}
 	if opts.AuthSources == nil {
 		opts.AuthSources = upstreamauth.NewSources()
@@ -243,6 +271,8 @@ func (c *Catalog) WatchChanges(ctx context.Context, cache ctrlcache.Cache) error
 		}
 	}
 	go c.mcp.syncOnChange(ctx)
+	go c.mcp.idle.sweepEvery(ctx)
+	go c.mcp.keepAlives.run(ctx)
 	go c.menus.warmOnKick(ctx)
 	return nil
 }

@@ -262,6 +262,7 @@ var _ = Describe("A collection with exposure Search over MCP", func() {
 		changed := make(chan struct{}, 10)
 		s := connectMCP(catalog.URL+base+"/mcp", nil, func() { changed <- struct{}{} })
 		Eventually(s.Listening).Should(BeTrue(), "the client's listening stream is open")
+		heardGreeting(changed)
 		Expect(listedNames(s)).To(ConsistOf("find_tools", "call_tool", "mcp_calc_add"))
 
 		setExposure := func(e mcpv1alpha1.Exposure) {

@@ -39,18 +39,25 @@ type mcpHandlers struct {
 	peers *peerList
 	// states seals the requestStates given to 2026-07-28 callers.
 	states *stateKeys
-	mu     sync.Mutex
-	byKey  map[viewKey]*mcpHandler
-	kick   chan struct{}
+	// idle reclaims abandoned legacy sessions (mcp_idle.go).
+	idle *idleSessions
+	// gate bounds the listening streams (stream_gate.go), and keepAlives
+	// keeps them alive (stream_writer.go).
+	gate       *streamGate
+	keepAlives *streamKeepAlives
+	mu         sync.Mutex
+	byKey      map[viewKey]*mcpHandler
+	kick       chan struct{}
 }
 
 type mcpHandler struct {
 	key viewKey
-	// name is the endpoint's server name, as initialize and discovery give it.
-	name   string
-	server *server.MCPServer
-	http   http.Handler
-	mu     sync.Mutex
+	// name is the endpoint's server name, as initialize and discovery give
+	// it, and path the endpoint's URL path.
+	name, path string
+	server     *server.MCPServer
+	http       http.Handler
+	mu         sync.Mutex
 	// revision is the view's mcpRevision whose tools the server lists.
 	revision string
 	// perCaller says the revision's policy lists each caller its own
@@ -64,7 +71,9 @@ type mcpHandler struct {
 }
 
 func newMCPHandlers(c *Catalog) *mcpHandlers {
-	return &mcpHandlers{catalog: c, sessions: newCallerSessions(), relays: newRelayTable(c.opts.Peers.Self), peers: &peerList{}, states: newStateKeys(c.opts.Peers.Self), byKey: map[viewKey]*mcpHandler{}, kick: make(chan struct{}, 1)}
+	return &mcpHandlers{catalog: c, sessions: newCallerSessions(), relays: newRelayTable(c.opts.Peers.Self), peers: &peerList{}, states: newStateKeys(c.opts.Peers.Self),
+		idle: newIdleSessions(c.opts.SessionIdleTimeout), gate: newStreamGate(c.opts.MaxStreams, c.opts.MaxCallerStreams), keepAlives: newStreamKeepAlives(c.opts.StreamKeepAlive),
+		byKey: map[viewKey]*mcpHandler{}, kick: make(chan struct{}, 1)}
 }
 
 // changed asks for the handlers to follow a change in the cache.
@@ -79,8 +88,12 @@ func (m *mcpHandlers) changed() {
 // request finds no session and no collection.
 func (m *mcpHandlers) forget(key viewKey) {
 	m.mu.Lock()
+	h := m.byKey[key]
 	delete(m.byKey, key)
 	m.mu.Unlock()
+	if h != nil {
+		m.idle.forget(h)
+	}
 	refusedTools.DeleteLabelValues(menuLabel(key))
 	catalogSessions.DeleteLabelValues(menuLabel(key))
 }
@@ -184,10 +197,16 @@ func (m *mcpHandlers) handlerFor(key viewKey) *mcpHandler {
 	}
 	sessions := catalogSessions.WithLabelValues(menuLabel(key))
 	hooks := &server.Hooks{}
-	hooks.AddOnRegisterSession(func(context.Context, server.ClientSession) { sessions.Inc() })
-	hooks.AddOnUnregisterSession(func(context.Context, server.ClientSession) { sessions.Dec() })
+	hooks.AddOnRegisterSession(func(ctx context.Context, cs server.ClientSession) {
+		sessions.Inc()
+		m.idle.registered(h, cs.SessionID(), holdOf(ctx))
+	})
+	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) {
+		sessions.Dec()
+		m.idle.unregistered(h, cs.SessionID())
+	})
 	opts = append(opts, server.WithHooks(hooks))
-	h.name = name
+	h.name, h.path = name, path
 	h.server = server.NewMCPServer(name, serverVersion, opts...)
 	h.http = server.NewStreamableHTTPServer(h.server,
 		server.WithEndpointPath(path),
@@ -295,6 +314,8 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, m.catalog.opts.MaxRequestBytes)
+		h := m.handlerFor(key)
+		m.idle.touch(h, r.Header.Get("Mcp-Session-Id"))
 		var msg *rpcMessage
 		if r.Method == http.MethodPost {
 			var handled bool
@@ -308,20 +329,40 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 			span.SetAttributes(tracing.MethodName.String(msg.Method))
 		}
 		r = r.WithContext(ctx)
-		h := m.handlerFor(key)
 		if err := m.sync(r.Context(), h); err != nil {
 			mcpSyncFailures.Inc()
 			m.catalog.log.Error(err, "An MCP endpoint could not take up a new menu revision", "menu", menuLabel(key))
 			writeError(w, http.StatusServiceUnavailable, "the catalog cannot read its cache yet; retry")
 			return
 		}
-		if r.Method == http.MethodGet || r.Header.Get(mcp.HeaderMethod) == string(mcp.MethodSubscriptionsListen) {
+		if kind, ok := listening(r, msg); ok {
+			if id := r.Header.Get("Mcp-Session-Id"); id != "" && !issuedSessionForm(id) {
+				// As for a POST: mcp-go would register any id a GET names.
+				http.Error(w, "Invalid session ID", http.StatusNotFound)
+				return
+			}
+			leave, err := m.gate.enter(callerFrom(r.Context()), kind)
+			if err != nil {
+				writeFailure(w, err)
+				return
+			}
+			defer leave()
 			// A listening stream ends when the catalog stops, so that its
 			// client reconnects to another replica.
 			ctx, cancel := context.WithCancel(r.Context())
 			defer context.AfterFunc(m.catalog.streams, cancel)()
 			defer cancel()
+			if kind == legacyStream {
+				hold := m.idle.streamOpened(h, r.Header.Get("Mcp-Session-Id"), cancel)
+				defer hold.release()
+				ctx = context.WithValue(ctx, streamHoldKey{}, hold)
+			}
 			r = r.WithContext(ctx)
+			stream := newStreamWriter(w, cancel, kind)
+			defer stream.close()
+			m.keepAlives.add(stream)
+			defer m.keepAlives.remove(stream)
+			w = stream
 		}
 		if msg != nil && msg.Method == string(mcp.MethodInitialize) {
 			// The session id mcp-go issues carries what the caller declared.
@@ -337,6 +378,24 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 		}
 	})
 }
+
+// listening says whether a request opens a listening stream, and which
+// kind: a legacy session's GET, or a 2026-07-28 subscriptions/listen
+// request (as mcp-go tells them: with an id, in a 2026-07-28 request).
+func listening(r *http.Request, msg *rpcMessage) (streamKind, bool) {
+	switch {
+	case r.Method == http.MethodGet:
+		return legacyStream, true
+	case msg != nil && msg.Method == string(mcp.MethodSubscriptionsListen) && len(msg.ID) > 0 && msg.stateless(r):
+		return listenStream, true
+	}
+	return "", false
+}
+
+// listChangedMethods are the lists each endpoint announces changes of, and
+// each legacy stream begins with (stream_writer.go).
+var listChangedMethods = []string{string(mcp.MethodNotificationToolsListChanged),
+	string(mcp.MethodNotificationPromptsListChanged), string(mcp.MethodNotificationResourcesListChanged)}
 
 // serveSetLevel has mcp-go answer logging/setLevel and keeps the level for
 // the session only once mcp-go accepted it, so a made-up session id keeps

@@ -27,6 +27,16 @@ func connectMCP(url string, headers map[string]string, onChange func()) *mcpclie
 	return s
 }
 
+// heardGreeting waits for the list changes a 2026-07-28 stream begins with
+// (tools, prompts and resources: docs/protocol.md), and forgets them, so
+// that what the channel hears next is a change.
+func heardGreeting(changed chan struct{}) {
+	Eventually(func() int { return len(changed) }).Should(BeNumerically(">=", 3), "the stream began with its list changes")
+	for len(changed) > 0 {
+		<-changed
+	}
+}
+
 func collection(ns, name string, names ...string) {
 	tc := &mcpv1alpha1.ToolCollection{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: mcpv1alpha1.ToolCollectionSpec{Servers: mcpv1alpha1.ServerSelection{Names: names}}}
@@ -129,6 +139,7 @@ var _ = Describe("The catalog as an MCP server", func() {
 		s := connectMCP(catalog.URL+"/v1/namespaces/"+ns+"/toolcollections/watched/mcp", nil, func() { changed <- struct{}{} })
 		Expect(s.Info().ListChanged).To(BeTrue())
 		Eventually(s.Listening).Should(BeTrue(), "the client's listening stream is open")
+		heardGreeting(changed)
 		Eventually(upstream.Listeners).Should(BeNumerically(">=", 1), "the controller listens to the upstream")
 
 		upstream.AddTools("second")

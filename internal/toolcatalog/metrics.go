@@ -51,8 +51,18 @@ var (
 
 	catalogSessions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "mcp_catalog_sessions",
-		Help: "MCP sessions clients hold open on this replica's catalog endpoints, by menu (global or collection ns/name).",
+		Help: "Legacy MCP sessions this replica keeps, by menu (global or collection ns/name): from initialize until DELETE or --catalog-session-idle-timeout without a request or stream. 2026-07-28 has no sessions; see mcp_catalog_streams.",
 	}, []string{"menu"})
+
+	openStreams = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mcp_catalog_streams",
+		Help: "Listening streams open on this replica, by kind: legacy (a session's GET) or listen (2026-07-28 subscriptions/listen).",
+	}, []string{"kind"})
+
+	refusedStreams = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_catalog_streams_refused_total",
+		Help: "Listening streams refused, by reason: capacity (--catalog-max-streams, 503) or caller (--catalog-max-caller-streams, 429).",
+	}, []string{"reason"})
 
 	mcpSyncFailures = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "mcp_catalog_mcp_sync_failures_total",
@@ -67,6 +77,7 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(toolCalls, relayedRequests, toolCallDuration, upstreamErrors, toolsServed, menuRevisions, busyCalls, refusedTools, mcpSyncFailures, catalogSessions,
+		openStreams, refusedStreams,
 		policyDecisions, surfaceRequests)
 }
 

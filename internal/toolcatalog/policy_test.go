@@ -552,9 +552,7 @@ var _ = Describe("A collection's policy", func() {
 		Expect(s.Info().ListChanged).To(BeTrue())
 		Eventually(s.Listening).Should(BeTrue(), "bob's listening stream is open")
 		Expect(listedNames(s)).To(ConsistOf(opsReadLogs, opsUpdateTicket))
-		for len(changed) > 0 {
-			<-changed
-		}
+		heardGreeting(changed)
 
 		editCollection("kit", func(spec *mcpv1alpha1.ToolCollectionSpec) {
 			spec.Policy.Rules[4].Expression = fmt.Sprintf(`!(caller.name in [%q, %q])`, alice.name, bob.name)

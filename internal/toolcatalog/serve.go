@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -41,20 +40,13 @@ func (r *Runnable) Start(ctx context.Context) error {
 	if err := c.WatchChanges(ctx, r.Cache); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", c.opts.BindAddress)
+	ln, err := listen(ctx, c.opts.BindAddress)
 	if err != nil {
 		return fmt.Errorf("listening for the catalog on %s: %w", c.opts.BindAddress, err)
 	}
-	srv := &http.Server{
-		Handler:           c.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       time.Minute,
-		// Longer than the longest tool call (spec.timeout is at most 10m).
-		WriteTimeout:   11 * time.Minute,
-		IdleTimeout:    2 * time.Minute,
-		MaxHeaderBytes: 64 << 10,
-	}
-	c.log.Info("Serving the catalog", "address", ln.Addr().String())
+	srv := c.newServer()
+	c.log.Info("Serving the catalog", "address", ln.Addr().String(),
+		"fileDescriptors", fileDescriptors(), "maxStreams", c.opts.MaxStreams, "maxCallerStreams", c.opts.MaxCallerStreams)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	r.serving.Store(true)
@@ -66,6 +58,21 @@ func (r *Runnable) Start(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	return r.shutdown(srv)
+}
+
+// newServer is the catalog's HTTP server. Its timeouts bound a request;
+// a listening stream, open for as long as its client listens, lifts them
+// and bounds each write instead (stream_writer.go).
+func (c *Catalog) newServer() *http.Server {
+	return &http.Server{
+		Handler:           c.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		// Longer than the longest tool call (spec.timeout is at most 10m).
+		WriteTimeout:   11 * time.Minute,
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+	}
 }
 
 func (r *Runnable) shutdown(srv *http.Server) error {

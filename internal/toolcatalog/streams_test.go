@@ -2,9 +2,12 @@ package toolcatalog
 
 import (
 	"encoding/json"
+	"errors"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestStreamsWriteNothingOnceClosed: an upstream may report progress after
@@ -93,4 +96,45 @@ func TestCallAnswerOnAStreamIsOneLine(t *testing.T) {
 	if got := w.Body.String(); !strings.HasSuffix(got, "data: not  json\n\n") {
 		t.Errorf("stream = %q", got)
 	}
+}
+
+// TestAFailedStreamWriteEndsTheStream: a write that fails (the client is
+// gone, or stopped reading past the deadline) ends the stream's request,
+// so that mcp-go's loop returns and its slot is freed; nothing more is
+// written, and the keep-alives let it go.
+func TestAFailedStreamWriteEndsTheStream(t *testing.T) {
+	ended := false
+	w := &failingWriter{ResponseRecorder: httptest.NewRecorder()}
+	s := newStreamWriter(w, func() { ended = true }, legacyStream)
+	s.Header().Set("Content-Type", "text/event-stream")
+	s.WriteHeader(http.StatusOK)
+	if !strings.Contains(w.Body.String(), "notifications/tools/list_changed") {
+		t.Fatalf("the stream did not begin with its list changes: %q", w.Body.String())
+	}
+	w.fail = true
+	if _, err := s.Write([]byte("event: message\ndata: {}\n\n")); err == nil {
+		t.Fatal("a failed write was reported as written")
+	}
+	if !ended {
+		t.Fatal("a failed write did not end the stream")
+	}
+	w.fail = false
+	if _, err := s.Write([]byte("data: late\n\n")); err == nil || strings.Contains(w.Body.String(), "late") {
+		t.Fatalf("an ended stream wrote again: %v, %q", err, w.Body.String())
+	}
+	if s.keepAlive(time.Now()) {
+		t.Fatal("the keep-alives keep an ended stream")
+	}
+}
+
+type failingWriter struct {
+	*httptest.ResponseRecorder
+	fail bool
+}
+
+func (f *failingWriter) Write(b []byte) (int, error) {
+	if f.fail {
+		return 0, errors.New("broken pipe")
+	}
+	return f.ResponseRecorder.Write(b)
 }

@@ -164,7 +164,11 @@ var _ = Describe("Sessions on any replica", Ordered, func() {
 		DeferCleanup(stop)
 		withSession := listenFor(listenCtx, onB, init.session, "2025-11-25")
 		stateless := listenFor(listenCtx, onB, "", "2026-07-28")
+		// Every stream begins by saying the tools changed, so that its
+		// client lists them again: a replica cannot know what it missed.
+		Eventually(withSession).Should(Receive(ContainSubstring("notifications/tools/list_changed")))
 		Eventually(stateless).Should(Receive(ContainSubstring("notifications/subscriptions/acknowledged")))
+		Eventually(stateless).Should(Receive(ContainSubstring("notifications/tools/list_changed")))
 		up.AddTools("second")
 		Eventually(withSession, 30*time.Second).Should(Receive(ContainSubstring("notifications/tools/list_changed")))
 		Eventually(stateless, 30*time.Second).Should(Receive(ContainSubstring("notifications/tools/list_changed")))

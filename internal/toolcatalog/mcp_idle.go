@@ -1,0 +1,229 @@
+package toolcatalog
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// defaultSessionIdleTimeout is how long a legacy session with no request
+// and no open stream is kept (Options.SessionIdleTimeout).
+const defaultSessionIdleTimeout = 5 * time.Minute
+
+// idleSessions reclaims the legacy sessions clients abandon. mcp-go keeps
+// a record of every session from its initialize until a DELETE (about
+// 10 KiB: the channels a listening stream reads); a client that crashes,
+// or never sends DELETE, would keep it for good. A session is idle when
+// no request has named it at its endpoint for the idle timeout and no
+// listening stream of it is open there; an idle session is ended as a
+// DELETE would end it. Its id stays valid: session ids are not kept
+// (relay.go), so the client's next request is served as before, on any
+// replica, and a listening stream it opens registers the session again for
+// as long as the stream lasts. What the client loses is nothing it can
+// observe: the catalog keeps log levels itself, and a session without a
+// stream has nowhere to be sent notifications.
+//
+// The table holds the sessions mcp-go registered (on initialize, or on a
+// listening GET for the stream's life) and the streams open, so caller
+// input cannot grow it beyond what mcp-go itself keeps and the stream cap
+// allows; requests naming unknown ids touch nothing.
+type idleSessions struct {
+	timeout time.Duration
+	mu      sync.Mutex
+	// known are the registered sessions and when each was last named.
+	known map[sessionKey]time.Time
+	// streams are the open listening streams of each session.
+	streams map[sessionKey]map[*streamHold]struct{}
+	// ending are the sessions being ended now; a stream that opens on one
+	// waits until it is over, then registers the session anew.
+	ending map[sessionKey]chan struct{}
+}
+
+// sessionKey is a session at one endpoint: the same id may be used at
+// several (a client that initialized at one and listens at another), and
+// each endpoint's mcp-go server keeps its own record.
+type sessionKey struct {
+	handler *mcpHandler
+	id      string
+}
+
+func newIdleSessions(timeout time.Duration) *idleSessions {
+	return &idleSessions{timeout: timeout, known: map[sessionKey]time.Time{},
+		streams: map[sessionKey]map[*streamHold]struct{}{}, ending: map[sessionKey]chan struct{}{}}
+}
+
+// registered records a session mcp-go registered at h. A session
+// registered for a listening stream that named none (mcp-go makes one up
+// for it) is held by that stream.
+func (s *idleSessions) registered(h *mcpHandler, id string, stream *streamHold) {
+	key := sessionKey{h, id}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.known[key] = time.Now()
+	if stream != nil && stream.key.id == "" {
+		stream.key = key
+		s.holdLocked(stream)
+	}
+}
+
+// unregistered forgets a session mcp-go let go of. Streams still open on
+// it are ended: mcp-go no longer sends the session anything, so they would
+// stay open and hear nothing (a session a GET registered goes when that
+// GET ends, though another GET of the session may still be open); their
+// clients reconnect and register it anew.
+func (s *idleSessions) unregistered(h *mcpHandler, id string) {
+	key := sessionKey{h, id}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.known, key)
+	for hold := range s.streams[key] {
+		hold.end()
+	}
+}
+
+// touch records a request naming the session at h.
+func (s *idleSessions) touch(h *mcpHandler, id string) {
+	if id == "" {
+		return
+	}
+	key := sessionKey{h, id}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.known[key]; ok {
+		s.known[key] = time.Now()
+	}
+}
+
+// streamHold is a listening stream's hold on its session: a session with
+// a stream open is never idle.
+type streamHold struct {
+	sessions *idleSessions
+	// key is the session the stream holds: the one it named, or the one
+	// mcp-go registered for it; its id is "" until then.
+	key sessionKey
+	// end ends the stream.
+	end context.CancelFunc
+}
+
+type streamHoldKey struct{}
+
+// holdOf is the listening stream a request context is for, if any.
+func holdOf(ctx context.Context) *streamHold {
+	hold, _ := ctx.Value(streamHoldKey{}).(*streamHold)
+	return hold
+}
+
+// streamOpened records a listening stream at h naming session id ("" for
+// none), which end ends, waiting first for the session's ending if one is
+// under way, so that a stream's session is never ended under it. release
+// records the stream's close.
+func (s *idleSessions) streamOpened(h *mcpHandler, id string, end context.CancelFunc) *streamHold {
+	hold := &streamHold{sessions: s, key: sessionKey{h, id}, end: end}
+	if id == "" {
+		return hold
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		ending, ok := s.ending[hold.key]
+		if !ok {
+			break
+		}
+		s.mu.Unlock()
+		<-ending
+		s.mu.Lock()
+	}
+	s.holdLocked(hold)
+	return hold
+}
+
+func (s *idleSessions) holdLocked(hold *streamHold) {
+	if s.streams[hold.key] == nil {
+		s.streams[hold.key] = map[*streamHold]struct{}{}
+	}
+	s.streams[hold.key][hold] = struct{}{}
+}
+
+func (h *streamHold) release() {
+	s := h.sessions
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h.key.id == "" {
+		return
+	}
+	delete(s.streams[h.key], h)
+	if len(s.streams[h.key]) == 0 {
+		delete(s.streams, h.key)
+	}
+	if _, ok := s.known[h.key]; ok {
+		s.known[h.key] = time.Now()
+	}
+}
+
+// forget drops the sessions of a handler that is going away.
+func (s *idleSessions) forget(h *mcpHandler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key := range s.known {
+		if key.handler == h {
+			delete(s.known, key)
+		}
+	}
+}
+
+// sweep ends the sessions idle since before now minus the timeout.
+func (s *idleSessions) sweep(now time.Time) {
+	var ended []sessionKey
+	s.mu.Lock()
+	for key, last := range s.known {
+		if len(s.streams[key]) == 0 && now.Sub(last) >= s.timeout {
+			ended = append(ended, key)
+			delete(s.known, key)
+			s.ending[key] = make(chan struct{})
+		}
+	}
+	s.mu.Unlock()
+	for _, key := range ended {
+		key.handler.end(key.id)
+		s.mu.Lock()
+		close(s.ending[key])
+		delete(s.ending, key)
+		s.mu.Unlock()
+	}
+}
+
+// sweepEvery sweeps until ctx ends, a quarter of the timeout apart: an
+// idle session goes at most a quarter past its timeout.
+func (s *idleSessions) sweepEvery(ctx context.Context) {
+	tick := time.NewTicker(max(s.timeout/4, 100*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			s.sweep(now)
+		}
+	}
+}
+
+// end ends a session of the handler as the client's DELETE would: mcp-go
+// drops what it keeps of the session, and the unregister hook the
+// session's entry in idleSessions.
+func (h *mcpHandler) end(id string) {
+	r, err := http.NewRequestWithContext(context.Background(), http.MethodDelete, h.path, http.NoBody)
+	if err != nil {
+		return // h.path is the handler's own, always a valid URL
+	}
+	r.Header.Set("Mcp-Session-Id", id)
+	h.http.ServeHTTP(discardResponse{header: http.Header{}}, r)
+}
+
+// discardResponse is where the answer to a DELETE the catalog sends itself
+// goes.
+type discardResponse struct{ header http.Header }
+
+func (d discardResponse) Header() http.Header       { return d.header }
+func (discardResponse) Write(b []byte) (int, error) { return len(b), nil }
+func (discardResponse) WriteHeader(int)             {}

@@ -1,0 +1,98 @@
+package toolcatalog
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestNoSessionEndsUnderItsStream: requests, streams and sweeps race on
+// the same sessions, and a session is never ended while a stream holds
+// it; every session no stream holds is ended in the end.
+func TestNoSessionEndsUnderItsStream(t *testing.T) {
+	idle := newIdleSessions(time.Nanosecond)
+	var underStream, ended atomic.Int64
+	h := &mcpHandler{path: "/mcp"}
+	h.http = http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("Mcp-Session-Id")
+		idle.mu.Lock()
+		if len(idle.streams[sessionKey{h, id}]) > 0 {
+			underStream.Add(1)
+		}
+		idle.mu.Unlock()
+		ended.Add(1)
+		idle.unregistered(h, id) // what mcp-go's hook does on a DELETE
+	})
+	const sessions = 50
+	for i := range sessions {
+		idle.registered(h, fmt.Sprint("s", i), nil)
+	}
+	var sweeper, wg sync.WaitGroup
+	stop := make(chan struct{})
+	sweeper.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				idle.sweep(time.Now())
+			}
+		}
+	})
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 2000 {
+				id := fmt.Sprint("s", (i*7+w)%sessions)
+				hold := idle.streamOpened(h, id, func() {})
+				idle.touch(h, id)
+				hold.release()
+			}
+		})
+	}
+	// A stream that names no session holds the one mcp-go registers for it.
+	wg.Go(func() {
+		for i := range 500 {
+			hold := idle.streamOpened(h, "", func() {})
+			idle.registered(h, fmt.Sprint("made-", i), hold)
+			hold.release()
+		}
+	})
+	wg.Wait()
+	close(stop)
+	sweeper.Wait()
+	if n := underStream.Load(); n != 0 {
+		t.Fatalf("%d sessions were ended while a stream held them", n)
+	}
+	idle.sweep(time.Now().Add(time.Second))
+	idle.mu.Lock()
+	defer idle.mu.Unlock()
+	if len(idle.known) != 0 || len(idle.streams) != 0 || len(idle.ending) != 0 {
+		t.Fatalf("after the streams closed and a sweep, %d sessions are known, %d streaming, %d ending",
+			len(idle.known), len(idle.streams), len(idle.ending))
+	}
+	if ended.Load() == 0 {
+		t.Fatal("no session was ended")
+	}
+}
+
+// TestTheStreamCapLeavesDescriptorsForTheRest: the default cap on
+// listening streams keeps a tenth of the descriptors, and at least 1024,
+// for probes, metrics, calls and upstream connections.
+func TestTheStreamCapLeavesDescriptorsForTheRest(t *testing.T) {
+	for _, tc := range []struct {
+		fds  uint64
+		want int
+	}{
+		{1024, 64},
+		{4096, 3072},
+		{20000, 18000},
+		{1 << 20, (1 << 20) - (1<<20)/10},
+	} {
+		if got := maxStreamsFor(tc.fds); got != tc.want {
+			t.Errorf("with %d descriptors: %d streams, want %d", tc.fds, got, tc.want)
+		}
+	}
+}
