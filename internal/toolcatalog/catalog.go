@@ -107,7 +107,7 @@ type Options struct {
 	// 2026-07-28 subscriptions/listen) this replica holds; past it a new
 	// one is answered 503 with Retry-After (default: the process's file
 	// descriptor limit less a tenth of it, at least 1024, and no more than
-	// the heap limit has room for; stream_gate.go).
+	// half the heap limit has room for; stream_gate.go).
 	MaxStreams int
 	// MaxCallerStreams caps one authenticated caller's listening streams
 	// on this replica; past it, 429 (default: half of MaxStreams).

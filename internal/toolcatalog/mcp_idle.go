@@ -31,13 +31,20 @@ const defaultSessionIdleTimeout = 5 * time.Minute
 type idleSessions struct {
 	timeout time.Duration
 	mu      sync.Mutex
-	// known are the registered sessions and when each was last named.
-	known map[sessionKey]time.Time
+	// known are the registered sessions.
+	known map[sessionKey]*knownSession
 	// streams are the open listening streams of each session.
 	streams map[sessionKey]map[*streamHold]struct{}
 	// ending are the sessions being ended now; a stream that opens on one
 	// waits until it is over, then registers the session anew.
 	ending map[sessionKey]chan struct{}
+}
+
+// knownSession is a session mcp-go registered: the record it keeps, and
+// when a request last named it.
+type knownSession struct {
+	record any
+	last   time.Time
 }
 
 // sessionKey is a session at one endpoint: the same id may be used at
@@ -49,49 +56,56 @@ type sessionKey struct {
 }
 
 func newIdleSessions(timeout time.Duration) *idleSessions {
-	return &idleSessions{timeout: timeout, known: map[sessionKey]time.Time{},
+	return &idleSessions{timeout: timeout, known: map[sessionKey]*knownSession{},
 		streams: map[sessionKey]map[*streamHold]struct{}{}, ending: map[sessionKey]chan struct{}{}}
 }
 
-// registered records a session mcp-go registered at h. A session
-// registered for a listening stream that named none (mcp-go makes one up
-// for it) is held by that stream.
-func (s *idleSessions) registered(h *mcpHandler, id string, stream *streamHold) {
+// registered records a session mcp-go registered at h, with the record it
+// keeps of it. A session registered for a listening stream that named none
+// (mcp-go makes one up for it) is held by that stream.
+func (s *idleSessions) registered(h *mcpHandler, id string, record any, stream *streamHold) {
 	key := sessionKey{h, id}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.known[key] = time.Now()
+	s.known[key] = &knownSession{record: record, last: time.Now()}
 	if stream != nil && stream.key.id == "" {
 		stream.key = key
 		s.holdLocked(stream)
 	}
 }
 
-// unregistered forgets a session mcp-go let go of. Streams still open on
-// it are ended: mcp-go no longer sends the session anything, so they would
-// stay open and hear nothing (a session a GET registered goes when that
-// GET ends, though another GET of the session may still be open); their
-// clients reconnect and register it anew.
-func (s *idleSessions) unregistered(h *mcpHandler, id string) {
+// unregistered forgets a session mcp-go let go of (record is what it
+// kept). Streams still open on it are ended: mcp-go no longer sends the
+// session anything, so they would stay open and hear nothing (a session a
+// GET registered goes when that GET ends, though another GET of the
+// session may still be open; a client's DELETE ends its session but not
+// its GET); their clients reconnect and register it anew. A record the
+// session was registered with again since is not the one let go of, and
+// neither it nor its streams are touched.
+func (s *idleSessions) unregistered(h *mcpHandler, id string, record any) {
 	key := sessionKey{h, id}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if k, ok := s.known[key]; ok && k.record != record {
+		return
+	}
 	delete(s.known, key)
 	for hold := range s.streams[key] {
 		hold.end()
 	}
 }
 
-// touch records a request naming the session at h.
+// touch records a request naming the session at h (nil: the endpoint has
+// no handler yet, so no session).
 func (s *idleSessions) touch(h *mcpHandler, id string) {
-	if id == "" {
+	if h == nil || id == "" {
 		return
 	}
 	key := sessionKey{h, id}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.known[key]; ok {
-		s.known[key] = time.Now()
+	if k, ok := s.known[key]; ok {
+		k.last = time.Now()
 	}
 }
 
@@ -156,8 +170,8 @@ func (h *streamHold) release() {
 	if len(s.streams[h.key]) == 0 {
 		delete(s.streams, h.key)
 	}
-	if _, ok := s.known[h.key]; ok {
-		s.known[h.key] = time.Now()
+	if k, ok := s.known[h.key]; ok {
+		k.last = time.Now()
 	}
 }
 
@@ -176,8 +190,8 @@ func (s *idleSessions) forget(h *mcpHandler) {
 func (s *idleSessions) sweep(now time.Time) {
 	var ended []sessionKey
 	s.mu.Lock()
-	for key, last := range s.known {
-		if len(s.streams[key]) == 0 && now.Sub(last) >= s.timeout {
+	for key, k := range s.known {
+		if len(s.streams[key]) == 0 && now.Sub(k.last) >= s.timeout {
 			ended = append(ended, key)
 			delete(s.known, key)
 			s.ending[key] = make(chan struct{})

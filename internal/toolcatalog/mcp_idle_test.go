@@ -24,11 +24,11 @@ func TestNoSessionEndsUnderItsStream(t *testing.T) {
 		}
 		idle.mu.Unlock()
 		ended.Add(1)
-		idle.unregistered(h, id) // what mcp-go's hook does on a DELETE
+		idle.unregistered(h, id, id) // what mcp-go's hook does on a DELETE
 	})
 	const sessions = 50
 	for i := range sessions {
-		idle.registered(h, fmt.Sprint("s", i), nil)
+		idle.registered(h, fmt.Sprint("s", i), fmt.Sprint("s", i), nil)
 	}
 	var sweeper, wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -56,7 +56,7 @@ func TestNoSessionEndsUnderItsStream(t *testing.T) {
 	wg.Go(func() {
 		for i := range 500 {
 			hold := idle.streamOpened(h, "", func() {})
-			idle.registered(h, fmt.Sprint("made-", i), hold)
+			idle.registered(h, fmt.Sprint("made-", i), fmt.Sprint("made-", i), hold)
 			hold.release()
 		}
 	})
@@ -76,6 +76,63 @@ func TestNoSessionEndsUnderItsStream(t *testing.T) {
 	if ended.Load() == 0 {
 		t.Fatal("no session was ended")
 	}
+}
+
+// TestAStreamWaitsForItsSessionsEnding: a stream that opens while its
+// session is being ended waits until it is over, so that the session is
+// never ended under it; it holds the session from then on.
+func TestAStreamWaitsForItsSessionsEnding(t *testing.T) {
+	idle := newIdleSessions(time.Nanosecond)
+	deleting, release := make(chan struct{}), make(chan struct{})
+	h := &mcpHandler{path: "/mcp"}
+	h.http = http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		close(deleting)
+		<-release
+		idle.unregistered(h, "s", "record")
+	})
+	idle.registered(h, "s", "record", nil)
+	swept := make(chan struct{})
+	go func() { idle.sweep(time.Now().Add(time.Second)); close(swept) }()
+	<-deleting
+	opened := make(chan *streamHold)
+	go func() { opened <- idle.streamOpened(h, "s", func() {}) }()
+	select {
+	case <-opened:
+		t.Fatal("a stream opened on a session while it was being ended")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	hold := <-opened
+	<-swept
+	idle.registered(h, "s", "again", hold) // mcp-go registers it for the stream
+	idle.sweep(time.Now().Add(time.Hour))
+	idle.mu.Lock()
+	_, known := idle.known[sessionKey{h, "s"}]
+	idle.mu.Unlock()
+	if !known {
+		t.Fatal("a session a stream holds was ended")
+	}
+	hold.release()
+}
+
+// TestALateUnregisterLeavesANewerSessionAlone: mcp-go lets go of a
+// session's record and only then says so; a stream that registered the
+// session anew meanwhile is not ended by the old record's news.
+func TestALateUnregisterLeavesANewerSessionAlone(t *testing.T) {
+	idle := newIdleSessions(time.Hour)
+	h := &mcpHandler{path: "/mcp"}
+	ended := 0
+	hold := idle.streamOpened(h, "s", func() { ended++ })
+	idle.registered(h, "s", "new", hold)
+	idle.unregistered(h, "s", "old")
+	if ended != 0 {
+		t.Fatal("the old record's unregister ended the stream of the new one")
+	}
+	idle.unregistered(h, "s", "new")
+	if ended != 1 {
+		t.Fatal("a stream whose session mcp-go let go of is still open")
+	}
+	hold.release()
 }
 
 // TestTheStreamCapLeavesDescriptorsForTheRest: the default cap on

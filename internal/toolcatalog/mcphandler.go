@@ -170,6 +170,13 @@ func syncWait(took, since time.Duration) time.Duration {
 	return max(syncBurst, min(syncSpacing*took, maxSyncSpacing)-since)
 }
 
+// handlerIfAny returns the handler of a menu, nil before its first use.
+func (m *mcpHandlers) handlerIfAny(key viewKey) *mcpHandler {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.byKey[key]
+}
+
 // handlerFor returns the handler of a menu, creating it on first use.
 func (m *mcpHandlers) handlerFor(key viewKey) *mcpHandler {
 	m.mu.Lock()
@@ -199,11 +206,11 @@ func (m *mcpHandlers) handlerFor(key viewKey) *mcpHandler {
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(func(ctx context.Context, cs server.ClientSession) {
 		sessions.Inc()
-		m.idle.registered(h, cs.SessionID(), holdOf(ctx))
+		m.idle.registered(h, cs.SessionID(), cs, holdOf(ctx))
 	})
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) {
 		sessions.Dec()
-		m.idle.unregistered(h, cs.SessionID())
+		m.idle.unregistered(h, cs.SessionID(), cs)
 	})
 	opts = append(opts, server.WithHooks(hooks))
 	h.name, h.path = name, path
@@ -314,8 +321,7 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, m.catalog.opts.MaxRequestBytes)
-		h := m.handlerFor(key)
-		m.idle.touch(h, r.Header.Get("Mcp-Session-Id"))
+		m.idle.touch(m.handlerIfAny(key), r.Header.Get("Mcp-Session-Id"))
 		var msg *rpcMessage
 		if r.Method == http.MethodPost {
 			var handled bool
@@ -329,6 +335,7 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 			span.SetAttributes(tracing.MethodName.String(msg.Method))
 		}
 		r = r.WithContext(ctx)
+		h := m.handlerFor(key)
 		if err := m.sync(r.Context(), h); err != nil {
 			mcpSyncFailures.Inc()
 			m.catalog.log.Error(err, "An MCP endpoint could not take up a new menu revision", "menu", menuLabel(key))
@@ -384,7 +391,7 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 // request (as mcp-go tells them: with an id, in a 2026-07-28 request).
 func listening(r *http.Request, msg *rpcMessage) (streamKind, bool) {
 	switch {
-	case r.Method == http.MethodGet:
+	case r.Method == http.MethodGet && !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)):
 		return legacyStream, true
 	case msg != nil && msg.Method == string(mcp.MethodSubscriptionsListen) && len(msg.ID) > 0 && msg.stateless(r):
 		return listenStream, true

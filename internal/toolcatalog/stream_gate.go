@@ -86,19 +86,20 @@ func (g *streamGate) enter(who *caller, kind streamKind) (leave func(), err erro
 // streamMemory is about what a listening stream costs today, goroutines
 // and buffers included (56 KiB a legacy stream, 78 KiB a 2026-07-28 one,
 // measured at 10,000 of each).
-const streamMemory = 64 << 10
+const streamMemory = 80 << 10
 
 // defaultMaxStreams is how many listening streams a replica holds unless
 // told otherwise: the process's file descriptors less the headroom, and no
-// more than its heap limit (debug.SetMemoryLimit, set from the container's
-// memory limit) has room for.
+// more than half its heap limit (debug.SetMemoryLimit, set from the
+// container's memory limit) has room for, the other half being the
+// cache's, the menus' and the calls'.
 func defaultMaxStreams() int {
 	limit := 1024 // not a Unix the catalog knows: a modest default
 	if fds := fileDescriptors(); fds > 0 {
 		limit = maxStreamsFor(fds)
 	}
 	if heap := debug.SetMemoryLimit(-1); heap < math.MaxInt64 {
-		limit = min(limit, max(int(heap/streamMemory), 64))
+		limit = min(limit, max(int(heap/2/streamMemory), 64))
 	}
 	return limit
 }
