@@ -2,6 +2,7 @@ package toolcatalog
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -135,21 +136,30 @@ func TestALateUnregisterLeavesANewerSessionAlone(t *testing.T) {
 	hold.release()
 }
 
-// TestTheStreamCapLeavesDescriptorsForTheRest: the default cap on
-// listening streams keeps a tenth of the descriptors, and at least 1024,
-// for probes, metrics, calls and upstream connections.
-func TestTheStreamCapLeavesDescriptorsForTheRest(t *testing.T) {
+// TestTheStreamCapLeavesRoomForTheRest: the default cap on listening
+// streams keeps a tenth of the descriptors, and at least 1024, for probes,
+// metrics, calls and upstream connections, and half the heap limit for
+// the cache, the menus and the calls.
+func TestTheStreamCapLeavesRoomForTheRest(t *testing.T) {
+	const noHeapLimit = math.MaxInt64
+	chart := int64(512<<20) - int64(512<<20)/10 // 90% of the chart's 512Mi
 	for _, tc := range []struct {
 		fds  uint64
+		heap int64
 		want int
 	}{
-		{1024, 64},
-		{4096, 3072},
-		{20000, 18000},
-		{1 << 20, (1 << 20) - (1<<20)/10},
+		{1024, noHeapLimit, 64},
+		{4096, noHeapLimit, 3072},
+		{20000, noHeapLimit, 18000},
+		{1 << 20, noHeapLimit, (1 << 20) - (1<<20)/10},
+		{1 << 20, chart, 2949},
+		{4096, chart, 2949},
+		{2048, chart, 1024},
+		{0, noHeapLimit, 1024},
+		{1 << 20, 1 << 20, 64},
 	} {
-		if got := maxStreamsFor(tc.fds); got != tc.want {
-			t.Errorf("with %d descriptors: %d streams, want %d", tc.fds, got, tc.want)
+		if got := maxStreamsFor(tc.fds, tc.heap); got != tc.want {
+			t.Errorf("with %d descriptors and a heap limit of %d: %d streams, want %d", tc.fds, tc.heap, got, tc.want)
 		}
 	}
 }

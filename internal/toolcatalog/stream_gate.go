@@ -94,21 +94,19 @@ const streamMemory = 80 << 10
 // container's memory limit) has room for, the other half being the
 // cache's, the menus' and the calls'.
 func defaultMaxStreams() int {
-	limit := 1024 // not a Unix the catalog knows: a modest default
-	if fds := fileDescriptors(); fds > 0 {
-		limit = maxStreamsFor(fds)
-	}
-	if heap := debug.SetMemoryLimit(-1); heap < math.MaxInt64 {
-		limit = min(limit, max(int(heap/2/streamMemory), 64))
-	}
-	return limit
+	return maxStreamsFor(fileDescriptors(), debug.SetMemoryLimit(-1))
 }
 
-// maxStreamsFor is the default cap for a descriptor limit.
-func maxStreamsFor(fds uint64) int {
-	headroom := max(fdHeadroom, fds/10)
-	if fds <= headroom+64 {
-		return 64
+// maxStreamsFor is the default cap for a descriptor limit (0: unknown)
+// and a heap limit (math.MaxInt64: none); never below 64.
+func maxStreamsFor(fds uint64, heap int64) int {
+	limit := 1024 // not a Unix the catalog knows: a modest default
+	if fds > 0 {
+		headroom := max(fdHeadroom, fds/10)
+		limit = int(min(fds-min(headroom, fds), 1<<30))
 	}
-	return int(min(fds-headroom, 1<<30))
+	if heap < math.MaxInt64 {
+		limit = min(limit, int(heap/2/streamMemory))
+	}
+	return max(limit, 64)
 }

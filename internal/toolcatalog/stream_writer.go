@@ -83,9 +83,7 @@ func (s *streamWriter) WriteHeader(code int) {
 		s.events = true
 		if s.kind == legacyStream && !s.greeted {
 			s.greeted = true
-			for _, method := range listChangedMethods {
-				_ = s.writeLocked(sseEvent(notification(method, nil)), streamWriteTimeout)
-			}
+			_ = s.writeLocked(legacyGreeting, streamWriteTimeout)
 		}
 	}
 }
@@ -180,6 +178,16 @@ func (s *streamWriter) close() {
 }
 
 var errStreamClosed = errors.New("the stream is closed")
+
+// legacyGreeting is what every legacy stream begins with: its endpoint's
+// lists changed, as events.
+var legacyGreeting = func() []byte {
+	var b []byte
+	for _, method := range listChangedMethods {
+		b = append(b, sseEvent(notification(method, nil))...)
+	}
+	return b
+}()
 
 // sseEvent is one message as an SSE event, as mcp-go writes them.
 func sseEvent(msg any) []byte {
