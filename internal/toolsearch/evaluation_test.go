@@ -24,12 +24,13 @@ type labelledSet struct {
 }
 
 // labelledSets are every set the ranker is measured on (testdata/README.md
-// says how each was made). The blind one is measured only when asked:
+// says how each was made). The blind ones are measured only when asked:
 // see measuredSets.
 var labelledSets = []labelledSet{
 	{name: "tuning", corpus: "testdata/corpus", queries: "testdata/queries.json"},
 	{name: "agent", corpus: "testdata/corpus", queries: "testdata/queries-agent.json"},
 	{name: "blind", corpus: "testdata/blind/corpus", queries: "testdata/blind/queries.json", blind: true},
+	{name: "blind2", corpus: "testdata/blind2/corpus", queries: "testdata/blind2/queries.json", blind: true},
 }
 
 // blindEnv asks for the blind set to be measured: make bench-search sets

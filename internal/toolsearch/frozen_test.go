@@ -10,30 +10,35 @@ import (
 	"testing"
 )
 
-// TestBlindSetFrozen fails when any file of testdata/blind changes: the
-// blind set was frozen before the ranker was tuned with it in the
-// repository, and a change to it must be a deliberate one, with the new
-// digest and the reason in testdata/blind/README.md, never a fit to the
-// ranker's misses.
-func TestBlindSetFrozen(t *testing.T) {
-	want, err := os.ReadFile("testdata/blind/FROZEN")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := blindDigest(t); got != strings.TrimSpace(string(want)) {
-		t.Errorf("testdata/blind changed: its digest is %s, testdata/blind/FROZEN says %s", got, strings.TrimSpace(string(want)))
+// TestBlindSetsFrozen fails when any file of a blind set changes: each was
+// frozen before any ranker ran on it, and a change to one must be a
+// deliberate one, with the new digest and the reason in its README.md,
+// never a fit to the ranker's misses.
+func TestBlindSetsFrozen(t *testing.T) {
+	for _, set := range labelledSets {
+		if !set.blind {
+			continue
+		}
+		dir := filepath.Dir(set.queries)
+		want, err := os.ReadFile(filepath.Join(dir, "FROZEN"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := blindDigest(t, dir); got != strings.TrimSpace(string(want)) {
+			t.Errorf("%s changed: its digest is %s, %s/FROZEN says %s", dir, got, dir, strings.TrimSpace(string(want)))
+		}
 	}
 }
 
-// blindDigest is the SHA-256 of the blind set's queries and fixtures, each
+// blindDigest is the SHA-256 of a blind set's queries and fixtures, each
 // named, in name order.
-func blindDigest(t *testing.T) string {
+func blindDigest(t *testing.T, dir string) string {
 	t.Helper()
-	files, err := filepath.Glob("testdata/blind/corpus/*.json")
+	files, err := filepath.Glob(filepath.Join(dir, "corpus", "*.json"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("finding the blind corpus: %v (%d files)", err, len(files))
+		t.Fatalf("finding the corpus of %s: %v (%d files)", dir, err, len(files))
 	}
-	files = append(files, "testdata/blind/queries.json")
+	files = append(files, filepath.Join(dir, "queries.json"))
 	slices.Sort(files)
 	h := sha256.New()
 	for _, f := range files {
