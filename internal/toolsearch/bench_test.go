@@ -75,7 +75,7 @@ func indexBytes(docs []Document) uint64 {
 }
 
 // BenchmarkRetrieval reports the labelled sets' retrieval quality (the
-// blind one only when blindEnv asks, see measuredSets), the
+// blind ones only when blindEnv asks, see measuredSets), the
 // ranker's and the BM25 baseline's, overall and by query length, as
 // metrics, so the benchmark report carries them beside the latencies.
 // Units are "<set>-[bm25-][<length>-]<measure>": "blind-20+w-recall@5",

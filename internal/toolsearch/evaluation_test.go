@@ -33,12 +33,12 @@ var labelledSets = []labelledSet{
 	{name: "blind2", corpus: "testdata/blind2/corpus", queries: "testdata/blind2/queries.json", blind: true},
 }
 
-// blindEnv asks for the blind set to be measured: make bench-search sets
+// blindEnv asks for the blind sets to be measured: make bench-search sets
 // it, and nothing else does, so that tests and CI runs never print its
 // figures to someone tuning the ranker.
 const blindEnv = "TOOLSEARCH_MEASURE_BLIND"
 
-// measuredSets are the sets measured by this run: the blind one only when
+// measuredSets are the sets measured by this run: the blind ones only when
 // blindEnv is 1.
 func measuredSets() []labelledSet {
 	var sets []labelledSet
@@ -186,9 +186,9 @@ func firstRelevant(ranked []int32, labels, relevant []string) int {
 }
 
 // TestRetrievalQuality measures the ranker and the BM25 baseline on the
-// tuning and agent sets (the blind one too under make bench-search). It
-// fails when the tuning set misses issue 16's goal; the blind set's goals
-// (issue 41) are make bench's, and its misses are never shown.
+// tuning and agent sets (the blind ones too under make bench-search). It
+// fails when the tuning set misses issue 16's goal; the blind sets' goals
+// (issue 41) are make bench's, and their misses are never shown.
 func TestRetrievalQuality(t *testing.T) {
 	for _, set := range measuredSets() {
 		for _, r := range []ranker{theRanker, bm25} {
