@@ -104,7 +104,7 @@ SEARCH_QUERIES ?= 20000x
 # The tool search benchmarks whose goals (issue 16) a run must check.
 SEARCH_BENCHMARKS := BenchmarkRetrieval,BenchmarkSearch10k,BenchmarkBuild10k,BenchmarkBuild100k
 # The CPU profiles test/bench takes of the manager process with perf.
-BENCH_PROFILES := calls lists scale-5000-discovery scale-5000-change scale-5000-quiet
+BENCH_PROFILES := calls clients lists scale-5000-discovery scale-5000-change scale-5000-quiet
 
 # BenchmarkScale runs in a test process and control plane of its own: its
 # goal is 5,000 servers in one namespace, not after the call-path
@@ -114,13 +114,13 @@ BENCH_PROFILES := calls lists scale-5000-discovery scale-5000-change scale-5000-
 # failure does not hide the other's figures.
 BENCH_MANAGER = BENCH_PROFILE_DIR=$(abspath $(BENCH_OUT)) go test -v -run '^$$' -benchtime=$(BENCH_CALLS)x -timeout 60m ./test/bench
 .PHONY: bench
-bench: bench-search-results ## Every benchmark against same-run baselines; writes docs/benchmarks.md and fails when a goal is missed (about 20 minutes).
+bench: bench-search-results ## Every benchmark against same-run baselines; writes docs/benchmarks.md and fails when a goal is missed (about 25 minutes).
 	@mkdir -p $(BENCH_OUT)
 	@assets=$$(hack/envtest-assets.sh) && export KUBEBUILDER_ASSETS="$$assets" && \
 	go test -run '^$$' -bench . -benchmem -benchtime=$(BENCH_TIME) ./internal/toolname ./internal/toolcatalog | tee $(BENCH_OUT)/micro.txt && \
 	go test -run '^$$' -bench . -benchmem -benchtime=20000x ./internal/policy | tee -a $(BENCH_OUT)/micro.txt && \
 	go test -run '^$$' -bench . -benchmem -benchtime=20x ./internal/menu | tee -a $(BENCH_OUT)/micro.txt && \
-	($(BENCH_MANAGER) -bench 'BenchmarkCatalog|BenchmarkHeapInProcess'; first=$$?; \
+	($(BENCH_MANAGER) -bench 'BenchmarkCatalog|BenchmarkClients|BenchmarkHeapInProcess'; first=$$?; \
 	  $(BENCH_MANAGER) -bench 'BenchmarkScale$$'; second=$$?; \
 	  echo $$(( first ? first : second )) > $(BENCH_OUT)/status) | tee $(BENCH_OUT)/manager.txt && exit $$(cat $(BENCH_OUT)/status)
 	@for p in $(BENCH_PROFILES); do \
@@ -134,6 +134,25 @@ bench: bench-search-results ## Every benchmark against same-run baselines; write
 	cat $(BENCH_OUT)/micro.txt $(BENCH_OUT)/manager.txt $(BENCH_OUT)/search.txt | \
 	  go run ./hack/benchreport -require $(SEARCH_BENCHMARKS),BenchmarkDecide,BenchmarkPlanDecide -profiles $(BENCH_OUT)/profiles.txt > $(BENCH_OUT)/benchmarks.md; \
 	  status=$$?; cp $(BENCH_OUT)/benchmarks.md docs/benchmarks.md && echo "wrote docs/benchmarks.md"; exit $$status
+
+# The call path by stock client alone (test/bench BenchmarkClients), merged
+# into docs/benchmarks.md as bench-search merges tool search.
+.PHONY: bench-clients
+bench-clients: ## The call path measured with stock clients against the same clients' floor, merged into docs/benchmarks.md; fails when a goal is missed (about 4 minutes).
+	@mkdir -p $(BENCH_OUT)
+	@assets=$$(hack/envtest-assets.sh) && export KUBEBUILDER_ASSETS="$$assets" && \
+	$(BENCH_MANAGER) -bench 'BenchmarkClients' | tee $(BENCH_OUT)/clients.txt
+	go run ./hack/benchreport -require BenchmarkClients -merge docs/benchmarks.md < $(BENCH_OUT)/clients.txt > $(BENCH_OUT)/benchmarks.md; \
+	  status=$$?; cp $(BENCH_OUT)/benchmarks.md docs/benchmarks.md && echo "wrote docs/benchmarks.md"; exit $$status
+
+# AB_REF is the commit make bench-ab measures this tree's manager against.
+AB_REF ?= HEAD~1
+.PHONY: bench-ab
+bench-ab: ## This tree's manager and one built from AB_REF (default HEAD~1) in the same rounds, by every stock client; prints the table, writes nothing under docs (about 5 minutes).
+	@mkdir -p $(BENCH_OUT)
+	@assets=$$(hack/envtest-assets.sh) && export KUBEBUILDER_ASSETS="$$assets" && \
+	BENCH_AB_REF='$(AB_REF)' go test -v -run '^$$' -benchtime=$(BENCH_CALLS)x -timeout 60m -bench 'BenchmarkClients' ./test/bench | tee $(BENCH_OUT)/ab.txt
+	go run ./hack/benchreport -clients < $(BENCH_OUT)/ab.txt | tee $(BENCH_OUT)/ab.md
 
 # bench-search-results runs tool search's benchmarks into $(BENCH_OUT)/search.txt:
 # retrieval once (it is deterministic; the one place the blind set is measured),

@@ -22,8 +22,13 @@ func main() {
 	profiles := flag.String("profiles", "", "text of `go tool pprof` reports on the manager's CPU profiles (make bench writes it), included as it is")
 	merge := flag.String("merge", "", "an earlier report: its results stay where this run did not measure the same benchmark, and its profile stays unless -profiles is given")
 	require := flag.String("require", "", "comma-separated benchmarks this run must have reported; one missing (it failed, or was not run) is a missed goal")
+	clients := flag.Bool("clients", false, "write only the call path by client (make bench-ab), with no goals")
 	flag.Parse()
 	this := parse(os.Stdin)
+	if *clients {
+		writeClientTable(os.Stdout, this.get)
+		return
+	}
 	now := time.Now().UTC().Format("2006-01-02")
 	environment := fmt.Sprintf("%s, %s, GOMAXPROCS %d, cpu %q", runtime.GOOS+"/"+runtime.GOARCH, runtime.Version(), runtime.GOMAXPROCS(0), this.cpu)
 
@@ -71,11 +76,22 @@ func ranGoals(this run, required string) []goal {
 		if name = strings.TrimSpace(name); name == "" {
 			continue
 		}
-		if _, ok := this.byName[name]; !ok {
+		if !this.reported(name) {
 			goals = append(goals, goal{what: name + " ran", target: "a result", measured: "none in this run (did it fail?)"})
 		}
 	}
 	return goals
+}
+
+// reported tells whether the run holds a result of the benchmark name or
+// of one of its sub-benchmarks (BenchmarkClients reports only those).
+func (r run) reported(name string) bool {
+	for n := range r.byName {
+		if n == name || strings.HasPrefix(n, name+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 func missedGoals(goals []goal) []string {
@@ -111,6 +127,7 @@ func (r report) write(out io.Writer, goals []goal) {
 	}
 	fmt.Fprintf(out, "```\n")
 	writeCallTable(out, r.results.get)
+	writeClientTable(out, r.results.get)
 	if r.profile != "" {
 		fmt.Fprintf(out, "\n%s", r.profile)
 	}

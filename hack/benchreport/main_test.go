@@ -169,4 +169,13 @@ func TestRequiredBenchmarksMustReport(t *testing.T) {
 	if want := []string{"BenchmarkBuild1M ran: a result, measured none in this run (did it fail?)"}; !reflect.DeepEqual(missed, want) {
 		t.Errorf("missed %q, want %q", missed, want)
 	}
+	// A benchmark that reports only from sub-benchmarks ran when one of
+	// them reported; a name that only begins like it did not.
+	subs := parse(strings.NewReader("BenchmarkClients/client/net-http-2   1   0 ns/op   0 errors\n"))
+	if missed := missedGoals(ranGoals(subs, "BenchmarkClients")); len(missed) != 0 {
+		t.Errorf("missed %v, want none", missed)
+	}
+	if missed := missedGoals(ranGoals(subs, "BenchmarkClient")); len(missed) != 1 {
+		t.Errorf("missed %v, want BenchmarkClient", missed)
+	}
 }

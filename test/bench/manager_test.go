@@ -65,6 +65,29 @@ func build(pkg string) (string, error) {
 	return path, nil
 }
 
+// buildAt builds pkg as it is at commit ref (anything git rev-parse
+// reads), in a worktree of its own that is removed once built: the other
+// side of an A/B run.
+func buildAt(ref, pkg string) (string, error) {
+	_, here, _, _ := runtime.Caller(0)
+	repo := filepath.Join(filepath.Dir(here), "..", "..")
+	tree := filepath.Join(workDir, "ab-tree")
+	if out, err := exec.Command("git", "-C", repo, "worktree", "add", "--detach", tree, ref).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("checking out %s: %w: %s", ref, err, out)
+	}
+	defer func() {
+		_ = exec.Command("git", "-C", repo, "worktree", "remove", "--force", tree).Run()
+	}()
+	path := filepath.Join(workDir, filepath.Base(pkg)+"-b")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", path, pkg)
+	cmd.Dir = tree
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building %s at %s: %w: %s", pkg, ref, err, out)
+	}
+	return path, nil
+}
+
 // managerBinary is ./cmd/manager, built once per run.
 func managerBinary() (string, error) {
 	path, err := build("./cmd/manager")
@@ -103,6 +126,13 @@ func launchManagerAt(cp *controlPlane, name, catalogAddr string, env []string, f
 	if err != nil {
 		return nil, err
 	}
+	return launchManagerBinary(bin, cp, name, catalogAddr, env, flags...)
+}
+
+// launchManagerBinary is launchManagerAt with the manager binary given: one
+// built from another commit (buildAt), for an A/B run.
+func launchManagerBinary(bin string, cp *controlPlane, name, catalogAddr string, env []string, flags ...string) (*manager, error) {
+	var err error
 	addrs := []string{catalogAddr, "", ""}
 	for i := range addrs {
 		if addrs[i] != "" {

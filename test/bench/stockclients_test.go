@@ -1,0 +1,310 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	mcpgoclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolmesh/mcp-operator/internal/mcpclient"
+)
+
+// BenchmarkClients measures the call path the way users call it, with
+// clients nobody here wrote as well as the project's own, each against a
+// floor made with that same client: the MCP server in a process of its
+// own (./test/bench/echoserver, an mcp-go server of 11 tools), called
+// directly, through the bare proxy and through the manager, every path by
+// the same client with the same connection policy, in interleaved rounds.
+// A path's added cost is its latency less the same client's direct
+// latency, so a client's own costs cancel out, and the bare proxy's added
+// cost is that client's floor. With BENCH_AB_REF set to a commit, a second
+// manager built from that commit serves the catalog as a follower beside
+// this build's, and every client calls it too (path catalog-b): the two
+// builds measured in the same rounds, so that a change's cost is measured,
+// not inferred.
+func BenchmarkClients(b *testing.B) {
+	cp, err := sharedPlane()
+	if err != nil {
+		b.Fatal(err)
+	}
+	echoBase, echoPID := startFloor(b, "./test/bench/echoserver", "-tools=10")
+	echoCPU := func() time.Duration { return processCPU(echoPID) }
+	echoURL := echoBase + "/mcp"
+	proxyBase, proxyPID := bareProxy(b, echoBase)
+	proxyCPU := func() time.Duration { return processCPU(proxyPID) }
+
+	leaseNS := namespace(b, cp, "clients-lease")
+	flags := []string{"--leader-elect", "--leader-election-namespace=" + leaseNS}
+	leader := startManager(b, cp, "clients", flags...)
+	leaseHolder(b, cp, leaseNS, "")
+	ns := namespace(b, cp, "clients")
+	rw := watchReady(b, cp, ns, 11)
+	collectionOfAll(b, cp, ns, "all")
+	createServers(b, cp, ns, 1, func(int) string { return "echo" }, func(int) string { return echoURL }, nil)
+	rw.wait(b, 1, time.Minute)
+	tool := "mcp_echo_echo"
+
+	catalogs := []*manager{leader}
+	if ref := os.Getenv("BENCH_AB_REF"); ref != "" {
+		bin, err := buildAt(ref, "./cmd/manager")
+		if err != nil {
+			b.Fatal(err)
+		}
+		other, err := launchManagerBinary(bin, cp, "clients-b", "", nil, flags...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(other.stop)
+		if err := other.waitReady(2 * time.Minute); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("catalog-b is %s (%s) as a follower", ref, bin)
+		catalogs = append(catalogs, other)
+	}
+
+	env := &callEnv{}
+	for _, c := range stockClients(b) {
+		s := &callScenario{name: c.name}
+		add := func(path, url, tool string, cpu func() time.Duration) {
+			var first func() error
+			eventually(b, c.name+" through "+path, func() error {
+				call, err := c.open(url, tool)
+				if err == nil {
+					err = call()
+				}
+				first = call
+				return err
+			})
+			p := &callPath{name: path, cpu: cpu, one: first}
+			for range throughputCallers {
+				call, err := c.open(url, tool)
+				if err != nil {
+					b.Fatalf("%s through %s: %v", c.name, path, err)
+				}
+				p.many = append(p.many, call)
+			}
+			s.paths = append(s.paths, p)
+		}
+		// The direct path's CPU is the server's: what a call of this
+		// client's revision costs it.
+		add("direct", echoURL, "echo", echoCPU)
+		add("proxy", proxyBase+"/mcp", "echo", proxyCPU)
+		for i, m := range catalogs {
+			url := m.catalog + "/v1/namespaces/" + ns + "/toolcollections/all/" + c.catalogPath
+			add([]string{"catalog", "catalog-b"}[i], url, tool, m.cpuTime)
+		}
+		env.scenarios = append(env.scenarios, s)
+	}
+
+	calls := callsPerPath()
+	stats := measureLatency(env, calls)
+	measureThroughput(env, calls, stats)
+	for key, st := range stats {
+		if st.firstErr != nil {
+			b.Logf("%s through %s: %d errors, the first: %v", key.scenario, key.path, st.errors, st.firstErr)
+		}
+	}
+	for _, s := range env.scenarios {
+		report(b, "client/"+s.name, stats.metrics(s))
+	}
+	// A profile of this build's catalog paths, once every figure is
+	// reported (see profilePass): what the clients' calls cost the manager.
+	catalogOnly := &callEnv{}
+	for _, s := range env.scenarios {
+		catalogOnly.scenarios = append(catalogOnly.scenarios, &callScenario{name: s.name, paths: s.paths[2:3]})
+	}
+	profilePass(b, leader, "clients", func() {
+		measureLatency(catalogOnly, max(calls/4, 1))
+		measureThroughput(catalogOnly, max(calls/4, 1), allStats{})
+	})
+}
+
+// stockClient is one kind of caller: how it opens a session (or its
+// equivalent) on an endpoint and calls a tool there, and which of a
+// collection's endpoints it calls through the catalog (mcp, or execute
+// for REST).
+type stockClient struct {
+	name        string
+	catalogPath string
+	// open returns a call of tool at url on a session of its own, opened
+	// now and closed when the benchmark ends.
+	open func(url, tool string) (func() error, error)
+}
+
+// stockHTTP is the connection policy of every stock client: one pool,
+// sized for 32 callers, as restClient's is; the libraries' defaults keep
+// two idle connections per host and would dial on most calls.
+var stockHTTP = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 5 * time.Minute}}
+
+// stockClients are the clients measured: the project's own (the
+// 2026-07-28 revision, stateless, and a 2025-11-25 session), mcp-go's with a 2025-11-25 session,
+// go-sdk's at 2026-07-28 and at 2025-11-25, and plain net/http, which
+// posts a 2026-07-28 tools/call directly and through the proxy and calls
+// REST execute through the catalog.
+func stockClients(b *testing.B) []stockClient {
+	ctx := context.Background()
+	cleanup := b.Cleanup
+	return []stockClient{
+		ownClient("mcpclient-2026", "", cleanup),
+		ownClient("mcpclient-2025", "2025-11-25", cleanup),
+		{name: "mcp-go-2025", catalogPath: "mcp", open: func(url, tool string) (func() error, error) {
+			c, err := mcpgoclient.NewStreamableHttpClient(url, transport.WithHTTPBasicClient(stockHTTP))
+			if err != nil {
+				return nil, err
+			}
+			mcpgoclient.WithProtocolVersion("2025-11-25")(c)
+			if err := c.Start(ctx); err != nil {
+				return nil, err
+			}
+			cleanup(func() { _ = c.Close() })
+			init := mcp.InitializeRequest{}
+			init.Params.ProtocolVersion = "2025-11-25"
+			init.Params.ClientInfo = mcp.Implementation{Name: "bench-mcp-go", Version: "1"}
+			res, err := c.Initialize(ctx, init)
+			if err != nil {
+				return nil, err
+			}
+			if res.ProtocolVersion != "2025-11-25" {
+				return nil, fmt.Errorf("%s speaks %s", url, res.ProtocolVersion)
+			}
+			req := mcp.CallToolRequest{}
+			req.Params.Name, req.Params.Arguments = tool, map[string]any{"message": "hi"}
+			return func() error {
+				res, err := c.CallTool(ctx, req)
+				if err != nil {
+					return err
+				}
+				return echoed(res.IsError, len(res.Content), func() string { t, _ := mcp.AsTextContent(res.Content[0]); return t.Text })
+			}, nil
+		}},
+		goSDKClient("go-sdk-2026", "2026-07-28", cleanup),
+		goSDKClient("go-sdk-2025", "2025-11-25", cleanup),
+		{name: "net-http", catalogPath: "execute", open: func(url, tool string) (func() error, error) {
+			if strings.HasSuffix(url, "/execute") {
+				body := executeBody(tool)
+				return func() error { return restCall(url, body) }, nil
+			}
+			return func() error { return postToolCall(url, tool) }, nil
+		}},
+	}
+}
+
+// ownClient is the project's client (internal/mcpclient) at revision:
+// the 2026-07-28 revision, stateless, when it is empty.
+func ownClient(name, revision string, cleanup func(func())) stockClient {
+	want := revision
+	if want == "" {
+		want = mcpclient.RevisionStateless
+	}
+	return stockClient{name: name, catalogPath: "mcp", open: func(url, tool string) (func() error, error) {
+		s, err := connect(url, revision, "")
+		if err != nil {
+			return nil, err
+		}
+		cleanup(s.Close)
+		if got := s.Info().ProtocolVersion; got != want {
+			return nil, fmt.Errorf("%s speaks %s", url, got)
+		}
+		return func() error { return mcpCall(s, tool) }, nil
+	}}
+}
+
+// goSDKClient is the official Go SDK's client at revision, without the
+// standalone stream (on every path alike: the benchmark calls, it does
+// not listen).
+func goSDKClient(name, revision string, cleanup func(func())) stockClient {
+	client := sdk.NewClient(&sdk.Implementation{Name: "bench-go-sdk", Version: "1"}, nil)
+	return stockClient{name: name, catalogPath: "mcp", open: func(url, tool string) (func() error, error) {
+		ctx := context.Background()
+		s, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: stockHTTP, DisableStandaloneSSE: true},
+			&sdk.ClientSessionOptions{ProtocolVersion: revision})
+		if err != nil {
+			return nil, err
+		}
+		cleanup(func() { _ = s.Close() })
+		if got := s.InitializeResult().ProtocolVersion; got != revision {
+			return nil, fmt.Errorf("%s speaks %s", url, got)
+		}
+		params := &sdk.CallToolParams{Name: tool, Arguments: map[string]any{"message": "hi"}}
+		return func() error {
+			res, err := s.CallTool(ctx, params)
+			if err != nil {
+				return err
+			}
+			return echoed(res.IsError, len(res.Content), func() string {
+				t, _ := res.Content[0].(*sdk.TextContent)
+				if t == nil {
+					return ""
+				}
+				return t.Text
+			})
+		}, nil
+	}}
+}
+
+// echoed checks a tool result is the echo of "hi".
+func echoed(isError bool, n int, text func() string) error {
+	if isError || n != 1 || text() != "hi" {
+		return fmt.Errorf("unexpected result: isError %v, %d contents", isError, n)
+	}
+	return nil
+}
+
+// toolCallBody is a 2026-07-28 tools/call of tool with the echo argument,
+// as a client with no SDK writes it: the revision, client and
+// capabilities in _meta.
+func toolCallBody(tool string) []byte {
+	return []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool +
+		`","arguments":{"message":"hi"},"_meta":{"` + mcp.MetaKeyProtocolVersion + `":"2026-07-28","` +
+		mcp.MetaKeyClientInfo + `":{"name":"bench-net-http","version":"1"},"` + mcp.MetaKeyClientCapabilities + `":{}}}}`)
+}
+
+// postToolCall posts a 2026-07-28 tools/call with net/http and checks the
+// answer is the echo.
+func postToolCall(url, tool string) error {
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(toolCallBody(tool)))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(mcp.HeaderProtocolVersion, "2026-07-28")
+	req.Header.Set(mcp.HeaderMethod, "tools/call")
+	req.Header.Set(mcp.HeaderName, tool)
+	resp, err := restClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var answer struct {
+		Result struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+			IsError bool `json:"isError"`
+		} `json:"result"`
+		Error *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
+		return fmt.Errorf("reading the tools/call answer (status %d, %s): %w", resp.StatusCode, resp.Header.Get("Content-Type"), err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK || answer.Error != nil {
+		return fmt.Errorf("tools/call: status %d, error %+v", resp.StatusCode, answer.Error)
+	}
+	r := answer.Result
+	return echoed(r.IsError, len(r.Content), func() string { return r.Content[0].Text })
+}
