@@ -36,7 +36,7 @@ func TestClientGoal(t *testing.T) {
 			// twice as much.
 			other := client(map[string]float64{"proxy-p50-µs": 300, "proxy-p99-µs": 1300, "proxy-calls/s": 800})
 			g, ok := clientGoal(results(map[string]map[string]float64{
-				"BenchmarkClients/client/mcp-go-2025": client(tc.catalog), "BenchmarkClients/client/net-http": other}), "mcp-go-2025")
+				"BenchmarkClients/client/mcp-go-session": client(tc.catalog), "BenchmarkClients/client/net-http": other}), "mcp-go-session")
 			if !ok {
 				t.Fatal("no goal from the results")
 			}
@@ -48,25 +48,41 @@ func TestClientGoal(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := clientGoal(results(nil), "mcp-go-2025"); ok {
+	if _, ok := clientGoal(results(nil), "mcp-go-session"); ok {
 		t.Error("a goal from no results")
 	}
 }
 
 func TestClientTable(t *testing.T) {
 	var out bytes.Buffer
-	writeClientTable(&out, results(map[string]map[string]float64{
-		"BenchmarkClients/client/mcpclient-2026": client(map[string]float64{"catalog-p50-µs": 210, "catalog-b-p50-µs": 230}),
+	clients, withB := writeClientTable(&out, results(map[string]map[string]float64{
+		"BenchmarkClients/client/mcpclient-stateless": client(map[string]float64{"catalog-p50-µs": 210, "catalog-b-p50-µs": 230}),
+		"BenchmarkClients/client/net-http":            client(map[string]float64{"catalog-p50-µs": 210}),
 	}))
-	for _, row := range []string{"| mcpclient-2026 | direct | 100 |  |", "| mcpclient-2026 | proxy | 200 | +100 |",
-		"| mcpclient-2026 | catalog | 210 | +110 |", "| mcpclient-2026 | catalog-b | 230 | +130 |"} {
+	if clients != 2 || withB != 1 {
+		t.Errorf("%d clients, %d with catalog-b: want 2 and 1 (what -ab checks)", clients, withB)
+	}
+	for _, row := range []string{"| mcpclient-stateless | direct | 100 |  |", "| mcpclient-stateless | proxy | 200 | +100 |",
+		"| mcpclient-stateless | catalog | 210 | +110 |", "| mcpclient-stateless | catalog-b | 230 | +130 |"} {
 		if !strings.Contains(out.String(), row) {
 			t.Errorf("the table lacks %q:\n%s", row, out.String())
 		}
 	}
 	out.Reset()
-	writeClientTable(&out, results(nil))
-	if out.Len() != 0 {
+	if clients, _ := writeClientTable(&out, results(nil)); clients != 0 || out.Len() != 0 {
 		t.Errorf("a table from no results: %s", out.String())
+	}
+}
+
+// A client's name ends in a letter, so that it reads the same whether or
+// not go test appended GOMAXPROCS.
+func TestClientNamesWithoutProcs(t *testing.T) {
+	for _, client := range stockClients {
+		for _, line := range []string{"BenchmarkClients/client/" + client + "-2   1   0 ns/op   5 direct-p50-µs",
+			"BenchmarkClients/client/" + client + "   1   0 ns/op   5 direct-p50-µs"} {
+			if v, ok := parse(strings.NewReader(line)).get("BenchmarkClients/client/"+client, "direct-p50-µs"); !ok || v != 5 {
+				t.Errorf("%q: read %v, %v", line, v, ok)
+			}
+		}
 	}
 }

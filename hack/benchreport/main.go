@@ -22,11 +22,14 @@ func main() {
 	profiles := flag.String("profiles", "", "text of `go tool pprof` reports on the manager's CPU profiles (make bench writes it), included as it is")
 	merge := flag.String("merge", "", "an earlier report: its results stay where this run did not measure the same benchmark, and its profile stays unless -profiles is given")
 	require := flag.String("require", "", "comma-separated benchmarks this run must have reported; one missing (it failed, or was not run) is a missed goal")
-	clients := flag.Bool("clients", false, "write only the call path by client (make bench-ab), with no goals")
+	ab := flag.Bool("ab", false, "write only the call path by client, with no goals, and fail unless every client has both builds' figures (make bench-ab)")
 	flag.Parse()
 	this := parse(os.Stdin)
-	if *clients {
-		writeClientTable(os.Stdout, this.get)
+	if *ab {
+		if clients, withB := writeClientTable(os.Stdout, this.get); clients < len(stockClients) || withB < clients {
+			fmt.Fprintf(os.Stderr, "benchreport: %d of %d clients reported, %d of them with catalog-b\n", clients, len(stockClients), withB)
+			os.Exit(1)
+		}
 		return
 	}
 	now := time.Now().UTC().Format("2006-01-02")

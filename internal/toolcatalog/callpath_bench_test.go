@@ -110,6 +110,26 @@ func BenchmarkCallPath(b *testing.B) {
 			post(b, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_calc_echo","arguments":{"message":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, header)
 		}
 	})
+	// The same call in a 2025-11-25 session the catalog issued: what a
+	// session caller costs beyond a stateless one.
+	b.Run("mcp-session", func(b *testing.B) {
+		init := httptest.NewRequest(http.MethodPost, "/mcp", bytes.NewReader([]byte(
+			`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)))
+		init.Header = mcpHeader.Clone()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, init)
+		session := rec.Header().Get("Mcp-Session-Id")
+		if rec.Code != http.StatusOK || session == "" {
+			b.Fatalf("initialize: %d %s", rec.Code, rec.Body)
+		}
+		header := mcpHeader.Clone()
+		header.Set("MCP-Protocol-Version", "2025-11-25")
+		header.Set("Mcp-Session-Id", session)
+		b.ReportAllocs()
+		for b.Loop() {
+			post(b, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_calc_echo","arguments":{"message":"hi"}}}`, header)
+		}
+	})
 }
 
 // callPathPolicy is 20 rules, of which an anonymous caller's call of

@@ -188,10 +188,9 @@ func median(v []float64) float64 {
 
 // metrics are a scenario's figures, named for benchreport:
 // <path>-p50-µs, <path>-p99-µs, <path>-calls/s (the median block's),
-// errors, and for the paths
-// through the manager or the bare proxy that process's CPU per call,
-// sequential (<path>-cpu-µs/call) and at 32 callers
-// (<path>-busy-cpu-µs/call).
+// errors, and for the paths whose process is measured (see callPath.cpu)
+// that process's CPU per call, sequential (<path>-cpu-µs/call) and at 32
+// callers (<path>-busy-cpu-µs/call).
 func (a allStats) metrics(s *callScenario) map[string]float64 {
 	out := map[string]float64{"errors": 0}
 	for _, p := range s.paths {

@@ -145,8 +145,9 @@ func setUpCalls(b *testing.B) *callEnv {
 // latency rounds and 32 for the throughput rounds.
 type callPath struct {
 	name string
-	// cpu, for the paths through another process of ours (the manager,
-	// the bare proxy), reads that process's CPU time.
+	// cpu, for a path whose process is measured (the manager or the bare
+	// proxy it goes through; BenchmarkClients' MCP server for its direct
+	// path), reads that process's CPU time.
 	cpu  func() time.Duration
 	one  func() error
 	many []func() error

@@ -59,9 +59,11 @@ func bareProxy(b *testing.B, target string) (string, int) {
 	return startFloor(b, "./test/bench/bareproxy", "-target="+target)
 }
 
-// startFloor builds and starts one of the baselines that run as a process
-// of their own (bareproxy, pageserver), stopped with the benchmark; it
-// returns the base URL the process printed first, and its pid.
+// startFloor builds and starts one of the programs that run as a process
+// of their own beside the manager (the baselines bareproxy and
+// pageserver, BenchmarkClients' MCP server echoserver), stopped with the
+// benchmark; it returns the base URL the process printed first, and its
+// pid.
 func startFloor(b *testing.B, pkg string, args ...string) (string, int) {
 	b.Helper()
 	bin, err := build(pkg)

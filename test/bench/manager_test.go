@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -66,18 +67,33 @@ func build(pkg string) (string, error) {
 }
 
 // buildAt builds pkg as it is at commit ref (anything git rev-parse
-// reads), in a worktree of its own that is removed once built: the other
-// side of an A/B run.
+// reads), from a copy of that commit's tree (git archive), so that the
+// repository itself is not touched: the other side of an A/B run.
 func buildAt(ref, pkg string) (string, error) {
 	_, here, _, _ := runtime.Caller(0)
 	repo := filepath.Join(filepath.Dir(here), "..", "..")
-	tree := filepath.Join(workDir, "ab-tree")
-	if out, err := exec.Command("git", "-C", repo, "worktree", "add", "--detach", tree, ref).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("checking out %s: %w: %s", ref, err, out)
+	tree, err := os.MkdirTemp(workDir, "ab-tree-")
+	if err != nil {
+		return "", err
 	}
-	defer func() {
-		_ = exec.Command("git", "-C", repo, "worktree", "remove", "--force", tree).Run()
-	}()
+	defer os.RemoveAll(tree)
+	archive := exec.Command("git", "-C", repo, "archive", "--format=tar", ref)
+	untar := exec.Command("tar", "-x", "-C", tree)
+	if untar.Stdin, err = archive.StdoutPipe(); err != nil {
+		return "", err
+	}
+	var archiveErr, untarErr bytes.Buffer
+	archive.Stderr, untar.Stderr = &archiveErr, &untarErr
+	if err := untar.Start(); err != nil {
+		return "", err
+	}
+	if err := archive.Run(); err != nil {
+		_ = untar.Wait()
+		return "", fmt.Errorf("git archive %s: %w: %s", ref, err, archiveErr.Bytes())
+	}
+	if err := untar.Wait(); err != nil {
+		return "", fmt.Errorf("unpacking %s: %w: %s", ref, err, untarErr.Bytes())
+	}
 	path := filepath.Join(workDir, filepath.Base(pkg)+"-b")
 	cmd := exec.Command("go", "build", "-trimpath", "-o", path, pkg)
 	cmd.Dir = tree

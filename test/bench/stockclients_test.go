@@ -25,14 +25,15 @@ import (
 // floor made with that same client: the MCP server in a process of its
 // own (./test/bench/echoserver, an mcp-go server of 11 tools), called
 // directly, through the bare proxy and through the manager, every path by
-// the same client with the same connection policy, in interleaved rounds.
-// A path's added cost is its latency less the same client's direct
-// latency, so a client's own costs cancel out, and the bare proxy's added
-// cost is that client's floor. With BENCH_AB_REF set to a commit, a second
-// manager built from that commit serves the catalog as a follower beside
-// this build's, and every client calls it too (path catalog-b): the two
-// builds measured in the same rounds, so that a change's cost is measured,
-// not inferred.
+// the same client at the same revision, in interleaved rounds. A path's
+// added cost is its latency less the same client's direct latency, so a
+// client's own costs cancel out, and the bare proxy's added cost is that
+// client's floor. The measured manager serves the catalog as a follower:
+// a third manager, not measured, holds the Lease and runs the
+// controllers. With BENCH_AB_REF set to a commit, a manager built from
+// that commit is a second follower beside this build's, and every client
+// calls it too (path catalog-b): the two builds in the same rounds and the
+// same role, so that a change's cost is measured, not inferred.
 func BenchmarkClients(b *testing.B) {
 	cp, err := sharedPlane()
 	if err != nil {
@@ -46,8 +47,8 @@ func BenchmarkClients(b *testing.B) {
 
 	leaseNS := namespace(b, cp, "clients-lease")
 	flags := []string{"--leader-elect", "--leader-election-namespace=" + leaseNS}
-	leader := startManager(b, cp, "clients", flags...)
-	leaseHolder(b, cp, leaseNS, "")
+	startManager(b, cp, "clients-leader", flags...)
+	leader := leaseHolder(b, cp, leaseNS, "")
 	ns := namespace(b, cp, "clients")
 	rw := watchReady(b, cp, ns, 11)
 	collectionOfAll(b, cp, ns, "all")
@@ -55,7 +56,7 @@ func BenchmarkClients(b *testing.B) {
 	rw.wait(b, 1, time.Minute)
 	tool := "mcp_echo_echo"
 
-	catalogs := []*manager{leader}
+	catalogs := []*manager{startManager(b, cp, "clients", flags...)}
 	if ref := os.Getenv("BENCH_AB_REF"); ref != "" {
 		bin, err := buildAt(ref, "./cmd/manager")
 		if err != nil {
@@ -69,29 +70,41 @@ func BenchmarkClients(b *testing.B) {
 		if err := other.waitReady(2 * time.Minute); err != nil {
 			b.Fatal(err)
 		}
-		b.Logf("catalog-b is %s (%s) as a follower", ref, bin)
+		b.Logf("catalog-b is %s (%s)", ref, bin)
 		catalogs = append(catalogs, other)
 	}
+	// Both measured managers must stay followers throughout.
+	defer func() {
+		if got := leaseHolder(b, cp, leaseNS, ""); got != leader {
+			b.Errorf("the Lease moved from %s to %s during the rounds: a measured manager ran the controllers", leader, got)
+		}
+	}()
 
 	env := &callEnv{}
-	for _, c := range stockClients(b) {
+	for _, c := range stockClients() {
 		s := &callScenario{name: c.name}
 		add := func(path, url, tool string, cpu func() time.Duration) {
 			var first func() error
 			eventually(b, c.name+" through "+path, func() error {
-				call, err := c.open(url, tool)
-				if err == nil {
-					err = call()
+				call, end, err := c.open(url, tool)
+				if err != nil {
+					return err
 				}
+				if err := call(); err != nil {
+					end()
+					return err
+				}
+				b.Cleanup(end)
 				first = call
-				return err
+				return nil
 			})
 			p := &callPath{name: path, cpu: cpu, one: first}
 			for range throughputCallers {
-				call, err := c.open(url, tool)
+				call, end, err := c.open(url, tool)
 				if err != nil {
 					b.Fatalf("%s through %s: %v", c.name, path, err)
 				}
+				b.Cleanup(end)
 				p.many = append(p.many, call)
 			}
 			s.paths = append(s.paths, p)
@@ -124,59 +137,67 @@ func BenchmarkClients(b *testing.B) {
 	for _, s := range env.scenarios {
 		catalogOnly.scenarios = append(catalogOnly.scenarios, &callScenario{name: s.name, paths: s.paths[2:3]})
 	}
-	profilePass(b, leader, "clients", func() {
-		measureLatency(catalogOnly, max(calls/4, 1))
-		measureThroughput(catalogOnly, max(calls/4, 1), allStats{})
+	profilePass(b, catalogs[0], "clients", func() {
+		unmeasured := measureLatency(catalogOnly, max(calls/4, 1))
+		measureThroughput(catalogOnly, max(calls/4, 1), unmeasured)
+		for key, st := range unmeasured {
+			if st.firstErr != nil {
+				b.Logf("profile pass, %s through %s: %d errors, the first: %v", key.scenario, key.path, st.errors, st.firstErr)
+			}
+		}
 	})
 }
 
 // stockClient is one kind of caller: how it opens a session (or its
 // equivalent) on an endpoint and calls a tool there, and which of a
 // collection's endpoints it calls through the catalog (mcp, or execute
-// for REST).
+// for REST). Its names end in a letter: benchreport reads a trailing
+// "-<digits>" as GOMAXPROCS.
 type stockClient struct {
 	name        string
 	catalogPath string
 	// open returns a call of tool at url on a session of its own, opened
-	// now and closed when the benchmark ends.
-	open func(url, tool string) (func() error, error)
+	// now, and what ends that session.
+	open func(url, tool string) (call func() error, end func(), err error)
 }
 
-// stockHTTP is the connection policy of every stock client: one pool,
-// sized for 32 callers, as restClient's is; the libraries' defaults keep
-// two idle connections per host and would dial on most calls.
-var stockHTTP = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 5 * time.Minute}}
+// stockHTTP is the HTTP client of mcp-go's and go-sdk's sessions: one
+// pool sized for 32 callers, as restClient's is (the libraries' defaults
+// keep two idle connections per host and would dial on most calls), and a
+// bound on a call that stalls. mcpclient's sessions each have their own
+// transport, as the catalog's do upstream.
+var stockHTTP = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 5 * time.Minute}, Timeout: time.Minute}
 
 // stockClients are the clients measured: the project's own (the
-// 2026-07-28 revision, stateless, and a 2025-11-25 session), mcp-go's with a 2025-11-25 session,
-// go-sdk's at 2026-07-28 and at 2025-11-25, and plain net/http, which
-// posts a 2026-07-28 tools/call directly and through the proxy and calls
-// REST execute through the catalog.
-func stockClients(b *testing.B) []stockClient {
+// 2026-07-28 revision, stateless, and a 2025-11-25 session), mcp-go's
+// with a 2025-11-25 session, go-sdk's at 2026-07-28 and at 2025-11-25, and
+// plain net/http, which posts a 2026-07-28 tools/call directly and through
+// the proxy and calls REST execute through the catalog.
+func stockClients() []stockClient {
 	ctx := context.Background()
-	cleanup := b.Cleanup
 	return []stockClient{
-		ownClient("mcpclient-2026", "", cleanup),
-		ownClient("mcpclient-2025", "2025-11-25", cleanup),
-		{name: "mcp-go-2025", catalogPath: "mcp", open: func(url, tool string) (func() error, error) {
+		ownClient("mcpclient-stateless", ""),
+		ownClient("mcpclient-session", "2025-11-25"),
+		{name: "mcp-go-session", catalogPath: "mcp", open: func(url, tool string) (func() error, func(), error) {
 			c, err := mcpgoclient.NewStreamableHttpClient(url, transport.WithHTTPBasicClient(stockHTTP))
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			mcpgoclient.WithProtocolVersion("2025-11-25")(c)
 			if err := c.Start(ctx); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			cleanup(func() { _ = c.Close() })
+			end := func() { _ = c.Close() }
 			init := mcp.InitializeRequest{}
 			init.Params.ProtocolVersion = "2025-11-25"
 			init.Params.ClientInfo = mcp.Implementation{Name: "bench-mcp-go", Version: "1"}
 			res, err := c.Initialize(ctx, init)
-			if err != nil {
-				return nil, err
+			if err == nil && res.ProtocolVersion != "2025-11-25" {
+				err = fmt.Errorf("%s speaks %s", url, res.ProtocolVersion)
 			}
-			if res.ProtocolVersion != "2025-11-25" {
-				return nil, fmt.Errorf("%s speaks %s", url, res.ProtocolVersion)
+			if err != nil {
+				end()
+				return nil, nil, err
 			}
 			req := mcp.CallToolRequest{}
 			req.Params.Name, req.Params.Arguments = tool, map[string]any{"message": "hi"}
@@ -186,55 +207,58 @@ func stockClients(b *testing.B) []stockClient {
 					return err
 				}
 				return echoed(res.IsError, len(res.Content), func() string { t, _ := mcp.AsTextContent(res.Content[0]); return t.Text })
-			}, nil
+			}, end, nil
 		}},
-		goSDKClient("go-sdk-2026", "2026-07-28", cleanup),
-		goSDKClient("go-sdk-2025", "2025-11-25", cleanup),
-		{name: "net-http", catalogPath: "execute", open: func(url, tool string) (func() error, error) {
+		goSDKClient("go-sdk-stateless", "2026-07-28"),
+		goSDKClient("go-sdk-session", "2025-11-25"),
+		{name: "net-http", catalogPath: "execute", open: func(url, tool string) (func() error, func(), error) {
 			if strings.HasSuffix(url, "/execute") {
 				body := executeBody(tool)
-				return func() error { return restCall(url, body) }, nil
+				return func() error { return restCall(url, body) }, func() {}, nil
 			}
-			return func() error { return postToolCall(url, tool) }, nil
+			return func() error { return postToolCall(url, tool) }, func() {}, nil
 		}},
 	}
 }
 
 // ownClient is the project's client (internal/mcpclient) at revision:
-// the 2026-07-28 revision, stateless, when it is empty.
-func ownClient(name, revision string, cleanup func(func())) stockClient {
+// the 2026-07-28 revision, stateless, when it is empty. Its 2025-11-25
+// sessions keep their list-change stream open, as the catalog's own
+// sessions upstream do.
+func ownClient(name, revision string) stockClient {
 	want := revision
 	if want == "" {
 		want = mcpclient.RevisionStateless
 	}
-	return stockClient{name: name, catalogPath: "mcp", open: func(url, tool string) (func() error, error) {
+	return stockClient{name: name, catalogPath: "mcp", open: func(url, tool string) (func() error, func(), error) {
 		s, err := connect(url, revision, "")
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		cleanup(s.Close)
 		if got := s.Info().ProtocolVersion; got != want {
-			return nil, fmt.Errorf("%s speaks %s", url, got)
+			s.Close()
+			return nil, nil, fmt.Errorf("%s speaks %s", url, got)
 		}
-		return func() error { return mcpCall(s, tool) }, nil
+		return func() error { return mcpCall(s, tool) }, s.Close, nil
 	}}
 }
 
 // goSDKClient is the official Go SDK's client at revision, without the
-// standalone stream (on every path alike: the benchmark calls, it does
-// not listen).
-func goSDKClient(name, revision string, cleanup func(func())) stockClient {
+// standalone stream, on every path alike (mcp-go's client opens none
+// either).
+func goSDKClient(name, revision string) stockClient {
 	client := sdk.NewClient(&sdk.Implementation{Name: "bench-go-sdk", Version: "1"}, nil)
-	return stockClient{name: name, catalogPath: "mcp", open: func(url, tool string) (func() error, error) {
+	return stockClient{name: name, catalogPath: "mcp", open: func(url, tool string) (func() error, func(), error) {
 		ctx := context.Background()
 		s, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: stockHTTP, DisableStandaloneSSE: true},
 			&sdk.ClientSessionOptions{ProtocolVersion: revision})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		cleanup(func() { _ = s.Close() })
+		end := func() { _ = s.Close() }
 		if got := s.InitializeResult().ProtocolVersion; got != revision {
-			return nil, fmt.Errorf("%s speaks %s", url, got)
+			end()
+			return nil, nil, fmt.Errorf("%s speaks %s", url, got)
 		}
 		params := &sdk.CallToolParams{Name: tool, Arguments: map[string]any{"message": "hi"}}
 		return func() error {
@@ -249,7 +273,7 @@ func goSDKClient(name, revision string, cleanup func(func())) stockClient {
 				}
 				return t.Text
 			})
-		}, nil
+		}, end, nil
 	}}
 }
 
