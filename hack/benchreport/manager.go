@@ -62,6 +62,7 @@ func managerGoals(get getter) []goal {
 	if g, ok := policyGoal(get); ok {
 		goals = append(goals, g)
 	}
+	goals = append(goals, streamGoals(get)...)
 	return append(goals, scaleGoals(get)...)
 }
 
@@ -112,11 +113,11 @@ func ratioGoal(get getter, what, name, base, path string) (goal, bool) {
 	busy := m(path+"-calls/s") / b("proxy-calls/s")
 	errors := m("errors")
 	g.met = added50 <= maxAddedP50*proxy50 && added99 <= maxAddedP99*proxy99 && busy >= minBusyRatio && errors == 0
-	g.measured = fmt.Sprintf("%.2f× (+%.0f vs +%.0f µs) / %.2f× (+%.0f vs +%.0f µs) / %.2f× (%.0f vs %.0f), %.0f errors",
+	g.measured = fmt.Sprintf("%.2f× (+%.0f vs +%.0f µs) / %.2f× (+%.0f vs +%.0f µs) / %.3f× (%.0f vs %.0f), %.0f errors",
 		added50/proxy50, added50, proxy50, added99/proxy99, added99, proxy99, busy, m(path+"-calls/s"), b("proxy-calls/s"), errors)
-	if seq, ok := get(name, path+"-cpu-µs/call"); ok && base == name {
+	if seq, ok := get(name, path+"-cpu-µs/call"); ok {
 		at32, _ := get(name, path+"-busy-cpu-µs/call")
-		g.measured += fmt.Sprintf("; CPU µs/call %.0f / %.0f at 32 (the proxy's %.0f / %.0f)", seq, at32, m("proxy-cpu-µs/call"), m("proxy-busy-cpu-µs/call"))
+		g.measured += fmt.Sprintf("; CPU µs/call %.0f / %.0f at 32 (the proxy's %.0f / %.0f)", seq, at32, b("proxy-cpu-µs/call"), b("proxy-busy-cpu-µs/call"))
 	}
 	return g, true
 }
