@@ -50,6 +50,7 @@ func main() {
 		}
 	}
 	goals := append(ranGoals(this, *require), managerGoals(rep.results.get)...)
+	goals = append(goals, streamGoals(rep.results.get, rep.results.order)...)
 	goals = append(goals, searchGoals(rep.results.get)...)
 	rep.write(os.Stdout, goals)
 	if missed := missedGoals(goals); len(missed) > 0 {

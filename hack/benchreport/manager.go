@@ -62,7 +62,6 @@ func managerGoals(get getter) []goal {
 	if g, ok := policyGoal(get); ok {
 		goals = append(goals, g)
 	}
-	goals = append(goals, streamGoals(get)...)
 	return append(goals, scaleGoals(get)...)
 }
 

@@ -3,7 +3,9 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -31,11 +33,12 @@ import (
 // subscriptions/listen, each on a connection of its own; what they cost
 // the manager (live heap and goroutine stacks, goroutines and file
 // descriptors, per stream); how long a change of the menu takes to reach
-// every listener, and what a call costs meanwhile; then sessions opened
-// and closed at a steady rate (initialize, tools/list, one call, DELETE),
-// and whether goroutines and descriptors come back to where they were.
-// BENCH_STREAMS, BENCH_HOLD_SECONDS (how long the streams are then held
-// with a call every 100 ms), BENCH_CHURN_RATE and BENCH_CHURN_SECONDS
+// every listener, and what calls made while it goes out cost; calls while
+// the streams are held; then sessions opened and closed at a steady rate
+// (initialize, tools/list, one call, DELETE), and whether goroutines,
+// descriptors and the live heap come back to where they were.
+// BENCH_STREAMS, BENCH_HOLD_SECONDS (how long the streams are then held,
+// calling one after another with 100 ms between), BENCH_CHURN_RATE and BENCH_CHURN_SECONDS
 // scale it (make bench-scale); by default it holds 2,000 streams for 10 s
 // and opens 500 sessions a second for 10 s, and a smoke run 20 streams
 // for 1 s and 20 sessions a second for 1 s. It reports as <n>-streams.
@@ -48,9 +51,9 @@ func BenchmarkStreams(b *testing.B) {
 	hold = envInt(b, "BENCH_HOLD_SECONDS", hold)
 	rate = envInt(b, "BENCH_CHURN_RATE", rate)
 	seconds = envInt(b, "BENCH_CHURN_SECONDS", seconds)
-	// Every stream is a connection at both ends, and the manager inherits
+	// Every stream is a descriptor in each process; the manager inherits
 	// this process's limit.
-	raiseFileLimit(b, uint64(2*n+4096))
+	raiseFileLimit(b, uint64(n+4096))
 	cp, err := sharedPlane()
 	if err != nil {
 		b.Fatal(err)
@@ -70,9 +73,12 @@ func BenchmarkStreams(b *testing.B) {
 	before := m.footprint(b)
 	streams := make([]*heldStream, n)
 	openStart := time.Now()
-	var opened sync.WaitGroup
-	var openErrs atomic.Int64
-	var firstErr atomic.Value
+	var (
+		opened   sync.WaitGroup
+		mu       sync.Mutex
+		openErrs int
+		firstErr error
+	)
 	next := make(chan int)
 	for range 64 {
 		opened.Add(1)
@@ -81,8 +87,10 @@ func BenchmarkStreams(b *testing.B) {
 			for i := range next {
 				s, err := lc.open(base+"/mcp", i%2 == 0)
 				if err != nil {
-					openErrs.Add(1)
-					firstErr.CompareAndSwap(nil, err)
+					mu.Lock()
+					openErrs++
+					firstErr = cmp.Or(firstErr, err)
+					mu.Unlock()
 					continue
 				}
 				streams[i] = s
@@ -101,26 +109,53 @@ func BenchmarkStreams(b *testing.B) {
 			}
 		}
 	})
-	if e := openErrs.Load(); e > 0 {
-		b.Fatalf("%d of %d streams did not open; the first: %v", e, n, firstErr.Load())
+	if openErrs > 0 {
+		b.Fatalf("%d of %d streams did not open; the first: %v", openErrs, n, firstErr)
 	}
 	openTime := time.Since(openStart)
+	// The streams' own connections only: the pool's idle ones would be
+	// counted as the streams'.
+	lc.http.CloseIdleConnections()
 	held := m.footprint(b)
 	perStream := func(after, before float64) float64 { return (after - before) / float64(n) }
 
-	// A change of the menu, heard by every listener.
+	// A change of the menu, heard by every listener, with calls made one
+	// after another until the last one heard it.
+	fanning := make(chan struct{})
+	calling := make(chan []time.Duration)
+	var fanErrs atomic.Int64
+	go func() {
+		var lat []time.Duration
+		for {
+			select {
+			case <-fanning:
+				calling <- lat
+				return
+			default:
+			}
+			start := time.Now()
+			if err := restCall(base+"/execute", executeBody("mcp_echo_echo")); err != nil {
+				fanErrs.Add(1)
+				continue
+			}
+			lat = append(lat, time.Since(start))
+		}
+	}()
 	changed := time.Now()
 	patchExclude(b, cp, ns, `["*t0009"]`)
 	lags := make([]time.Duration, 0, n)
 	deadline := time.Now().Add(2 * time.Minute)
 	for _, s := range streams {
-		at, ok := s.changedAfter(changed, time.Until(deadline))
-		if !ok {
-			b.Fatalf("a %s stream heard no list change within 2 minutes of the patch", s.kind())
+		at, err := s.changedAfter(changed, time.Until(deadline))
+		if err != nil {
+			b.Fatalf("a %s stream, after the patch: %v", s.kind(), err)
 		}
 		lags = append(lags, at.Sub(changed))
 	}
+	close(fanning)
+	fanLat := <-calling
 	sortDurations(lags)
+	sortDurations(fanLat)
 	// Calls while every stream is held.
 	var callLat []time.Duration
 	callErrs := 0
@@ -170,12 +205,17 @@ func BenchmarkStreams(b *testing.B) {
 		"change-p50-ms":                 quantile(lags, 0.50) / 1e3,
 		"change-p99-ms":                 quantile(lags, 0.99) / 1e3,
 		"change-max-ms":                 quantile(lags, 1) / 1e3,
+		"calls-during-change":           float64(len(fanLat)) + float64(fanErrs.Load()),
+		"call-during-change-errors":     float64(fanErrs.Load()),
+		"call-during-change-p50-ms":     quantile(fanLat, 0.50) / 1e3,
+		"call-during-change-p99-ms":     quantile(fanLat, 0.99) / 1e3,
 		"calls-while-held":              float64(len(callLat) + callErrs),
 		"call-while-held-p50-ms":        quantile(callLat, 0.50) / 1e3,
 		"call-while-held-p99-ms":        quantile(callLat, 0.99) / 1e3,
 		"call-while-held-errors":        float64(callErrs),
 		"streams-ended-while-held":      float64(ended),
 		"churn-asked/s":                 float64(rate),
+		"churn-started":                 float64(churn.started),
 		"churn-s":                       float64(seconds),
 		"churn-sessions/s":              churn.rate,
 		"churn-session-p50-ms":          quantile(churn.latencies, 0.50) / 1e3,
@@ -211,21 +251,20 @@ func envInt(b *testing.B, name string, def int) int {
 	return v
 }
 
-// raiseFileLimit raises this process's RLIMIT_NOFILE to at least want,
-// the hard limit too when this process may (root); processes it starts
-// afterwards inherit it.
+// raiseFileLimit sets this process's RLIMIT_NOFILE to at least want (the
+// hard limit too, which needs root when it is lower), always by
+// Setrlimit: Go raises its own soft limit at start but gives the processes
+// it starts the original one unless the program sets it itself, and the
+// manager started afterwards must inherit it.
 func raiseFileLimit(b *testing.B, want uint64) {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		b.Fatal(err)
 	}
-	if lim.Cur >= want {
-		return
-	}
-	lim.Cur = want
+	lim.Cur = max(lim.Cur, want)
 	lim.Max = max(lim.Max, want)
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		b.Fatalf("raising the file descriptor limit to %d (the streams need two each): %v", want, err)
+		b.Fatalf("raising the file descriptor limit to %d (a stream is one in each process): %v", want, err)
 	}
 }
 
@@ -386,7 +425,8 @@ func (c *listenClient) open(url string, legacy bool) (*heldStream, error) {
 	go func() {
 		defer close(s.done)
 		defer resp.Body.Close()
-		r := bufio.NewReader(resp.Body)
+		// A small buffer: the load generator holds tens of thousands.
+		r := bufio.NewReaderSize(resp.Body, 1024)
 		for {
 			line, err := r.ReadSlice('\n')
 			if err != nil && err != bufio.ErrBufferFull {
@@ -408,6 +448,7 @@ func (c *listenClient) open(url string, legacy bool) (*heldStream, error) {
 	case <-s.heard:
 		return s, nil
 	case <-s.done:
+		s.close()
 		return nil, fmt.Errorf("a %s stream ended before its greeting", s.kind())
 	case <-time.After(time.Minute):
 		s.close()
@@ -416,23 +457,23 @@ func (c *listenClient) open(url string, legacy bool) (*heldStream, error) {
 }
 
 // changedAfter waits up to limit for a list change heard after t.
-func (s *heldStream) changedAfter(t time.Time, limit time.Duration) (time.Time, bool) {
+func (s *heldStream) changedAfter(t time.Time, limit time.Duration) (time.Time, error) {
 	deadline := time.After(limit)
 	for {
 		s.mu.Lock()
 		for _, at := range s.changes {
 			if at.After(t) {
 				s.mu.Unlock()
-				return at, true
+				return at, nil
 			}
 		}
 		s.mu.Unlock()
 		select {
 		case <-s.heard:
 		case <-s.done:
-			return time.Time{}, false
+			return time.Time{}, errors.New("the stream ended before it heard the list change")
 		case <-deadline:
-			return time.Time{}, false
+			return time.Time{}, fmt.Errorf("no list change heard within %s", limit.Round(time.Second))
 		}
 	}
 }
@@ -523,16 +564,18 @@ func (c *listenClient) delete(url, session string) error {
 
 // churn is what a run of sessions opened and closed measured.
 type churn struct {
-	rate      float64 // sessions completed a second
+	started   int
+	rate      float64 // sessions completed a second, over the time asked
 	latencies []time.Duration
 	errors    int
 	firstErr  error
 }
 
 // churnSessions starts rate sessions a second for d, each initialize,
-// tools/list, one tools/call and DELETE on a connection pool of its own
-// callers, and measures each session's time from its start to its DELETE
-// answered.
+// tools/list, one tools/call and DELETE, over a connection pool of their
+// own, and measures each session's time from the moment it was due to
+// start (so a load generator that falls behind counts against it, not
+// for it) to its DELETE answered.
 func churnSessions(url string, rate int, d time.Duration) churn {
 	c := newListenClient(1)
 	var (
@@ -540,9 +583,8 @@ func churnSessions(url string, rate int, d time.Duration) churn {
 		out churn
 		wg  sync.WaitGroup
 	)
-	one := func() {
+	one := func(start time.Time) {
 		defer wg.Done()
-		start := time.Now()
 		err := func() error {
 			session, err := c.initialize(url)
 			if err != nil {
@@ -569,16 +611,18 @@ func churnSessions(url string, rate int, d time.Duration) churn {
 	}
 	interval := time.Second / time.Duration(rate)
 	start := time.Now()
-	for i := 0; time.Since(start) < d; i++ {
-		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
+	for i := 0; i < int(d/interval); i++ {
+		due := start.Add(time.Duration(i) * interval)
+		if wait := time.Until(due); wait > 0 {
 			time.Sleep(wait)
 		}
 		wg.Add(1)
-		go one()
+		out.started++
+		go one(due)
 	}
 	wg.Wait()
 	c.http.CloseIdleConnections()
-	out.rate = float64(len(out.latencies)) / time.Since(start).Seconds()
+	out.rate = float64(len(out.latencies)) / d.Seconds()
 	sort.Slice(out.latencies, func(i, j int) bool { return out.latencies[i] < out.latencies[j] })
 	return out
 }
