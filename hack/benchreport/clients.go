@@ -60,22 +60,15 @@ func writeClientTable(out io.Writer, get getter) (clients, withB int) {
 			withB++
 		}
 		for _, path := range []string{"direct", "proxy", "catalog", "catalog-b"} {
-			p50, ok := get(name, path+"-p50-µs")
+			row, ok := pathRowOf(get, name, path)
 			if !ok {
 				continue
 			}
-			p99, _ := get(name, path+"-p99-µs")
-			busy, _ := get(name, path+"-calls/s")
-			cpu := ""
-			if seq, ok := get(name, path+"-cpu-µs/call"); ok {
-				at32, _ := get(name, path+"-busy-cpu-µs/call")
-				cpu = fmt.Sprintf("%.0f / %.0f", seq, at32)
-			}
 			added := ""
 			if path != "direct" {
-				added = fmt.Sprintf("%+.0f", p50-direct)
+				added = fmt.Sprintf("%+.0f", row.p50-direct)
 			}
-			fmt.Fprintf(out, "| %s | %s | %.0f | %s | %.0f | %.0f | %s |\n", client, path, p50, added, p99, busy, cpu)
+			fmt.Fprintf(out, "| %s | %s | %.0f | %s | %.0f | %.0f | %s |\n", client, path, row.p50, added, row.p99, row.busy, row.cpu)
 		}
 	}
 	return clients, withB

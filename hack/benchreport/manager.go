@@ -290,20 +290,38 @@ func writeCallTable(out io.Writer, get getter) {
 	for _, s := range tableScenarios {
 		name := "BenchmarkCatalog/call/" + s
 		for _, path := range []string{"direct", "proxy", "proxy-inproc", "rest", "mcp", "mcp2025", "rest-jwt", "mcp-jwt", "rest-jwt-policy", "mcp-jwt-policy"} {
-			p50, ok := get(name, path+"-p50-µs")
+			row, ok := pathRowOf(get, name, path)
 			if !ok {
 				continue
 			}
-			p99, _ := get(name, path+"-p99-µs")
-			busy, _ := get(name, path+"-calls/s")
-			cpu := ""
-			if seq, ok := get(name, path+"-cpu-µs/call"); ok {
-				at32, _ := get(name, path+"-busy-cpu-µs/call")
-				cpu = fmt.Sprintf("%.0f / %.0f", seq, at32)
-			}
-			fmt.Fprintf(out, "| %s | %s | %.0f | %.0f | %.0f | %s |\n", s, path, p50, p99, busy, cpu)
+			fmt.Fprintf(out, "| %s | %s | %.0f | %.0f | %.0f | %s |\n", s, path, row.p50, row.p99, row.busy, row.cpu)
 		}
 	}
+}
+
+// pathRow is one path's figures in a table: p50 and p99 in µs, calls/s
+// at 32 callers, and the CPU a call of its process, sequential / at 32
+// ("" where not measured).
+type pathRow struct {
+	p50, p99, busy float64
+	cpu            string
+}
+
+// pathRowOf reads path's figures from the results of benchmark name; ok
+// is false when the path was not measured.
+func pathRowOf(get getter, name, path string) (pathRow, bool) {
+	var row pathRow
+	var ok bool
+	if row.p50, ok = get(name, path+"-p50-µs"); !ok {
+		return row, false
+	}
+	row.p99, _ = get(name, path+"-p99-µs")
+	row.busy, _ = get(name, path+"-calls/s")
+	if seq, ok := get(name, path+"-cpu-µs/call"); ok {
+		at32, _ := get(name, path+"-busy-cpu-µs/call")
+		row.cpu = fmt.Sprintf("%.0f / %.0f", seq, at32)
+	}
+	return row, true
 }
 
 const callTableNotes = `Scenarios: tools-10 is one server of 10 tools; spread-N is N tools on

@@ -12,13 +12,13 @@ import (
 // step of the results (make bench's 2,000 streams, make bench-scale's
 // 50,000) but a smoke run's.
 const (
-	minStreamStep       = 1000
-	maxStreamKiB        = 16   // live heap and goroutine stacks per open stream
-	maxStreamFds        = 1.1  // descriptors per open stream: its connection
-	maxChangeP99Ms      = 1000 // a menu change to every listener
-	maxCallInChangeP99x = 2.0  // a call while it goes out, × one while held
-	maxChurnP99Ms       = 20   // one session: initialize, tools/list, a call, DELETE
-	minChurnDone        = 0.95 // sessions done a second, × those asked
+	minStreamStep        = 1000
+	maxStreamKiB         = 16   // live heap and goroutine stacks per open stream
+	maxStreamFds         = 1.1  // descriptors per open stream: its connection
+	maxChangeP99Ms       = 1000 // a menu change to every listener
+	maxCallInChangeP99Ms = 10   // a call while it goes out: not waiting for it
+	maxChurnP99Ms        = 20   // one session: initialize, tools/list, a call, DELETE
+	minChurnDone         = 0.95 // sessions done a second, × those asked
 )
 
 // streamGoals are the goals of each step the results hold, read from the
@@ -53,9 +53,9 @@ func streamGoals(get getter, names []string) []goal {
 					m("KiB/stream"), m("heap-KiB/stream"), m("stack-KiB/stream"), m("goroutines/stream"), m("fds/stream"),
 					m("calls-while-held"), m("hold-calls"), m("call-while-held-errors")+m("hold-call-errors"), m("streams-ended-while-held"))},
 			goal{what: fmt.Sprintf("A menu change reaching all %d listeners, from the patch, and calls made while it goes out", n),
-				target: fmt.Sprintf("p99 ≤ %d ms; a call's p99 meanwhile ≤ %.0f× its p99 while held, 0 errors", maxChangeP99Ms, maxCallInChangeP99x),
+				target: fmt.Sprintf("p99 ≤ %d ms; a call meanwhile p99 ≤ %d ms (not waiting for it), 0 errors", maxChangeP99Ms, maxCallInChangeP99Ms),
 				met: m("change-p99-ms") <= maxChangeP99Ms && m("call-during-change-errors") == 0 &&
-					m("call-during-change-p99-ms") <= maxCallInChangeP99x*m("call-while-held-p99-ms"),
+					m("call-during-change-p99-ms") <= maxCallInChangeP99Ms,
 				measured: fmt.Sprintf("p50 %.0f ms, p99 %.0f ms, last %.0f ms; %.0f calls meanwhile, p50 %.1f ms, p99 %.1f ms (held: %.1f, %.1f), %.0f errors",
 					m("change-p50-ms"), m("change-p99-ms"), m("change-max-ms"), m("calls-during-change"), m("call-during-change-p50-ms"),
 					m("call-during-change-p99-ms"), m("call-while-held-p50-ms"), m("call-while-held-p99-ms"), m("call-during-change-errors"))},

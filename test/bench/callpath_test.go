@@ -4,6 +4,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 )
 
@@ -66,6 +67,19 @@ func measureLatency(env *callEnv, calls int) allStats {
 			st.latencies = append(st.latencies, time.Since(start))
 		}
 	}, func(st *callStats, cpu time.Duration) { st.cpu += cpu; st.cpuCalls += perBlock })
+	return stats
+}
+
+// measureCalls runs the latency rounds and then the throughput rounds
+// with calls calls a path, and logs each path's errors, prefixed by what.
+func measureCalls(b *testing.B, env *callEnv, calls int, what string) allStats {
+	stats := measureLatency(env, calls)
+	measureThroughput(env, calls, stats)
+	for key, st := range stats {
+		if st.firstErr != nil {
+			b.Logf("%s%s through %s: %d errors, the first: %v", what, key.scenario, key.path, st.errors, st.firstErr)
+		}
+	}
 	return stats
 }
 

@@ -249,13 +249,7 @@ func BenchmarkCatalog(b *testing.B) {
 		s.buildPaths(b, env, proxyBase, proxyPID, inProcessBase)
 	}
 	calls := callsPerPath()
-	stats := measureLatency(env, calls)
-	measureThroughput(env, calls, stats)
-	for key, st := range stats {
-		if st.firstErr != nil {
-			b.Logf("%s through %s: %d errors, the first: %v", key.scenario, key.path, st.errors, st.firstErr)
-		}
-	}
+	stats := measureCalls(b, env, calls, "")
 
 	lists := map[string][2]map[string]float64{}
 	for _, s := range env.scenarios {
@@ -278,15 +272,7 @@ func BenchmarkCatalog(b *testing.B) {
 
 	// The profiles, once every figure is reported (see profilePass): a
 	// quarter of the call rounds again, and the listings again.
-	profilePass(b, env.manager, "calls", func() {
-		unmeasured := measureLatency(env, max(calls/4, 1))
-		measureThroughput(env, max(calls/4, 1), unmeasured)
-		for key, st := range unmeasured {
-			if st.firstErr != nil {
-				b.Logf("profile pass, %s through %s: %d errors, the first: %v", key.scenario, key.path, st.errors, st.firstErr)
-			}
-		}
-	})
+	profilePass(b, env.manager, "calls", func() { measureCalls(b, env, max(calls/4, 1), "profile pass, ") })
 	profilePass(b, env.manager, "lists", func() {
 		for _, s := range env.scenarios {
 			if s.servers*s.toolsEach == 10000 {

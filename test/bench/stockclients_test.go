@@ -121,13 +121,7 @@ func BenchmarkClients(b *testing.B) {
 	}
 
 	calls := callsPerPath()
-	stats := measureLatency(env, calls)
-	measureThroughput(env, calls, stats)
-	for key, st := range stats {
-		if st.firstErr != nil {
-			b.Logf("%s through %s: %d errors, the first: %v", key.scenario, key.path, st.errors, st.firstErr)
-		}
-	}
+	stats := measureCalls(b, env, calls, "")
 	for _, s := range env.scenarios {
 		report(b, "client/"+s.name, stats.metrics(s))
 	}
@@ -137,15 +131,7 @@ func BenchmarkClients(b *testing.B) {
 	for _, s := range env.scenarios {
 		catalogOnly.scenarios = append(catalogOnly.scenarios, &callScenario{name: s.name, paths: s.paths[2:3]})
 	}
-	profilePass(b, catalogs[0], "clients", func() {
-		unmeasured := measureLatency(catalogOnly, max(calls/4, 1))
-		measureThroughput(catalogOnly, max(calls/4, 1), unmeasured)
-		for key, st := range unmeasured {
-			if st.firstErr != nil {
-				b.Logf("profile pass, %s through %s: %d errors, the first: %v", key.scenario, key.path, st.errors, st.firstErr)
-			}
-		}
-	})
+	profilePass(b, catalogs[0], "clients", func() { measureCalls(b, catalogOnly, max(calls/4, 1), "profile pass, ") })
 }
 
 // stockClient is one kind of caller: how it opens a session (or its

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
@@ -64,7 +65,12 @@ func BenchmarkStreams(b *testing.B) {
 	ns := namespace(b, cp, "streams")
 	rw := watchReady(b, cp, ns, 11)
 	collectionOfAll(b, cp, ns, "all")
-	createServers(b, cp, ns, 1, func(int) string { return "echo" }, func(int) string { return echoBase + "/mcp" }, nil)
+	// Churning thousands of sessions a second calls the one server from
+	// hundreds at once: its limit (spec.maxConcurrentCalls, 32 by default,
+	// and as many waiting) is raised as a platform team would for that
+	// load, so that the churn measures the catalog, not that limit.
+	createServers(b, cp, ns, 1, func(int) string { return "echo" }, func(int) string { return echoBase + "/mcp" },
+		func(srv *mcpv1alpha1.MCPServer) { srv.Spec.MaxConcurrentCalls = ptr.To[int32](512) })
 	rw.wait(b, 1, time.Minute)
 	base := m.catalog + "/v1/namespaces/" + ns + "/toolcollections/all"
 	lc := newListenClient(n)
