@@ -116,7 +116,18 @@ func managerBinary() (string, error) {
 // when the benchmark ends, if not before.
 func startManager(b *testing.B, cp *controlPlane, name string, flags ...string) *manager {
 	b.Helper()
-	m, err := launchManager(cp, name, nil, flags...)
+	bin, err := managerBinary()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return startManagerBinary(b, bin, cp, name, flags...)
+}
+
+// startManagerBinary is startManager with the manager binary given: one
+// built at another commit (buildAt), for an A/B run.
+func startManagerBinary(b *testing.B, bin string, cp *controlPlane, name string, flags ...string) *manager {
+	b.Helper()
+	m, err := launchManagerBinary(bin, cp, name, "", nil, flags...)
 	if err != nil {
 		b.Fatal(err)
 	}

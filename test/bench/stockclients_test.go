@@ -62,16 +62,8 @@ func BenchmarkClients(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		other, err := launchManagerBinary(bin, cp, "clients-b", "", nil, flags...)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(other.stop)
-		if err := other.waitReady(2 * time.Minute); err != nil {
-			b.Fatal(err)
-		}
+		catalogs = append(catalogs, startManagerBinary(b, bin, cp, "clients-b", flags...))
 		b.Logf("catalog-b is %s (%s)", ref, bin)
-		catalogs = append(catalogs, other)
 	}
 	// Both measured managers must stay followers throughout.
 	defer func() {

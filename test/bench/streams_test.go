@@ -435,7 +435,7 @@ func (c *listenClient) open(url string, legacy bool) (*heldStream, error) {
 		r := bufio.NewReaderSize(resp.Body, 1024)
 		for {
 			line, err := r.ReadSlice('\n')
-			if err != nil && err != bufio.ErrBufferFull {
+			if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
 				return
 			}
 			if bytes.Contains(line, []byte(`"notifications/tools/list_changed"`)) {
