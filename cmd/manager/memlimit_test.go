@@ -10,26 +10,25 @@ import (
 
 func TestMemoryLimit(t *testing.T) {
 	tests := []struct {
-		name       string
-		env        map[string]string
-		wantLimit  int64
-		wantSource string
-		wantErr    bool
+		name      string
+		env       map[string]string
+		wantLimit int64
+		wantErr   bool
 	}{
-		{"neither variable: no limit", nil, 0, "", false},
-		{"the container's limit: 90% of it", map[string]string{"MCP_MEMORY_LIMIT": "536870912"}, 483183821, "MCP_MEMORY_LIMIT", false},
-		{"GOMEMLIMIT wins", map[string]string{"GOMEMLIMIT": "400MiB", "MCP_MEMORY_LIMIT": "536870912"}, 0, "GOMEMLIMIT", false},
-		{"GOMEMLIMIT=off wins too", map[string]string{"GOMEMLIMIT": "off", "MCP_MEMORY_LIMIT": "536870912"}, 0, "GOMEMLIMIT", false},
-		{"GOMEMLIMIT wins over an invalid value", map[string]string{"GOMEMLIMIT": "400MiB", "MCP_MEMORY_LIMIT": "abc"}, 0, "GOMEMLIMIT", false},
-		{"the largest value does not overflow", map[string]string{"MCP_MEMORY_LIMIT": "9223372036854775807"}, 8301034833169298227, "MCP_MEMORY_LIMIT", false},
-		{"not a number", map[string]string{"MCP_MEMORY_LIMIT": "abc"}, 0, "", true},
-		{"a quantity, not bytes", map[string]string{"MCP_MEMORY_LIMIT": "512Mi"}, 0, "", true},
-		{"zero", map[string]string{"MCP_MEMORY_LIMIT": "0"}, 0, "", true},
-		{"negative", map[string]string{"MCP_MEMORY_LIMIT": "-5"}, 0, "", true},
+		{"neither variable: no limit", nil, 0, false},
+		{"the container's limit: 90% of it", map[string]string{"MCP_MEMORY_LIMIT": "536870912"}, 483183821, false},
+		{"GOMEMLIMIT wins", map[string]string{"GOMEMLIMIT": "400MiB", "MCP_MEMORY_LIMIT": "536870912"}, 0, false},
+		{"GOMEMLIMIT=off wins too", map[string]string{"GOMEMLIMIT": "off", "MCP_MEMORY_LIMIT": "536870912"}, 0, false},
+		{"GOMEMLIMIT wins over an invalid value", map[string]string{"GOMEMLIMIT": "400MiB", "MCP_MEMORY_LIMIT": "abc"}, 0, false},
+		{"the largest value does not overflow", map[string]string{"MCP_MEMORY_LIMIT": "9223372036854775807"}, 8301034833169298227, false},
+		{"not a number", map[string]string{"MCP_MEMORY_LIMIT": "abc"}, 0, true},
+		{"a quantity, not bytes", map[string]string{"MCP_MEMORY_LIMIT": "512Mi"}, 0, true},
+		{"zero", map[string]string{"MCP_MEMORY_LIMIT": "0"}, 0, true},
+		{"negative", map[string]string{"MCP_MEMORY_LIMIT": "-5"}, 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			limit, source, err := memoryLimit(func(key string) string { return tt.env[key] })
+			limit, err := memoryLimit(func(key string) string { return tt.env[key] })
 			if tt.wantErr {
 				if err == nil || !strings.Contains(err.Error(), "MCP_MEMORY_LIMIT") {
 					t.Fatalf("memoryLimit() error = %v, want one naming MCP_MEMORY_LIMIT", err)
@@ -39,8 +38,8 @@ func TestMemoryLimit(t *testing.T) {
 			if err != nil {
 				t.Fatalf("memoryLimit() error = %v", err)
 			}
-			if limit != tt.wantLimit || source != tt.wantSource {
-				t.Errorf("memoryLimit() = %d, %q; want %d, %q", limit, source, tt.wantLimit, tt.wantSource)
+			if limit != tt.wantLimit {
+				t.Errorf("memoryLimit() = %d, want %d", limit, tt.wantLimit)
 			}
 		})
 	}

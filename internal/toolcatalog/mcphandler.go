@@ -321,7 +321,11 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, m.catalog.opts.MaxRequestBytes)
-		m.idle.touch(m.handlerIfAny(key), r.Header.Get("Mcp-Session-Id"))
+		// Only a legacy session is touched: a stateless request, the
+		// common case, takes no lock for it.
+		if session := r.Header.Get("Mcp-Session-Id"); session != "" {
+			m.idle.touch(m.handlerIfAny(key), session)
+		}
 		var msg *rpcMessage
 		if r.Method == http.MethodPost {
 			var handled bool
@@ -343,9 +347,8 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 			return
 		}
 		if kind, ok := listening(r, msg); ok {
-			if id := r.Header.Get("Mcp-Session-Id"); id != "" && !issuedSessionForm(id) {
-				// As for a POST: mcp-go would register any id a GET names.
-				http.Error(w, "Invalid session ID", http.StatusNotFound)
+			// mcp-go would register any id a GET names.
+			if refusedUnissued(w, r.Header.Get("Mcp-Session-Id")) {
 				return
 			}
 			leave, err := m.gate.enter(callerFrom(r.Context()), kind)
@@ -467,6 +470,17 @@ func msgMeta(msg *rpcMessage) map[string]json.RawMessage {
 	return msg.Params.Meta
 }
 
+// refusedUnissued answers 404 to a request naming a session id the
+// catalog never issued (mcp-go's answer for one it does not know: the
+// client initializes anew), and reports whether it did.
+func refusedUnissued(w http.ResponseWriter, session string) bool {
+	if session == "" || issuedSessionForm(session) {
+		return false
+	}
+	http.Error(w, "Invalid session ID", http.StatusNotFound)
+	return true
+}
+
 // route answers the POSTs the catalog handles itself and reports whether
 // it did; the others go on to mcp-go with their body put back.
 func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey) (bool, *rpcMessage) {
@@ -504,10 +518,7 @@ func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey)
 	session := r.Header.Get("Mcp-Session-Id")
 	notification := len(msg.ID) == 0
 	switch {
-	case session != "" && !msg.stateless(r) && !issuedSessionForm(session):
-		// mcp-go's answer for an id it never issued: 404 makes the
-		// client initialize anew.
-		http.Error(w, "Invalid session ID", http.StatusNotFound)
+	case !msg.stateless(r) && refusedUnissued(w, session):
 		return true, nil
 	case msg.Method == string(mcp.MethodToolsCall) && !notification:
 		if !msg.stateless(r) && session == "" {

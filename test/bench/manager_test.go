@@ -56,11 +56,8 @@ func build(pkg string) (string, error) {
 	}
 	_, here, _, _ := runtime.Caller(0)
 	path := filepath.Join(workDir, filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-trimpath", "-o", path, pkg)
-	cmd.Dir = filepath.Join(filepath.Dir(here), "..", "..")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building %s: %w: %s", pkg, err, out)
+	if err := goBuild(filepath.Join(filepath.Dir(here), "..", ".."), path, pkg); err != nil {
+		return "", err
 	}
 	built[pkg] = path
 	return path, nil
@@ -95,13 +92,21 @@ func buildAt(ref, pkg string) (string, error) {
 		return "", fmt.Errorf("unpacking %s: %w: %s", ref, err, untarErr.Bytes())
 	}
 	path := filepath.Join(workDir, filepath.Base(pkg)+"-b")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", path, pkg)
-	cmd.Dir = tree
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building %s at %s: %w: %s", pkg, ref, err, out)
+	if err := goBuild(tree, path, pkg); err != nil {
+		return "", fmt.Errorf("at %s: %w", ref, err)
 	}
 	return path, nil
+}
+
+// goBuild builds pkg of the module in dir, static, into out.
+func goBuild(dir, out, pkg string) error {
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if output, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("building %s: %w: %s", pkg, err, output)
+	}
+	return nil
 }
 
 // managerBinary is ./cmd/manager, built once per run.

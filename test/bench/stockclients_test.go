@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -121,7 +122,8 @@ func BenchmarkClients(b *testing.B) {
 	// reported (see profilePass): what the clients' calls cost the manager.
 	catalogOnly := &callEnv{}
 	for _, s := range env.scenarios {
-		catalogOnly.scenarios = append(catalogOnly.scenarios, &callScenario{name: s.name, paths: s.paths[2:3]})
+		i := slices.IndexFunc(s.paths, func(p *callPath) bool { return p.name == "catalog" })
+		catalogOnly.scenarios = append(catalogOnly.scenarios, &callScenario{name: s.name, paths: s.paths[i : i+1]})
 	}
 	profilePass(b, catalogs[0], "clients", func() { measureCalls(b, catalogOnly, max(calls/4, 1), "profile pass, ") })
 }
