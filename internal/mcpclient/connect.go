@@ -40,30 +40,41 @@ func Connect(ctx context.Context, t Target, onListChanged func()) (s *Session, e
 		}
 		span.End()
 	}()
-	return connectAny(ctx, t, onListChanged)
+	return connectAny(ctx, t, hearing{listChanged: onListChanged, stream: onListChanged != nil})
 }
 
-func connectAny(ctx context.Context, t Target, onListChanged func()) (*Session, error) {
+// hearing is what a session is opened to hear of its server.
+type hearing struct {
+	// listChanged, if not nil, is called when the server says its tools,
+	// prompts or resources changed (see Connect).
+	listChanged func()
+	// stream says the session is held for a stream of the server's
+	// notifications (list changes, a resource's updates): its HTTP client
+	// is one for listening (httpClient).
+	stream bool
+}
+
+func connectAny(ctx context.Context, t Target, h hearing) (*Session, error) {
 	if t.Transport == TransportSSE {
-		return connectInitialize(ctx, t, TransportSSE, onListChanged)
+		return connectInitialize(ctx, t, TransportSSE, h)
 	}
 	if !initializeRevision(t.Revision) {
-		s, err := connectStateless(ctx, t, onListChanged)
+		s, err := connectStateless(ctx, t, h)
 		if !errors.Is(err, errNotStateless) {
 			return s, err
 		}
 	}
-	s, err := connectInitialize(ctx, t, TransportStreamableHTTP, onListChanged)
+	s, err := connectInitialize(ctx, t, TransportStreamableHTTP, h)
 	switch {
 	case err == nil:
 		return s, nil
 	case t.Transport != TransportStreamableHTTP && errors.Is(err, transport.ErrLegacySSEServer):
 		// The MCP specification's backwards-compatibility rule: a 4xx to
 		// the initialize POST means a legacy HTTP+SSE server.
-		return connectInitialize(ctx, t, TransportSSE, onListChanged)
+		return connectInitialize(ctx, t, TransportSSE, h)
 	case initializeRevision(t.Revision) && serverAnswered(err):
 		// The server spoke an older revision last time; it may have moved on.
-		if stateless, merr := connectStateless(ctx, t, onListChanged); merr == nil {
+		if stateless, merr := connectStateless(ctx, t, h); merr == nil {
 			return stateless, nil
 		}
 	}
@@ -77,7 +88,7 @@ func initializeRevision(revision string) bool {
 
 // connectInitialize opens a session over one transport with the initialize
 // handshake: the transport, the event stream, then initialize.
-func connectInitialize(ctx context.Context, t Target, kind Transport, onListChanged func()) (*Session, error) {
+func connectInitialize(ctx context.Context, t Target, kind Transport, h hearing) (*Session, error) {
 	watch := newStreamWatch()
 	// Only Streamable HTTP's listening GET follows initialize and carries
 	// the revision it negotiated; HTTP+SSE's GET opens the session before
@@ -86,12 +97,12 @@ func connectInitialize(ctx context.Context, t Target, kind Transport, onListChan
 	if kind == TransportSSE {
 		clientWatch = nil
 	}
-	httpClient := t.httpClient(ctx, clientWatch, onListChanged != nil)
+	httpClient := t.httpClient(ctx, clientWatch, h.stream)
 	tr, err := newTransport(t, kind, httpClient)
 	if err != nil {
 		return nil, &Error{Kind: ErrProtocol, Message: fmt.Sprintf("connecting: %s is not a usable URL", t.redactedURL()), Err: err}
 	}
-	s := newSession(t, kind, tr, onListChanged)
+	s := newSession(t, kind, tr, h.listChanged)
 	s.watch, s.http = watch, httpClient
 	if kind == TransportStreamableHTTP {
 		// mcp-go retries a failed listening stream every second without a

@@ -45,9 +45,9 @@ const codeUnsupportedVersion = mcp.UNSUPPORTED_PROTOCOL_VERSION
 
 // connectStateless opens a 2026-07-28 session: server/discover, and when
 // the server announces list changes, a subscriptions/listen stream.
-func connectStateless(ctx context.Context, t Target, onListChanged func()) (*Session, error) {
+func connectStateless(ctx context.Context, t Target, h hearing) (*Session, error) {
 	watch := newStreamWatch()
-	httpClient := t.httpClient(ctx, watch, onListChanged != nil)
+	httpClient := t.httpClient(ctx, watch, h.stream)
 	if _, err := url.Parse(t.URL); err != nil {
 		return nil, &Error{Kind: ErrProtocol, Message: fmt.Sprintf("connecting: %s is not a usable URL", t.redactedURL()), Err: err}
 	}
@@ -65,8 +65,8 @@ func connectStateless(ctx context.Context, t Target, onListChanged func()) (*Ses
 	}
 	// The server's acknowledgement names the list changes it will send.
 	var acked atomic.Pointer[mcp.SubscriptionFilter]
-	if want := s.info.listChanges(); !want.IsEmpty() && onListChanged != nil {
-		go s.listen(onListChanged, want, &acked)
+	if want := s.info.listChanges(); !want.IsEmpty() && h.listChanged != nil {
+		go s.listen(h.listChanged, want, &acked)
 		s.awaitListening(startCtx)
 	}
 	var delivered mcp.SubscriptionFilter
@@ -270,24 +270,12 @@ func protocolMeta(meta map[string]any) map[string]any {
 // ends the session ends too, so that its owner reconnects and lists what
 // it missed.
 func (s *Session) listen(onListChanged func(), want mcp.SubscriptionFilter, acked *atomic.Pointer[mcp.SubscriptionFilter]) {
-	params, _ := json.Marshal(map[string]any{
-		"_meta":         statelessMeta,
-		"notifications": want,
-	})
-	body, _ := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": "listen", "method": "subscriptions/listen", "params": json.RawMessage(params)})
-	req, err := http.NewRequestWithContext(s.streamCtx, http.MethodPost, s.target.URL, bytes.NewReader(body))
+	req, err := s.listenRequest(s.streamCtx, want)
 	if err != nil {
 		s.watch.settle()
 		s.end(fmt.Errorf("%w: %w", errStreamLost, err))
 		return
 	}
-	for k, v := range s.target.Headers {
-		req.Header.Set(k, v)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", RevisionStateless)
-	req.Header.Set("Mcp-Method", "subscriptions/listen")
 	resp, err := s.http.Do(req)
 	if err != nil {
 		s.watch.settle()
@@ -328,4 +316,32 @@ func (s *Session) listen(onListChanged func(), want mcp.SubscriptionFilter, acke
 	})
 	s.watch.settle()
 	s.end(fmt.Errorf("%w: the subscription to list changes ended", errStreamLost))
+}
+
+// listenRequest is the POST that opens a subscriptions/listen stream for
+// the notifications want names, with the headers of a 2026-07-28 request.
+func (s *Session) listenRequest(ctx context.Context, want mcp.SubscriptionFilter) (*http.Request, error) {
+	params, err := json.Marshal(map[string]any{
+		"_meta":         statelessMeta,
+		"notifications": want,
+	})
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": "listen", "method": string(mcp.MethodSubscriptionsListen), "params": json.RawMessage(params)})
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.target.URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range s.target.Headers {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", RevisionStateless)
+	req.Header.Set("Mcp-Method", string(mcp.MethodSubscriptionsListen))
+	return req, nil
 }

@@ -33,8 +33,8 @@ type Capabilities struct {
 	// Resources: the server offers resources/list, resources/read and
 	// resources/templates/list.
 	Resources bool
-	// ResourcesSubscribe: it announced resources.subscribe (the operator
-	// subscribes to no resource).
+	// ResourcesSubscribe: it announced resources.subscribe (the catalog
+	// subscribes for its callers: WatchResource).
 	ResourcesSubscribe bool
 	// ResourcesListChanged is as PromptsListChanged, for resources and
 	// resource templates.
