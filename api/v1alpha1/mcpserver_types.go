@@ -577,6 +577,11 @@ type ServerInfo struct {
 	// template arguments (its completions capability).
 	// +optional
 	Completions bool `json:"completions,omitempty"`
+	// resourceSubscriptions is true when the server sends updates of the
+	// resources a client subscribes to (its resources.subscribe
+	// capability), which the catalog relays to its callers.
+	// +optional
+	ResourceSubscriptions bool `json:"resourceSubscriptions,omitempty"`
 }
 
 // SurfaceSummary counts one of a server's listings besides tools.

@@ -244,7 +244,7 @@ func (r *MCPServerReconciler) publish(srv, before *mcpv1alpha1.MCPServer, d disc
 	srv.Status.ServerInfo = &mcpv1alpha1.ServerInfo{
 		Name: info.Name, Version: info.Version, ProtocolVersion: info.ProtocolVersion,
 		Transport: mcpv1alpha1.TransportType(info.Transport), ListChanged: info.ListChanged,
-		Completions: info.Capabilities.Completions,
+		Completions: info.Capabilities.Completions, ResourceSubscriptions: info.Capabilities.ResourcesSubscribe,
 	}
 	srv.Status.Prompts = d.keptOr("prompts", d.prompts, before.Status.Prompts)
 	srv.Status.Resources = d.keptOr("resources", d.resources, before.Status.Resources)

@@ -37,6 +37,10 @@ type GoSDKOptions struct {
 	Revisions []string
 	// TTL is the ttlMs it puts on its list results (2026-07-28).
 	TTL time.Duration
+	// Subscriptions, when set, makes it offer resource subscriptions
+	// (resources.subscribe) and is told of each resources/subscribe and
+	// resources/unsubscribe it is sent, as "method uri".
+	Subscriptions func(string)
 }
 
 // GoSDK is a real MCP server built with the official Go SDK
@@ -74,6 +78,16 @@ func StartGoSDK(mode GoSDKMode, opts ...GoSDKOptions) *GoSDK {
 	serverOpts := &sdk.ServerOptions{SupportedProtocolVersions: o.Revisions}
 	if mode == GoSDKOnly2026 {
 		serverOpts.SupportedProtocolVersions = []string{"2026-07-28"}
+	}
+	if o.Subscriptions != nil {
+		serverOpts.SubscribeHandler = func(_ context.Context, r *sdk.SubscribeRequest) error {
+			o.Subscriptions("resources/subscribe " + r.Params.URI)
+			return nil
+		}
+		serverOpts.UnsubscribeHandler = func(_ context.Context, r *sdk.UnsubscribeRequest) error {
+			o.Subscriptions("resources/unsubscribe " + r.Params.URI)
+			return nil
+		}
 	}
 	if o.TTL > 0 {
 		serverOpts.SetCacheable = func(_ context.Context, _ sdk.Request, c *sdk.Cacheable) { c.TTLMs = int(o.TTL.Milliseconds()) }

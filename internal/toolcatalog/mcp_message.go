@@ -27,6 +27,9 @@ type rpcMessage struct {
 		InputResponses json.RawMessage `json:"inputResponses"`
 		RequestState   string          `json:"requestState"`
 	} `json:"params"`
+	// subscriptions are the resources a 2026-07-28 subscriptions/listen
+	// subscribes to, as the catalog took them (mcp_subscribe.go).
+	subscriptions []subscription
 }
 
 // UnmarshalJSON decodes the message and keeps its params as sent.

@@ -82,6 +82,10 @@ func (m *mcpHandlers) serveSurface(w http.ResponseWriter, r *http.Request, key v
 		c.serveSurfaceList(ctx, w, msg, set, kind)
 		return
 	}
+	if subscribeMethods[msg.Method] {
+		m.serveSubscribe(ctx, w, r, key, set, msg)
+		return
+	}
 	answer, err := c.surfaceRequest(ctx, key, set, msg)
 	if err != nil {
 		writeSurfaceError(w, msg.ID, err)

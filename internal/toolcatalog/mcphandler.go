@@ -41,6 +41,8 @@ type mcpHandlers struct {
 	states *stateKeys
 	// idle reclaims abandoned legacy sessions (mcp_idle.go).
 	idle *idleSessions
+	// subs are the resource subscriptions (mcp_subscribe.go).
+	subs *subscriptions
 	// gate bounds the listening streams (stream_gate.go), and keepAlives
 	// keeps them alive (stream_writer.go).
 	gate       *streamGate
@@ -72,7 +74,7 @@ type mcpHandler struct {
 
 func newMCPHandlers(c *Catalog) *mcpHandlers {
 	return &mcpHandlers{catalog: c, sessions: newCallerSessions(), relays: newRelayTable(c.opts.Peers.Self), peers: &peerList{}, states: newStateKeys(c.opts.Peers.Self),
-		idle: newIdleSessions(c.opts.SessionIdleTimeout), gate: newStreamGate(c.opts.MaxStreams, c.opts.MaxCallerStreams), keepAlives: newStreamKeepAlives(c.opts.StreamKeepAlive),
+		idle: newIdleSessions(c.opts.SessionIdleTimeout), subs: newSubscriptions(c), gate: newStreamGate(c.opts.MaxStreams, c.opts.MaxCallerStreams), keepAlives: newStreamKeepAlives(c.opts.StreamKeepAlive),
 		byKey: map[viewKey]*mcpHandler{}, kick: make(chan struct{}, 1)}
 }
 
@@ -187,10 +189,11 @@ func (m *mcpHandlers) handlerFor(key viewKey) *mcpHandler {
 	h := &mcpHandler{key: key, listed: newListPages()}
 	opts := []server.ServerOption{
 		server.WithToolCapabilities(true),
-		// Prompts, resources and completion are answered by the catalog
-		// (mcp_surface.go); mcp-go only announces them.
+		// Prompts, resources, their subscriptions and completion are
+		// answered by the catalog (mcp_surface.go, mcp_subscribe.go);
+		// mcp-go only announces them.
 		server.WithPromptCapabilities(true),
-		server.WithResourceCapabilities(false, true),
+		server.WithResourceCapabilities(true, true),
 		server.WithCompletions(),
 		server.WithLogging(),
 		server.WithPaginationLimit(mcpPageSize),
@@ -327,11 +330,16 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 			m.idle.touch(m.handlerIfAny(key), session)
 		}
 		var msg *rpcMessage
-		if r.Method == http.MethodPost {
+		switch r.Method {
+		case http.MethodPost:
 			var handled bool
 			if handled, msg = m.route(w, r, key); handled {
 				return
 			}
+		case http.MethodDelete:
+			// The session ends, and with it its subscriptions on this
+			// replica (the others forget them in time: maxSubscribedSessions).
+			m.subs.endSession(sessionOf(r, key))
 		}
 		ctx, span := m.catalog.startSpan(r.Context(), r, spanName(r, msg), msgMeta(msg))
 		defer span.End()
@@ -372,6 +380,11 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 			defer stream.close()
 			m.keepAlives.add(stream)
 			defer m.keepAlives.remove(stream)
+			if kind == legacyStream {
+				defer m.subs.legacyOpened(sessionOf(r, key), stream)()
+			} else {
+				defer m.subs.listenOpened(stream, msg.ID, msg.subscriptions)()
+			}
 			w = stream
 		}
 		if msg != nil && msg.Method == string(mcp.MethodInitialize) {
@@ -527,7 +540,15 @@ func (m *mcpHandlers) route(w http.ResponseWriter, r *http.Request, key viewKey)
 		}
 		m.serveCall(w, r, key, &msg)
 		return true, nil
-	case !notification && isSurfaceMethod(msg.Method):
+	case !notification && subscribeMethods[msg.Method] && msg.stateless(r):
+		writeRPCError(w, http.StatusOK, msg.ID, mcp.METHOD_NOT_FOUND,
+			msg.Method+" is not in 2026-07-28: name the resources to hear of in the resourceSubscriptions of subscriptions/listen")
+		return true, nil
+	case !notification && msg.Method == string(mcp.MethodSubscriptionsListen) && msg.stateless(r):
+		if !m.takeListenSubscriptions(w, r, key, &msg) {
+			return true, nil
+		}
+	case !notification && (isSurfaceMethod(msg.Method) || subscribeMethods[msg.Method]):
 		if !msg.stateless(r) && session == "" {
 			writeRPCError(w, http.StatusBadRequest, msg.ID, mcp.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
 			return true, nil

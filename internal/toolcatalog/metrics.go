@@ -36,7 +36,7 @@ var (
 
 	surfaceRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcp_catalog_requests_total",
-		Help: "Requests other than tool calls sent to MCP servers through the catalog (prompts/get, resources/read, completion/complete), by method and outcome.",
+		Help: "Requests other than tool calls sent to MCP servers through the catalog (prompts/get, resources/read, completion/complete), and resource subscriptions (resources/subscribe, resources/unsubscribe, and each resource a subscriptions/listen asks for), by method and outcome.",
 	}, []string{"method", "outcome"})
 
 	relayedRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -64,6 +64,16 @@ var (
 		Help: "Listening streams refused, by reason: capacity (--catalog-max-streams, 503) or caller (--catalog-max-caller-streams, 429).",
 	}, []string{"reason"})
 
+	resourceWatches = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "mcp_catalog_resource_watches",
+		Help: "Servers' resources this replica watches for the callers subscribed to them on its streams, each a connection to its server.",
+	})
+
+	resourceUpdates = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mcp_catalog_resource_updates_total",
+		Help: "Updates of resources servers sent this replica, each told to the streams subscribed to the resource.",
+	})
+
 	mcpSyncFailures = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "mcp_catalog_mcp_sync_failures_total",
 		Help: "Times an MCP endpoint could not take up a new menu revision (the catalog's cache could not be read).",
@@ -77,7 +87,7 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(toolCalls, relayedRequests, toolCallDuration, upstreamErrors, toolsServed, menuRevisions, busyCalls, refusedTools, mcpSyncFailures, catalogSessions,
-		openStreams, refusedStreams,
+		openStreams, refusedStreams, resourceWatches, resourceUpdates,
 		policyDecisions, surfaceRequests)
 }
 

@@ -192,6 +192,28 @@ func (l *peerList) address(ctx context.Context, p Peers, owner string, logInfo f
 	}
 }
 
+// others are the catalog addresses of the replicas other than this one,
+// listed again when the last list is peerRelist old: a request for them
+// all (a subscription) is rare, and must reach a replica that just came.
+func (l *peerList) others(ctx context.Context, p Peers, logInfo func(string, ...any)) map[string]string {
+	l.mu.Lock()
+	fresh := time.Since(l.listed) < peerRelist
+	l.mu.Unlock()
+	if !fresh {
+		// A name nobody has forces a List that is peerRelist old.
+		l.address(ctx, p, "", logInfo)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	others := make(map[string]string, len(l.byName))
+	for name, address := range l.byName {
+		if name != p.Self {
+			others[name] = address
+		}
+	}
+	return others
+}
+
 // list reads the manager's pods that run: name → catalog address.
 func (p Peers) list(ctx context.Context) (map[string]string, error) {
 	pods := &corev1.PodList{}

@@ -145,6 +145,21 @@ func (s *streamWriter) fail() {
 	s.end()
 }
 
+// notify writes one of the catalog's own events to the stream (a resource
+// update), once the stream began as an event stream and greeted its
+// client; before that it is dropped, the greeting making the client list
+// again. A failed write ends the stream.
+func (s *streamWriter) notify(event []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || !s.events || !s.greeted {
+		return
+	}
+	if s.writeLocked(event, streamWriteTimeout) == nil {
+		s.flushLocked(streamWriteTimeout)
+	}
+}
+
 // keepAliveWriteTimeout bounds a keep-alive's write: a comment of a few
 // bytes waits only if the client stopped reading until its buffers filled,
 // and the writers that keep every other stream alive must not wait with it.

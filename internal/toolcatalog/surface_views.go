@@ -58,6 +58,9 @@ type surfaceServer struct {
 	// status, "" for one it does not offer.
 	prompts, resources, templates string
 	completions                   bool
+	// subscriptions says the server sends updates of resources a client
+	// subscribes to.
+	subscriptions bool
 	// perCaller says each caller reaches the server as itself (token
 	// exchange): what it lists may differ by caller, so it is never
 	// shared between callers.
@@ -87,7 +90,7 @@ func surfacesOf(servers []*mcpv1alpha1.MCPServer, spec *mcpv1alpha1.ToolCollecti
 			prompts: summaryHash(st.Prompts), resources: summaryHash(st.Resources), templates: summaryHash(st.ResourceTemplates),
 			perCaller: srv.Spec.Auth != nil && srv.Spec.Auth.TokenExchange != nil}
 		if st.ServerInfo != nil {
-			s.completions = st.ServerInfo.Completions
+			s.completions, s.subscriptions = st.ServerInfo.Completions, st.ServerInfo.ResourceSubscriptions
 		}
 		set.servers = append(set.servers, s)
 	}
@@ -95,7 +98,7 @@ func surfacesOf(servers []*mcpv1alpha1.MCPServer, spec *mcpv1alpha1.ToolCollecti
 	resources := []string{selectionKey(set.resources)}
 	for _, s := range set.servers {
 		prompts = append(prompts, s.key(), s.prefix, s.prompts, boolKey(s.completions))
-		resources = append(resources, s.key(), s.resources, s.templates, boolKey(s.completions))
+		resources = append(resources, s.key(), s.resources, s.templates, boolKey(s.completions), boolKey(s.subscriptions))
 	}
 	set.promptsRevision, set.resourcesRevision = hashParts(prompts...), hashParts(resources...)
 	return set

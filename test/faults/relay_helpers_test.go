@@ -79,3 +79,24 @@ func replicaPod(plane *testenv.Env, ns, name, catalog string, labels map[string]
 	pod.Status.PodIP, pod.Status.Phase = host, corev1.PodRunning
 	Expect(plane.Client.Status().Update(ctx, pod)).To(Succeed())
 }
+
+// twoReplicas starts two managers as two replicas of the catalog in ns,
+// each with a pod that says where its catalog listens, so that each
+// forwards to the other.
+func twoReplicas(plane *testenv.Env, ns, kubeconfig, bin string) (a, b *managerProcess) {
+	labels := map[string]string{"app.kubernetes.io/name": "mcp-operator"}
+	replica := func(pod string) []string {
+		return []string{"POD_NAME=" + pod, "POD_NAMESPACE=" + ns}
+	}
+	lease := []string{"--leader-elect", "--leader-election-namespace=" + ns,
+		"--leader-election-lease-duration=6s", "--leader-election-renew-deadline=4s", "--leader-election-retry-period=1s",
+		"--workload-ingress-from-labels=app.kubernetes.io/name=mcp-operator"}
+	a = startManagerWith(bin, kubeconfig, replica("catalog-a"), lease...)
+	b = startManagerWith(bin, kubeconfig, replica("catalog-b"), lease...)
+	replicaPod(plane, ns, "catalog-a", a.catalog, labels)
+	replicaPod(plane, ns, "catalog-b", b.catalog, labels)
+	for _, m := range []*managerProcess{a, b} {
+		Eventually(func() int { return get(m.catalog, "/v1/tools").code }).Should(Equal(http.StatusOK), "%s serves", m)
+	}
+	return a, b
+}

@@ -179,22 +179,54 @@ var _ = Describe("Sessions on any replica", Ordered, func() {
 		Expect(rawMCP(onA, init.session, "2025-11-25", fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, 99)).status).To(Equal(http.StatusAccepted))
 	})
 
+	It("keeps a session's resource subscription on every replica: subscribed on one, heard on the other", func() {
+		ns := plane.Namespace()
+		up := testmcp.StartGoSDK(testmcp.GoSDKSessions, testmcp.GoSDKOptions{Subscriptions: func(string) {}})
+		DeferCleanup(up.Stop)
+		up.AddRawTool("noop", "Does nothing.", `{"type":"object"}`, func(json.RawMessage) string { return "ok" })
+		up.Server.AddResource(&sdk.Resource{URI: "file:///watched.txt", Name: "watched"}, func(_ context.Context, r *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+			return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: r.Params.URI, Text: "now"}}}, nil
+		})
+		a, b := twoReplicas(plane, ns, kubeconfig, bin)
+		Eventually(plane.ReadyOf(plane.CreateServer(ns, "files", up.URL()))).Should(Equal("True/ToolsDiscovered"))
+		exposed := "file://files." + ns + "//watched.txt"
+		init := rawMCP(a.catalog+"/mcp", "", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+		Expect(init.status).To(Equal(http.StatusOK))
+		for _, m := range []*managerProcess{a, b} {
+			Eventually(func() []string {
+				return rawMCP(m.catalog+"/mcp", init.session, "2025-11-25", `{"jsonrpc":"2.0","id":2,"method":"resources/list"}`).messages
+			}).Should(ContainElement(ContainSubstring(exposed)), m.String())
+		}
+
+		By("the session's stream on B, its subscription through A")
+		listenCtx, stop := context.WithCancel(ctx)
+		DeferCleanup(stop)
+		messages := listenFor(listenCtx, b.catalog+"/mcp", init.session, "2025-11-25")
+		subscribed := rawMCP(a.catalog+"/mcp", init.session, "2025-11-25", `{"jsonrpc":"2.0","id":3,"method":"resources/subscribe","params":{"uri":"`+exposed+`"}}`)
+		Expect(subscribed.messages).To(ConsistOf(MatchJSON(`{"jsonrpc":"2.0","id":3,"result":{}}`)))
+
+		By("an update of the resource reaches the stream on B")
+		update := `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"` + exposed + `"}}`
+		Eventually(func() []string {
+			Expect(up.Server.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: "file:///watched.txt"})).To(Succeed())
+			var heard []string
+			for {
+				select {
+				case m := <-messages:
+					heard = append(heard, m)
+				default:
+					return heard
+				}
+			}
+		}).Should(ContainElement(MatchJSON(update)))
+	})
+
 	It("forwards the caller's answer to the replica that asked, and only to a replica", func() {
 		ns := plane.Namespace()
 		up := testmcp.StartGoSDK(testmcp.GoSDKSessions)
 		DeferCleanup(up.Stop)
 		up.AddElicitingTool()
-		labels := map[string]string{"app.kubernetes.io/name": "mcp-operator"}
-		replica := func(pod string) []string {
-			return []string{"POD_NAME=" + pod, "POD_NAMESPACE=" + ns}
-		}
-		lease := []string{"--leader-elect", "--leader-election-namespace=" + ns,
-			"--leader-election-lease-duration=6s", "--leader-election-renew-deadline=4s", "--leader-election-retry-period=1s",
-			"--workload-ingress-from-labels=app.kubernetes.io/name=mcp-operator"}
-		a := startManagerWith(bin, kubeconfig, replica("catalog-a"), lease...)
-		b := startManagerWith(bin, kubeconfig, replica("catalog-b"), lease...)
-		replicaPod(plane, ns, "catalog-a", a.catalog, labels)
-		replicaPod(plane, ns, "catalog-b", b.catalog, labels)
+		a, b := twoReplicas(plane, ns, kubeconfig, bin)
 		up2026 := testmcp.StartGoSDK(testmcp.GoSDKOnly2026)
 		DeferCleanup(up2026.Stop)
 		up2026.AddAskingTool()

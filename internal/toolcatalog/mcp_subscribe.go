@@ -1,0 +1,561 @@
+package toolcatalog
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"k8s.io/utils/lru"
+
+	"github.com/toolmesh/mcp-operator/internal/mcpclient"
+	"github.com/toolmesh/mcp-operator/internal/wire"
+)
+
+// Resource subscriptions. A caller subscribes to a resource its endpoint
+// offers (before 2026-07-28 with resources/subscribe on its session; in
+// 2026-07-28 with the resourceSubscriptions of its subscriptions/listen)
+// and hears notifications/resources/updated, with the URI as the endpoint
+// offers it, on its listening stream whenever the resource's server says
+// the resource changed.
+//
+// Upstream, a replica watches a server's resource (mcpclient.WatchResource:
+// a connection of its own) for as long as one of its open streams listens
+// for it, whichever endpoints and callers they belong to. A legacy
+// session's subscriptions are the session's, not a stream's: the replica
+// that answers resources/subscribe keeps them and forwards the request to
+// every other replica, since the session's GET stream may be open on any
+// of them, or reopen there later.
+
+const (
+	// maxSubscriptionsPerListener bounds the resources one legacy session,
+	// or one 2026-07-28 stream, subscribes to.
+	maxSubscriptionsPerListener = 16
+	// maxSubscribedSessions bounds the legacy sessions whose subscriptions
+	// a replica keeps (least recently subscribed go first).
+	maxSubscribedSessions = 10000
+	// maxResourceWatches bounds the server resources one replica watches,
+	// each a connection to its server.
+	maxResourceWatches = 256
+	// watchRetryMax bounds the pause before a broken watch is opened again.
+	watchRetryMax = 30 * time.Second
+)
+
+// subscribeMethods are the legacy subscription requests.
+var subscribeMethods = map[string]bool{string(mcp.MethodResourcesSubscribe): true, string(mcp.MethodResourcesUnsubscribe): true}
+
+// subscription is one resource a listener hears of: the server's resource,
+// and its URI as the listener's endpoint offers it.
+type subscription struct {
+	watch   watchKey
+	exposed string
+}
+
+// watchKey names a server's resource as the server knows it.
+type watchKey struct {
+	server, uri string
+}
+
+// subscriptions are a replica's resource subscriptions: the legacy
+// sessions', its open streams', and the watches of servers they need.
+type subscriptions struct {
+	catalog *Catalog
+	mu      sync.Mutex
+	// sessions holds each legacy session's subscriptions (sessionOf →
+	// map[exposed URI]subscription), whichever replica its stream is on.
+	sessions *lru.Cache
+	// sessionStreams are the legacy streams open here, by session.
+	sessionStreams map[string]map[*streamWriter]struct{}
+	watches        map[watchKey]*resourceWatch
+}
+
+// resourceWatch is one watch of a server's resource and the streams that
+// hear of it, each with the event it is told (its URI as its endpoint
+// offers it, tagged for a 2026-07-28 stream).
+type resourceWatch struct {
+	cancel    context.CancelFunc
+	changed   chan struct{}
+	listeners map[*streamWriter][]byte
+}
+
+func newSubscriptions(c *Catalog) *subscriptions {
+	return &subscriptions{catalog: c, sessions: lru.New(maxSubscribedSessions),
+		sessionStreams: map[string]map[*streamWriter]struct{}{}, watches: map[watchKey]*resourceWatch{}}
+}
+
+var errTooManyWatches = fmt.Errorf("this replica of the catalog watches %d resources of servers already, its most", maxResourceWatches)
+
+// subscribe adds a legacy session's subscription and has its streams open
+// here hear of it.
+func (s *subscriptions) subscribe(session string, sub subscription) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	subs, _ := s.sessionSubsLocked(session)
+	if _, ok := subs[sub.exposed]; !ok && len(subs) >= maxSubscriptionsPerListener {
+		return &protocolError{code: mcp.INVALID_PARAMS, message: fmt.Sprintf("this session subscribes to %d resources, its most: unsubscribe from one first", maxSubscriptionsPerListener)}
+	}
+	if s.watches[sub.watch] == nil && len(s.watches) >= maxResourceWatches {
+		return &protocolError{code: mcp.INTERNAL_ERROR, message: errTooManyWatches.Error()}
+	}
+	subs[sub.exposed] = sub
+	s.sessions.Add(session, subs)
+	for stream := range s.sessionStreams[session] {
+		s.attachLocked(stream, sub, legacyUpdate(sub.exposed))
+	}
+	return nil
+}
+
+// unsubscribe drops a legacy session's subscription, if it has it.
+func (s *subscriptions) unsubscribe(session, exposed string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	subs, ok := s.sessionSubsLocked(session)
+	sub, subscribed := subs[exposed]
+	if !ok || !subscribed {
+		return
+	}
+	delete(subs, exposed)
+	for stream := range s.sessionStreams[session] {
+		s.detachLocked(stream, sub.watch)
+	}
+}
+
+// endSession forgets a legacy session's subscriptions (its DELETE).
+func (s *subscriptions) endSession(session string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	subs, ok := s.sessionSubsLocked(session)
+	if !ok {
+		return
+	}
+	s.sessions.Remove(session)
+	for _, sub := range subs {
+		for stream := range s.sessionStreams[session] {
+			s.detachLocked(stream, sub.watch)
+		}
+	}
+}
+
+func (s *subscriptions) sessionSubsLocked(session string) (map[string]subscription, bool) {
+	if v, ok := s.sessions.Get(session); ok {
+		return v.(map[string]subscription), true
+	}
+	return map[string]subscription{}, false
+}
+
+// legacyOpened has a legacy stream hear of its session's subscriptions,
+// those made now and later, until the returned func is called.
+func (s *subscriptions) legacyOpened(session string, stream *streamWriter) func() {
+	if session == "" {
+		return func() {}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	open := s.sessionStreams[session]
+	if open == nil {
+		open = map[*streamWriter]struct{}{}
+		s.sessionStreams[session] = open
+	}
+	open[stream] = struct{}{}
+	subs, _ := s.sessionSubsLocked(session)
+	for _, sub := range subs {
+		s.attachLocked(stream, sub, legacyUpdate(sub.exposed))
+	}
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		// The set the stream joined: one is dropped only once empty.
+		open := s.sessionStreams[session]
+		delete(open, stream)
+		if len(open) == 0 {
+			delete(s.sessionStreams, session)
+		}
+		s.detachAllLocked(stream)
+	}
+}
+
+// listenOpened has a 2026-07-28 stream hear of the resources it subscribed
+// to, until the returned func is called.
+func (s *subscriptions) listenOpened(stream *streamWriter, id json.RawMessage, subs []subscription) func() {
+	if len(subs) == 0 {
+		return func() {}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sub := range subs {
+		s.attachLocked(stream, sub, listenUpdate(sub.exposed, id))
+	}
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.detachAllLocked(stream)
+	}
+}
+
+// watching says whether a watch of the resource exists or may be opened.
+func (s *subscriptions) watching(key watchKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.watches[key] != nil || len(s.watches) < maxResourceWatches
+}
+
+// attachLocked has stream told event when the subscription's resource
+// changes, opening its watch if none is open. Past maxResourceWatches the
+// stream is not told, and that is logged.
+func (s *subscriptions) attachLocked(stream *streamWriter, sub subscription, event []byte) {
+	w := s.watches[sub.watch]
+	if w == nil {
+		if len(s.watches) >= maxResourceWatches {
+			s.catalog.log.Info("A stream's resource subscription is not watched: the replica watches its most", "server", sub.watch.server,
+				"resource", recordedURI(sub.watch.uri), "watches", maxResourceWatches)
+			return
+		}
+		ctx, cancel := context.WithCancel(s.catalog.streams)
+		w = &resourceWatch{cancel: cancel, changed: make(chan struct{}, 1), listeners: map[*streamWriter][]byte{}}
+		s.watches[sub.watch] = w
+		resourceWatches.Inc()
+		go s.run(ctx, sub.watch, w)
+	}
+	w.listeners[stream] = event
+}
+
+func (s *subscriptions) detachLocked(stream *streamWriter, key watchKey) {
+	w := s.watches[key]
+	if w == nil {
+		return
+	}
+	delete(w.listeners, stream)
+	if len(w.listeners) == 0 {
+		w.cancel()
+		delete(s.watches, key)
+		resourceWatches.Dec()
+	}
+}
+
+func (s *subscriptions) detachAllLocked(stream *streamWriter) {
+	for key, w := range s.watches {
+		if _, ok := w.listeners[stream]; ok {
+			s.detachLocked(stream, key)
+		}
+	}
+}
+
+// run holds a watch of a server's resource until ctx ends, opening it
+// again when it breaks (after a pause that grows to watchRetryMax), and
+// tells the listeners of every update. A watch opened again tells them
+// the resource changed, since it may have while the watch was broken.
+func (s *subscriptions) run(ctx context.Context, key watchKey, w *resourceWatch) {
+	go s.deliver(ctx, w)
+	changed := func() {
+		select {
+		case w.changed <- struct{}{}:
+		default: // already due: listeners re-read the resource once
+		}
+	}
+	var opened atomic.Bool
+	pause := time.Second
+	for {
+		var subscribed atomic.Bool
+		target, err := s.catalog.watchTarget(ctx, key.server)
+		if err == nil {
+			err = mcpclient.WatchResource(ctx, target, key.uri, func() {
+				subscribed.Store(true)
+				if opened.Swap(true) {
+					changed()
+				}
+			}, changed)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		switch {
+		case subscribed.Load():
+			pause = time.Second // it broke after working: no backlog of failures
+		case errors.Is(err, mcpclient.ErrNotSubscribable):
+			pause = watchRetryMax // it may come to offer them (a new version)
+		}
+		s.catalog.log.Info("A subscription to a server's resource ended; subscribing again", "server", key.server,
+			"resource", recordedURI(key.uri), "after", pause.String(), "error", errorText(err))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, watchRetryMax)
+	}
+}
+
+// errorText is an error's text, or why there is none.
+func errorText(err error) string {
+	if err == nil {
+		return "the server ended it"
+	}
+	return err.Error()
+}
+
+// deliver tells the watch's listeners of each change, every listener at
+// once, so that a slow one holds up no other; changes that come while it
+// does are told once more after.
+func (s *subscriptions) deliver(ctx context.Context, w *resourceWatch) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.changed:
+		}
+		s.mu.Lock()
+		type told struct {
+			stream *streamWriter
+			event  []byte
+		}
+		listeners := make([]told, 0, len(w.listeners))
+		for stream, event := range w.listeners {
+			listeners = append(listeners, told{stream, event})
+		}
+		s.mu.Unlock()
+		resourceUpdates.Inc()
+		var wg sync.WaitGroup
+		for _, l := range listeners {
+			wg.Go(func() { l.stream.notify(l.event) })
+		}
+		wg.Wait()
+	}
+}
+
+// legacyUpdate and listenUpdate are the events a stream is told a resource
+// changed with: a 2026-07-28 stream's tagged with its subscription.
+func legacyUpdate(exposed string) []byte {
+	return sseEvent(map[string]any{"jsonrpc": "2.0", "method": string(mcp.MethodNotificationResourceUpdated),
+		"params": map[string]any{"uri": exposed}})
+}
+
+func listenUpdate(exposed string, id json.RawMessage) []byte {
+	return sseEvent(map[string]any{"jsonrpc": "2.0", "method": string(mcp.MethodNotificationResourceUpdated),
+		"params": map[string]any{"uri": exposed, "_meta": map[string]json.RawMessage{mcp.MetaKeySubscriptionID: id}}})
+}
+
+// watchTarget is how a replica reaches a server to watch its resources.
+func (c *Catalog) watchTarget(ctx context.Context, server string) (mcpclient.Target, error) {
+	up := c.upstreams.get(server)
+	if up == nil {
+		namespace, name, _ := strings.Cut(server, "/")
+		var err error
+		if up, err = c.upstreamFromCache(ctx, namespace, name); err != nil {
+			return mcpclient.Target{}, err
+		}
+	}
+	return c.targetOf(ctx, up)
+}
+
+// subscribable is what a caller may subscribe to under the URI it named:
+// what it may read, of a server that sends updates and is reached with the
+// catalog's own credentials (a server reached as each caller would need a
+// watch of its own for each).
+func (c *Catalog) subscribable(ctx context.Context, key viewKey, set *surfaceSet, uri string) (surfaceTarget, subscription, error) {
+	target, err := c.findResource(ctx, set, uri)
+	if err != nil {
+		return target, subscription{}, err
+	}
+	if err := c.authorizeSurface(ctx, key, target.server); err != nil {
+		return target, subscription{}, err
+	}
+	switch {
+	case !target.server.subscriptions:
+		return target, subscription{}, &protocolError{code: mcp.INVALID_PARAMS, message: fmt.Sprintf(
+			"MCPServer %s does not send updates of its resources (it does not announce resources.subscribe)", target.server.key())}
+	case target.server.perCaller:
+		return target, subscription{}, &protocolError{code: mcp.INVALID_PARAMS, message: fmt.Sprintf(
+			"MCPServer %s is reached with each caller's own token (spec.auth.tokenExchange): the catalog does not subscribe to its resources", target.server.key())}
+	}
+	return target, subscription{watch: watchKey{server: target.server.key(), uri: target.original}, exposed: uri}, nil
+}
+
+// serveSubscribe answers a legacy session's resources/subscribe and
+// resources/unsubscribe, and forwards them to the other replicas.
+func (m *mcpHandlers) serveSubscribe(ctx context.Context, w http.ResponseWriter, r *http.Request, key viewKey, set *surfaceSet, msg *rpcMessage) {
+	c := m.catalog
+	var params struct {
+		URI string `json:"uri"`
+	}
+	if err := json.Unmarshal(msg.rawParams, &params); err != nil || params.URI == "" {
+		writeRPCError(w, http.StatusOK, msg.ID, mcp.INVALID_PARAMS, "params.uri is required")
+		return
+	}
+	session := sessionOf(r, key)
+	target := surfaceTarget{kind: resourcesKind, exposed: params.URI}
+	var err error
+	if msg.Method == string(mcp.MethodResourcesUnsubscribe) {
+		m.subs.unsubscribe(session, params.URI)
+	} else if err = c.callers.allow(ctx); err == nil {
+		var sub subscription
+		if target, sub, err = c.subscribable(ctx, key, set, params.URI); err == nil {
+			err = m.subs.subscribe(session, sub)
+		}
+	}
+	if r.Header.Get(forwardedHeader) == "" {
+		// Recorded once, by the replica the caller asked.
+		c.recordSurface(ctx, key, msg.Method, target, err)
+	}
+	if err != nil {
+		writeSurfaceError(w, msg.ID, err)
+		return
+	}
+	m.forwardToAll(r, msg)
+	writeListAnswer(w, msg.ID, json.RawMessage("{}"))
+}
+
+// takeListenSubscriptions takes the resources a 2026-07-28
+// subscriptions/listen asks to hear of that its caller may subscribe to,
+// and passes the request on to mcp-go with only those, so that its
+// acknowledgment names what the stream will carry. A URI the caller may
+// not subscribe to is left out, and recorded. It reports false when it
+// answered the request itself.
+func (m *mcpHandlers) takeListenSubscriptions(w http.ResponseWriter, r *http.Request, key viewKey, msg *rpcMessage) bool {
+	var params struct {
+		Notifications struct {
+			ResourceSubscriptions []string `json:"resourceSubscriptions"`
+		} `json:"notifications"`
+	}
+	if json.Unmarshal(msg.rawParams, &params) != nil || len(params.Notifications.ResourceSubscriptions) == 0 {
+		return true // mcp-go answers what it cannot read
+	}
+	subs, err := m.listenSubscriptions(r.Context(), key, params.Notifications.ResourceSubscriptions)
+	var body []byte
+	if err == nil {
+		body, err = withResourceSubscriptions(msg, subs)
+	}
+	if err != nil {
+		writeRPCError(w, http.StatusServiceUnavailable, msg.ID, mcp.INTERNAL_ERROR, "the catalog cannot read its cache or check permissions yet; retry")
+		return false
+	}
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	msg.subscriptions = subs
+	return true
+}
+
+// listenSubscriptions are those of uris a caller may subscribe to.
+func (m *mcpHandlers) listenSubscriptions(ctx context.Context, key viewKey, uris []string) ([]subscription, error) {
+	c := m.catalog
+	vw, err := c.menus.view(ctx, key)
+	if err != nil || vw.missing != "" || vw.surfaces == nil {
+		return nil, err
+	}
+	set, err := c.visibleSurfaces(ctx, key, vw.surfaces)
+	if err != nil {
+		return nil, err
+	}
+	var subs []subscription
+	for _, uri := range uris {
+		if len(subs) == maxSubscriptionsPerListener {
+			break
+		}
+		target, sub, err := c.subscribable(ctx, key, set, uri)
+		if err == nil && !m.subs.watching(sub.watch) {
+			err = errTooManyWatches
+		}
+		c.recordSurface(ctx, key, string(mcp.MethodSubscriptionsListen), target, err)
+		if err == nil {
+			subs = append(subs, sub)
+		}
+	}
+	return subs, nil
+}
+
+// withResourceSubscriptions is a subscriptions/listen request's body with
+// its resourceSubscriptions only those subs name.
+func withResourceSubscriptions(msg *rpcMessage, subs []subscription) ([]byte, error) {
+	var params map[string]json.RawMessage
+	if err := json.Unmarshal(msg.rawParams, &params); err != nil {
+		return nil, err
+	}
+	var notifications map[string]json.RawMessage
+	if err := json.Unmarshal(params["notifications"], &notifications); err != nil {
+		return nil, err
+	}
+	uris := make([]string, 0, len(subs))
+	for _, sub := range subs {
+		uris = append(uris, sub.exposed)
+	}
+	if len(uris) == 0 {
+		delete(notifications, "resourceSubscriptions")
+	} else {
+		notifications["resourceSubscriptions"], _ = json.Marshal(uris)
+	}
+	var err error
+	if params["notifications"], err = json.Marshal(notifications); err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": msg.ID, "method": msg.Method, "params": json.RawMessage(raw)})
+}
+
+// subscribeForwardTimeout bounds forwarding a subscription to a replica.
+const subscribeForwardTimeout = 5 * time.Second
+
+// forwardToAll sends a legacy session's subscription request, as it came,
+// to every other replica, so that whichever holds the session's stream,
+// now or later, keeps it too; each checks it as if it came directly. A
+// replica that cannot be reached is logged: its streams of the session
+// will not hear of the change.
+func (m *mcpHandlers) forwardToAll(r *http.Request, msg *rpcMessage) {
+	peers := m.catalog.opts.Peers
+	if !peers.enabled() || r.Header.Get(forwardedHeader) != "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), subscribeForwardTimeout)
+	defer cancel()
+	body, err := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": msg.ID, "method": msg.Method, "params": msg.rawParams})
+	if err != nil {
+		return
+	}
+	var wg sync.WaitGroup
+	for name, address := range m.peers.others(ctx, peers, m.catalog.log.Info) {
+		wg.Go(func() {
+			if err := forwardOnce(ctx, r, address, body); err != nil {
+				m.catalog.log.Info("Forwarding a resource subscription to another replica failed", "replica", name, "error", err.Error())
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// forwardOnce sends body to the replica at address as r came, marked as
+// forwarded, and wants a 200 back.
+func forwardOnce(ctx context.Context, r *http.Request, address string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+address+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	for name, values := range r.Header {
+		if !hopByHop[http.CanonicalHeaderKey(name)] {
+			req.Header[name] = values
+		}
+	}
+	req.Header.Set(forwardedHeader, "1")
+	resp, err := peerClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	switch {
+	case err != nil:
+		return err
+	case resp.StatusCode != http.StatusOK:
+		return errors.New("it answered " + resp.Status)
+	case len(wire.Member(answer, "error")) > 0:
+		return errors.New("it answered with an error: " + string(wire.Member(wire.Member(answer, "error"), "message")))
+	}
+	return nil
+}
