@@ -73,19 +73,41 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 
 	stream := newCallStream(w, msg.ID)
 	defer stream.close()
+	// current is the stream of the request serving the call now: a
+	// parked call's changes with each request (mcp_park.go).
+	current := func() *callStream { return stream }
 	// answered runs before the call's answer is written.
 	answered := func() {}
 	call := &callRequest{name: msg.Params.Name, arguments: msg.Params.Arguments, view: vw,
 		opts: mcpclient.CallOptions{Meta: wire.RelayedMeta(msg.Params.Meta, notRelayed...)}}
+	// park is the call when it may be parked, or was: a 2026-07-28 caller's
+	// that may answer what a server of an older revision asks.
+	var park *parkedCall
+	var resumed bool
+	callCtx := ctx
 	switch {
 	case stateless:
-		// A legacy server's requests cannot reach the caller; a 2026-07-28
-		// server's input_required is the caller's to answer (mcp_input.go).
-		call.opts.OnRequest = refuseAsking(statelessCannotAnswer)
+		// A 2026-07-28 server's input_required is the caller's to answer
+		// (mcp_input.go); an older server's request is asked of the caller
+		// by parking the call (mcp_park.go).
 		call.opts.KeepInputRequired = true
-		call.opts.ClientCapabilities = asksOfCapabilities(msg.Params.Meta[mcp.MetaKeyClientCapabilities]).capabilities()
-		if m.takeAnswers(w, r, key, msg, vw, call) {
+		asks := asksOfCapabilities(msg.Params.Meta[mcp.MetaKeyClientCapabilities])
+		call.opts.ClientCapabilities = asks.capabilities()
+		var answeredHere bool
+		if park, answeredHere = m.takeAnswers(w, r, key, msg, vw, call); answeredHere {
 			return
+		}
+		switch {
+		case park != nil:
+			resumed = true
+		case asks&(asksElicitForm|asksElicitURL|asksSampling|asksSamplingTools) != 0:
+			park, callCtx = m.parks.start(ctx, m.bindingOf(r, key, msg, vw), asks)
+			call.opts.OnRequest = park.onRequest
+		default:
+			call.opts.OnRequest = refuseAsking(statelessCannotAnswer)
+		}
+		if park != nil {
+			current = park.current
 		}
 	case r.Header.Get("Accept") != "" && !wire.AcceptsEventStream(r.Header.Get("Accept")):
 		// A question goes on the call's answer, as an event stream (no
@@ -109,7 +131,7 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 	if token := msg.Params.Meta["progressToken"]; len(token) > 0 {
 		call.opts.OnProgress = func(params json.RawMessage) {
 			if params, err := wire.WithProgressToken(params, token); err == nil {
-				stream.notify("notifications/progress", params)
+				current().notify("notifications/progress", params)
 			}
 		}
 	}
@@ -119,9 +141,25 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 	}
 	if level != "" {
 		call.opts.LogLevel = level
-		call.opts.OnLog = func(params json.RawMessage) { stream.notify("notifications/message", params) }
+		call.opts.OnLog = func(params json.RawMessage) { current().notify("notifications/message", params) }
 	}
-	_, envelope, err := c.runCall(ctx, key, call)
+	var envelope Envelope
+	if park != nil {
+		if !resumed {
+			go park.run(func() (Envelope, error) {
+				_, envelope, err := c.runCall(callCtx, key, call)
+				return envelope, err
+			})
+		}
+		var ended bool
+		if envelope, err, ended = park.serve(ctx, stream, func(requests json.RawMessage) {
+			stream.result(m.parkedAnswer(park, requests))
+		}); !ended {
+			return // parked, or the caller's request ended and cancelled it
+		}
+	} else {
+		_, envelope, err = c.runCall(ctx, key, call)
+	}
 	answered()
 	var unknown *unknownToolError
 	var protoErr *protocolError
@@ -130,7 +168,7 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 		stream.result(m.inputRequiredAnswer(r, key, msg, vw, envelope.inputRequired))
 	case err == nil:
 		stream.result(callAnswerOf(envelope, stateless))
-	case errors.Is(context.Cause(ctx), errCancelledByCaller):
+	case errors.Is(context.Cause(ctx), errCancelledByCaller), errors.Is(context.Cause(callCtx), errCallerLeft):
 		// A cancelled request gets no answer.
 	case errors.As(err, &unknown):
 		writeRPCError(w, http.StatusOK, msg.ID, mcp.INVALID_PARAMS, fmt.Sprintf("tool %s not found", unknown.name))

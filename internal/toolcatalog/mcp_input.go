@@ -21,27 +21,37 @@ import (
 // passed on: the call fails with a tool error saying so.
 
 // takeAnswers reads the answers a 2026-07-28 call was sent again with into
-// call, and reports whether the request was answered here already: its
-// state belongs to another replica, which answered it, or is not valid.
-func (m *mcpHandlers) takeAnswers(w http.ResponseWriter, r *http.Request, key viewKey, msg *rpcMessage, vw *view, call *callRequest) (answered bool) {
+// call, or hands them to the parked call its state names (mcp_park.go),
+// returned; answered reports that the request was answered here already:
+// its state belongs to another replica, which answered it, or is not
+// valid, or names a parked call that is gone.
+func (m *mcpHandlers) takeAnswers(w http.ResponseWriter, r *http.Request, key viewKey, msg *rpcMessage, vw *view, call *callRequest) (parked *parkedCall, answered bool) {
 	call.opts.InputResponses = msg.Params.InputResponses
 	state := msg.Params.RequestState
 	if state == "" {
-		return false
+		return nil, false
 	}
 	if owner, _, _, ok := stateOwner(state); ok && owner != m.states.self {
 		body, err := io.ReadAll(r.Body) // route put the body back
 		if err == nil && m.forward(w, r, owner, body) {
-			return true
+			return nil, true
 		}
 	}
-	server, err := m.states.open(state, m.bindingOf(r, key, msg, vw), time.Now())
+	sealed, err := m.states.open(state, m.bindingOf(r, key, msg, vw), time.Now())
 	if err != nil {
 		writeRPCError(w, http.StatusOK, msg.ID, mcp.INVALID_PARAMS, err.Error())
-		return true
+		return nil, true
 	}
-	call.opts.RequestState = server
-	return false
+	if sealed.Parked != "" {
+		if parked = m.parks.resume(sealed.Parked); parked == nil {
+			writeParkedGone(w, msg.ID)
+			return nil, true
+		}
+		parked.answer(msg.Params.InputResponses)
+		return parked, false
+	}
+	call.opts.RequestState = sealed.State
+	return nil, false
 }
 
 // bindingOf is what a state sealed for msg's call is bound to, the tool

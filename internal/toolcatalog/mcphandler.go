@@ -37,8 +37,10 @@ type mcpHandlers struct {
 	relays   *relayTable
 	// peers are the replicas answers are forwarded to (relay_forward.go).
 	peers *peerList
-	// states seals the requestStates given to 2026-07-28 callers.
+	// states seals the requestStates given to 2026-07-28 callers, and
+	// parks holds the calls that wait on such callers' answers.
 	states *stateKeys
+	parks  *parkedCalls
 	// idle reclaims abandoned legacy sessions (mcp_idle.go).
 	idle *idleSessions
 	// subs are the resource subscriptions (mcp_subscribe.go).
@@ -73,7 +75,7 @@ type mcpHandler struct {
 }
 
 func newMCPHandlers(c *Catalog) *mcpHandlers {
-	return &mcpHandlers{catalog: c, sessions: newCallerSessions(), relays: newRelayTable(c.opts.Peers.Self), peers: &peerList{}, states: newStateKeys(c.opts.Peers.Self),
+	return &mcpHandlers{catalog: c, sessions: newCallerSessions(), relays: newRelayTable(c.opts.Peers.Self), peers: &peerList{}, states: newStateKeys(c.opts.Peers.Self), parks: newParkedCalls(),
 		idle: newIdleSessions(c.opts.SessionIdleTimeout), subs: newSubscriptions(c), gate: newStreamGate(c.opts.MaxStreams, c.opts.MaxCallerStreams), keepAlives: newStreamKeepAlives(c.opts.StreamKeepAlive),
 		byKey: map[viewKey]*mcpHandler{}, kick: make(chan struct{}, 1)}
 }

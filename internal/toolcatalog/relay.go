@@ -443,6 +443,6 @@ const (
 	restCannotAnswer = "this tool was called through mcp-operator's REST API, which cannot answer a server's request (elicitation, sampling, roots); " +
 		"call it over MCP from a client that declares the capability"
 	noEventStream         = "the caller does not accept an event stream (its Accept header), the only way a server's request can reach it during a call"
-	statelessCannotAnswer = "the caller speaks MCP 2026-07-28, whose clients answer a server's questions only as input_required results, " +
-		"and mcp-operator does not turn the request of a server of an older revision into one"
+	statelessCannotAnswer = "the caller speaks MCP 2026-07-28 and declared no capability in its request's clientCapabilities " +
+		"(elicitation, sampling) for mcp-operator to ask it with"
 )

@@ -98,15 +98,19 @@ var _ = Describe("A server's requests, relayed to the caller of its call", func(
 		endpoint = catalog.URL + path
 	})
 
-	for _, revision := range []string{"2025-11-25", "2025-06-18"} {
-		It("asks a "+revision+" caller the server's question and gives the server its answer", func() {
+	for _, revision := range []string{"2025-11-25", "2025-06-18", ""} {
+		name := revision
+		if name == "" {
+			name = "2026-07-28 (input_required, the call parked)"
+		}
+		It("asks a "+name+" caller the server's question and gives the server its answer", func() {
 			asked := askedCallerOf(endpoint, revision, "Zoë").expectAsked("mcp_up_elicit")
 			schema, err := json.Marshal(asked.RequestedSchema)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(string(schema)).To(MatchJSON(`{"type":"object","properties":{"name":{"type":"string","default":"Ann"}}}`), "the schema as the server sent it")
 		})
 
-		It("asks a "+revision+" caller's model for the server's sampling", func() {
+		It("asks a "+name+" caller's model for the server's sampling", func() {
 			caller := askedCallerOf(endpoint, revision, "")
 			result, err := caller.session.CallTool(ctx, &sdk.CallToolParams{Name: "mcp_up_sample", Arguments: map[string]any{"prompt": "a haiku"}})
 			Expect(err).NotTo(HaveOccurred())
@@ -154,13 +158,12 @@ var _ = Describe("A server's requests, relayed to the caller of its call", func(
 		}
 
 		modern, asked := connect()
-		failed, text := call(modern, "mcp_mrtr_ask")
-		Expect(failed).To(BeFalse(), text)
-		Expect(text).To(Equal("hello Go"))
-		Expect(asked.Load()).To(BeEquivalentTo(1))
-		failed, text = call(modern, "mcp_up_elicit")
-		Expect(failed).To(BeTrue())
-		Expect(text).To(ContainSubstring(statelessCannotAnswer), "a legacy server's question, which a 2026-07-28 caller cannot be asked")
+		for i, tool := range []string{"mcp_mrtr_ask", "mcp_up_elicit"} {
+			failed, text := call(modern, tool)
+			Expect(failed).To(BeFalse(), "%s: %s", tool, text)
+			Expect(text).To(Equal("hello Go"), tool)
+			Expect(asked.Load()).To(BeEquivalentTo(i+1), tool)
+		}
 	})
 
 	It("keeps concurrent callers' questions apart", func() {
@@ -192,11 +195,12 @@ var _ = Describe("A server's requests, relayed to the caller of its call", func(
 		Expect(textOf(result)).To(ContainSubstring("did not declare the elicitation (form mode) capability"))
 	})
 
-	It("refuses it for a 2026-07-28 caller and a REST caller, saying why", func() {
-		caller := askedCallerOf(endpoint, "", "Ann")
+	It("refuses it for a 2026-07-28 caller that declared nothing and a REST caller, saying why", func() {
+		caller := callerOf(endpoint, "") // declares nothing
 		Expect(caller.session.InitializeResult().ProtocolVersion).To(Equal("2026-07-28"))
 		result, err := caller.session.CallTool(ctx, &sdk.CallToolParams{Name: "mcp_up_elicit", Arguments: map[string]any{}})
 		Expect(err).NotTo(HaveOccurred())
+		Expect(result.IsError).To(BeTrue())
 		Expect(textOf(result)).To(ContainSubstring(statelessCannotAnswer))
 
 		rest := post("/v1/namespaces/"+ns+"/toolcollections/asks/execute", `{"name":"mcp_up_sample","arguments":{"prompt":"x"}}`)
@@ -240,6 +244,42 @@ var _ = Describe("A server's requests, relayed to the caller of its call", func(
 		}
 		Expect(asJSON(via.elicits[0])).To(MatchJSON(asJSON(direct.elicits[0])), "the form as the server sent it: every field, default and enum")
 		Expect(asJSON(via.samples[0])).To(MatchJSON(asJSON(direct.samples[0])))
+	})
+
+	It("parks a call for a 2026-07-28 caller: input_required with the server's request as sent, then the result, once", func() {
+		const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+		headers := map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "mcp_up_elicit"}
+		var first struct {
+			Result struct {
+				ResultType    string                     `json:"resultType"`
+				InputRequests map[string]json.RawMessage `json:"inputRequests"`
+				RequestState  string                     `json:"requestState"`
+			} `json:"result"`
+		}
+		Expect(json.Unmarshal([]byte(postJSON(endpoint, headers,
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_up_elicit","arguments":{},`+meta+`}}`)), &first)).To(Succeed())
+		Expect(first.Result.ResultType).To(Equal("input_required"))
+		Expect(first.Result.InputRequests).To(HaveLen(1))
+		var key string
+		for k, request := range first.Result.InputRequests {
+			key = k
+			Expect(string(request)).To(MatchJSON(`{"method":"elicitation/create","params":{"mode":"form","message":"Your name?",` +
+				`"requestedSchema":{"type":"object","properties":{"name":{"type":"string","default":"Ann"}}}}}`))
+		}
+		Expect(first.Result.RequestState).To(HavePrefix(statePrefix))
+
+		again := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_up_elicit","arguments":{},"inputResponses":{"` + key +
+			`":{"action":"accept","content":{"name":"Raw"}}},"requestState":"` + first.Result.RequestState + `",` + meta + `}}`
+		answer := postJSON(endpoint, headers, again)
+		Expect(answer).To(ContainSubstring(`"hello Raw"`))
+		Expect(answer).To(ContainSubstring(`"resultType":"complete"`))
+
+		By("the state is spent with its call")
+		Expect(postJSON(endpoint, headers, again)).To(ContainSubstring(errParkedGone.Error()))
+
+		By("bound to its call: other arguments are refused")
+		other := strings.Replace(again, `"arguments":{}`, `"arguments":{"x":1}`, 1)
+		Expect(postJSON(endpoint, headers, other)).To(ContainSubstring(errStateInvalid.Error()))
 	})
 
 	Context("on the wire", func() {

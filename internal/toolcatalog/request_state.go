@@ -47,8 +47,11 @@ func newStateKeys(self string) *stateKeys {
 
 // sealedState is what a sealed state carries.
 type sealedState struct {
-	// State is the server's requestState.
-	State string `json:"s"`
+	// State is the server's requestState; Parked, instead, names the call
+	// of a server of an older revision that waits on this replica for the
+	// caller's answers (mcp_park.go).
+	State  string `json:"s,omitempty"`
+	Parked string `json:"p,omitempty"`
 	// Binding is the digest of what the call sent again must match.
 	Binding string `json:"b"`
 	Expires int64  `json:"e"`
@@ -84,7 +87,17 @@ func canonicalArguments(arguments json.RawMessage) []byte {
 
 // seal makes the caller's requestState from the server's.
 func (k *stateKeys) seal(state, binding string, now time.Time) string {
-	payload, _ := json.Marshal(sealedState{State: state, Binding: binding, Expires: now.Add(stateTTL).Unix()})
+	return k.sealed(sealedState{State: state, Binding: binding}, now)
+}
+
+// sealParked makes the caller's requestState of a parked call.
+func (k *stateKeys) sealParked(id, binding string, now time.Time) string {
+	return k.sealed(sealedState{Parked: id, Binding: binding}, now)
+}
+
+func (k *stateKeys) sealed(s sealedState, now time.Time) string {
+	s.Expires = now.Add(stateTTL).Unix()
+	payload, _ := json.Marshal(s)
 	encoded := base64.RawURLEncoding.EncodeToString(payload)
 	return statePrefix + k.self + "." + encoded + "." + k.mac(encoded)
 }
@@ -123,27 +136,28 @@ func stateOwner(state string) (owner, encoded, mac string, ok bool) {
 }
 
 // open checks a state this replica sealed against the call sent again
-// with it and returns the server's state.
-func (k *stateKeys) open(state, binding string, now time.Time) (string, error) {
+// with it and returns what it holds: the server's state, or the parked
+// call it names.
+func (k *stateKeys) open(state, binding string, now time.Time) (sealedState, error) {
 	owner, encoded, mac, ok := stateOwner(state)
 	switch {
 	case !ok:
-		return "", errStateForeign
+		return sealedState{}, errStateForeign
 	case owner != k.self:
-		return "", errStateElsewhere
+		return sealedState{}, errStateElsewhere
 	case !hmac.Equal([]byte(mac), []byte(k.mac(encoded))):
-		return "", errStateInvalid
+		return sealedState{}, errStateInvalid
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(encoded)
 	var sealed sealedState
 	if err != nil || json.Unmarshal(payload, &sealed) != nil {
-		return "", errStateInvalid
+		return sealedState{}, errStateInvalid
 	}
 	switch {
 	case !hmac.Equal([]byte(sealed.Binding), []byte(binding)):
-		return "", errStateInvalid
+		return sealedState{}, errStateInvalid
 	case now.Unix() > sealed.Expires:
-		return "", errStateExpired
+		return sealedState{}, errStateExpired
 	}
-	return sealed.State, nil
+	return sealed, nil
 }

@@ -22,8 +22,8 @@ func TestRequestStateIsSealedToItsCall(t *testing.T) {
 	if owner, _, _, ok := stateOwner(sealed); !ok || owner != "catalog-a" {
 		t.Fatalf("the state names %q (%v); want the pod that sealed it", owner, ok)
 	}
-	if got, err := keys.open(sealed, stateBinding("alice", "ns/tc", "mcp_x_ask", "ns/x/ask", json.RawMessage(` {"a":[1, 2],"b":1, "n":9007199254740993}`)), now.Add(time.Minute)); err != nil || got != "server-state" {
-		t.Errorf("the same call, its arguments encoded otherwise: %q, %v", got, err)
+	if got, err := keys.open(sealed, stateBinding("alice", "ns/tc", "mcp_x_ask", "ns/x/ask", json.RawMessage(` {"a":[1, 2],"b":1, "n":9007199254740993}`)), now.Add(time.Minute)); err != nil || got.State != "server-state" || got.Parked != "" {
+		t.Errorf("the same call, its arguments encoded otherwise: %+v, %v", got, err)
 	}
 	args := json.RawMessage(`{"a":[1,2],"b":1,"n":9007199254740993}`)
 	for name, tt := range map[string]struct {
@@ -52,6 +52,21 @@ func TestRequestStateIsSealedToItsCall(t *testing.T) {
 	}
 }
 
+// A parked call's state names the call, and no server state: it is never
+// sent to a server as one.
+func TestRequestStateOfAParkedCall(t *testing.T) {
+	keys := newStateKeys("catalog-a")
+	now := time.Now()
+	sealed := keys.sealParked("p1", "b", now)
+	got, err := keys.open(sealed, "b", now)
+	if err != nil || got.Parked != "p1" || got.State != "" {
+		t.Fatalf("opened: %+v, %v; want the parked call p1 and no server state", got, err)
+	}
+	if _, err := keys.open(sealed, "c", now); !errors.Is(err, errStateInvalid) {
+		t.Errorf("another binding: %v, want %v", err, errStateInvalid)
+	}
+}
+
 // altered is state with its MAC's first character changed.
 func altered(state string) string {
 	i := strings.LastIndexByte(state, '.') + 1
@@ -69,8 +84,8 @@ func TestRequestStateNamesAPodWithDots(t *testing.T) {
 	if owner, _, _, ok := stateOwner(sealed); !ok || owner != "mcp.operator-7d9f-x2" {
 		t.Fatalf("the state names %q (%v)", owner, ok)
 	}
-	if got, err := keys.open(sealed, "b", time.Now()); err != nil || got != "s" {
-		t.Errorf("opened on the replica that sealed it: %q, %v", got, err)
+	if got, err := keys.open(sealed, "b", time.Now()); err != nil || got.State != "s" {
+		t.Errorf("opened on the replica that sealed it: %+v, %v", got, err)
 	}
 }
 

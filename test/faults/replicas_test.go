@@ -256,6 +256,28 @@ var _ = Describe("Sessions on any replica", Ordered, func() {
 		Expect(again.status).To(Equal(http.StatusOK))
 		Expect(again.messages).To(ContainElement(ContainSubstring(`hello via B`)), "B forwarded the call to A, which holds the key")
 
+		By("2026-07-28 and a server of 2025-11-25: the call parked on A, its answers through B")
+		var parked struct {
+			Result struct {
+				InputRequests map[string]json.RawMessage `json:"inputRequests"`
+				RequestState  string                     `json:"requestState"`
+			} `json:"result"`
+		}
+		asked = rawMCP(a.catalog+"/mcp", "", "2026-07-28", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"mcp_asker_elicit","arguments":{},`+meta+`}}`)
+		Expect(asked.messages).To(HaveLen(1))
+		Expect(json.Unmarshal([]byte(asked.messages[0]), &parked)).To(Succeed())
+		Expect(parked.Result.RequestState).To(HavePrefix("mcpop1.catalog-a."))
+		Expect(parked.Result.InputRequests).To(HaveLen(1))
+		responses := map[string]any{}
+		for key := range parked.Result.InputRequests {
+			responses[key] = map[string]any{"action": "accept", "content": map[string]any{"name": "parked on A"}}
+		}
+		encoded, err := json.Marshal(responses)
+		Expect(err).NotTo(HaveOccurred())
+		again = rawMCP(b.catalog+"/mcp", "", "2026-07-28", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"mcp_asker_elicit","arguments":{},`+
+			`"inputResponses":`+string(encoded)+`,"requestState":"`+parked.Result.RequestState+`",`+meta+`}}`)
+		Expect(again.messages).To(ContainElement(ContainSubstring(`hello parked on A`)), "B forwarded the answers to A, which holds the call")
+
 		By("the call on A, the answer to its question through B")
 		onA, err := url.Parse(a.catalog)
 		Expect(err).NotTo(HaveOccurred())
