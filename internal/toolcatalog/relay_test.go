@@ -208,43 +208,45 @@ var _ = Describe("A server's requests, relayed to the caller of its call", func(
 		Expect(string(rest.body)).To(ContainSubstring("called through mcp-operator's REST API, which cannot answer"))
 	})
 
-	It("relays server-everything's questions as it asks them directly", func() {
-		everything, err := testmcp.StartEverything("streamableHttp")
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(everything.Stop)
-		readyServer(ns, "everything", everything.URL())
-		collection(ns, "ev", "everything")
-		direct := askedCallerOf(everything.URL(), "2025-11-25", "Ann")
-		via := askedCallerOf(catalog.URL+"/v1/namespaces/"+ns+"/toolcollections/ev/mcp", "2025-11-25", "Ann")
-		for _, call := range []struct{ tool, name string }{
-			{"trigger-elicitation-request", "mcp_everything_trigger-elicitation-request"},
-			{"trigger-sampling-request", "mcp_everything_trigger-sampling-request"},
-		} {
-			arguments := map[string]any{"prompt": "a haiku", "maxTokens": 20}
-			if call.tool == "trigger-elicitation-request" {
-				arguments = map[string]any{}
+	for _, revision := range []string{"2025-11-25", "2026-07-28"} {
+		It("relays server-everything's questions to a "+revision+" caller as it asks them directly", func() {
+			everything, err := testmcp.StartEverything("streamableHttp")
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(everything.Stop)
+			readyServer(ns, "everything", everything.URL())
+			collection(ns, "ev", "everything")
+			direct := askedCallerOf(everything.URL(), "2025-11-25", "Ann")
+			via := askedCallerOf(catalog.URL+"/v1/namespaces/"+ns+"/toolcollections/ev/mcp", revision, "Ann")
+			for _, call := range []struct{ tool, name string }{
+				{"trigger-elicitation-request", "mcp_everything_trigger-elicitation-request"},
+				{"trigger-sampling-request", "mcp_everything_trigger-sampling-request"},
+			} {
+				arguments := map[string]any{"prompt": "a haiku", "maxTokens": 20}
+				if call.tool == "trigger-elicitation-request" {
+					arguments = map[string]any{}
+				}
+				want, err := direct.session.CallTool(ctx, &sdk.CallToolParams{Name: call.tool, Arguments: arguments})
+				Expect(err).NotTo(HaveOccurred())
+				got, err := via.session.CallTool(ctx, &sdk.CallToolParams{Name: call.name, Arguments: arguments})
+				Expect(err).NotTo(HaveOccurred())
+				Expect(got.IsError).To(BeFalse(), textOf(got))
+				Expect(textOf(got)).To(Equal(textOf(want)), call.tool)
 			}
-			want, err := direct.session.CallTool(ctx, &sdk.CallToolParams{Name: call.tool, Arguments: arguments})
-			Expect(err).NotTo(HaveOccurred())
-			got, err := via.session.CallTool(ctx, &sdk.CallToolParams{Name: call.name, Arguments: arguments})
-			Expect(err).NotTo(HaveOccurred())
-			Expect(got.IsError).To(BeFalse(), textOf(got))
-			Expect(textOf(got)).To(Equal(textOf(want)), call.tool)
-		}
-		direct.mu.Lock()
-		defer direct.mu.Unlock()
-		via.mu.Lock()
-		defer via.mu.Unlock()
-		Expect(via.elicits).To(HaveLen(1))
-		Expect(via.samples).To(HaveLen(1))
-		asJSON := func(v any) string {
-			raw, err := json.Marshal(v)
-			Expect(err).NotTo(HaveOccurred())
-			return string(raw)
-		}
-		Expect(asJSON(via.elicits[0])).To(MatchJSON(asJSON(direct.elicits[0])), "the form as the server sent it: every field, default and enum")
-		Expect(asJSON(via.samples[0])).To(MatchJSON(asJSON(direct.samples[0])))
-	})
+			direct.mu.Lock()
+			defer direct.mu.Unlock()
+			via.mu.Lock()
+			defer via.mu.Unlock()
+			Expect(via.elicits).To(HaveLen(1))
+			Expect(via.samples).To(HaveLen(1))
+			asJSON := func(v any) string {
+				raw, err := json.Marshal(v)
+				Expect(err).NotTo(HaveOccurred())
+				return string(raw)
+			}
+			Expect(asJSON(via.elicits[0])).To(MatchJSON(asJSON(direct.elicits[0])), "the form as the server sent it: every field, default and enum")
+			Expect(asJSON(via.samples[0])).To(MatchJSON(asJSON(direct.samples[0])))
+		})
+	}
 
 	It("parks a call for a 2026-07-28 caller: input_required with the server's request as sent, then the result, once", func() {
 		const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
