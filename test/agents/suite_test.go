@@ -2,7 +2,9 @@
 // front of the catalog against it, as they ship on npm (installed by
 // hack/agent-sdks.sh, versions in package.json, the whole tree pinned by
 // package-lock.json): the OpenAI Agents SDK, the Vercel AI SDK's MCP client
-// and LangChain's MCP adapters over a ToolCollection's MCP endpoint, and
+// and LangChain's MCP adapters over a ToolCollection's MCP endpoint, the
+// official TypeScript MCP SDK's client answering a server's elicitation
+// and sampling through it, and
 // the published TypeScript types of openai, @anthropic-ai/sdk and
 // @google/genai over its REST menus and execute answers. The catalog runs
 // with Kubernetes authentication on, as a user runs it: every framework
@@ -73,6 +75,9 @@ var (
 	// namespace, token a ServiceAccount token bound to
 	// catalog-collection-caller in ns.
 	catalogURL, ns, token string
+	// everythingURL is server-everything's own MCP endpoint, for a
+	// client that talks to it without the catalog.
+	everythingURL string
 	// menuNames are the tools of the collection, sorted; menuSchemas
 	// their input schemas.
 	menuNames   []string
@@ -104,6 +109,7 @@ var _ = BeforeSuite(func() {
 	everything, err := testmcp.StartEverything("streamableHttp")
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(everything.Stop)
+	everythingURL = everything.URL()
 
 	By("the control plane, the manager and a catalog with Kubernetes authentication")
 	env, err = testenv.Start(ctx)
