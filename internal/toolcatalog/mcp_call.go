@@ -73,9 +73,16 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 
 	stream := newCallStream(w, msg.ID)
 	defer stream.close()
-	// current is the stream of the request serving the call now: a
-	// parked call's changes with each request (mcp_park.go).
-	current := func() *callStream { return stream }
+	token := msg.Params.Meta["progressToken"]
+	level := msg.meta(mcp.MetaKeyLogLevel)
+	if !stateless {
+		level = m.sessions.level(session)
+	}
+	// current is the request serving the call now, what its progress and
+	// log messages go to: a parked call's changes with each request
+	// (mcp_park.go).
+	served := serving{stream: stream, token: token, logs: level != ""}
+	current := func() serving { return served }
 	// answered runs before the call's answer is written.
 	answered := func() {}
 	call := &callRequest{name: msg.Params.Name, arguments: msg.Params.Arguments, view: vw,
@@ -101,7 +108,7 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 		case park != nil:
 			resumed = true
 		case asks&(asksElicitForm|asksElicitURL|asksSampling|asksSamplingTools) != 0:
-			park, callCtx = m.parks.start(ctx, m.bindingOf(r, key, msg, vw), asks)
+			park, callCtx = m.parks.start(ctx, m.bindingOf(r, key, msg, vw), identityOf(ctx), asks)
 			call.opts.OnRequest = park.onRequest
 		default:
 			call.opts.OnRequest = refuseAsking(statelessCannotAnswer)
@@ -128,20 +135,24 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 			return nil
 		}
 	}
-	if token := msg.Params.Meta["progressToken"]; len(token) > 0 {
+	if len(token) > 0 {
 		call.opts.OnProgress = func(params json.RawMessage) {
-			if params, err := wire.WithProgressToken(params, token); err == nil {
-				current().notify("notifications/progress", params)
+			now := current()
+			if len(now.token) == 0 {
+				return // a request sent again without one
+			}
+			if params, err := wire.WithProgressToken(params, now.token); err == nil {
+				now.stream.notify("notifications/progress", params)
 			}
 		}
 	}
-	level := msg.meta(mcp.MetaKeyLogLevel)
-	if !stateless {
-		level = m.sessions.level(session)
-	}
 	if level != "" {
 		call.opts.LogLevel = level
-		call.opts.OnLog = func(params json.RawMessage) { current().notify("notifications/message", params) }
+		call.opts.OnLog = func(params json.RawMessage) {
+			if now := current(); now.logs {
+				now.stream.notify("notifications/message", params)
+			}
+		}
 	}
 	var envelope Envelope
 	if park != nil {
@@ -152,7 +163,7 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 			})
 		}
 		var ended bool
-		if envelope, err, ended = park.serve(ctx, stream, func(requests json.RawMessage) {
+		if envelope, err, ended = park.serve(ctx, served, func(requests json.RawMessage) {
 			stream.result(m.parkedAnswer(park, requests))
 		}); !ended {
 			return // parked, or the caller's request ended and cancelled it

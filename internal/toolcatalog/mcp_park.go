@@ -41,8 +41,11 @@ import (
 
 const (
 	// maxParked bounds the calls a replica holds for 2026-07-28 callers'
-	// answers, asking or ended and kept.
-	maxParked = 1000
+	// answers, asking or ended and kept, and maxCallerParked those of one
+	// caller, so that one caller's abandoned calls do not take the others'
+	// room.
+	maxParked       = 1000
+	maxCallerParked = 100
 	// parkKeep is how long an ended parked call's end is kept for its
 	// caller.
 	parkKeep = 2 * time.Minute
@@ -56,34 +59,38 @@ var errCallerLeft = errors.New("the caller closed the request")
 
 // parkedCalls are a replica's calls that asked their 2026-07-28 callers.
 type parkedCalls struct {
-	mu   sync.Mutex
-	byID map[string]*parkedCall
+	mu       sync.Mutex
+	byID     map[string]*parkedCall
+	byCaller map[string]int
 }
 
-func newParkedCalls() *parkedCalls { return &parkedCalls{byID: map[string]*parkedCall{}} }
+func newParkedCalls() *parkedCalls {
+	return &parkedCalls{byID: map[string]*parkedCall{}, byCaller: map[string]int{}}
+}
 
 // parkedCall is one call of a 2026-07-28 caller to a server of an older
 // revision, its server's requests, and its end.
 type parkedCall struct {
 	calls *parkedCalls
 	// id names it in its caller's requestState, and binding is the call's
-	// (stateBinding), which the state is sealed to.
-	id, binding string
-	asks        callerAsks
-	cancel      context.CancelCauseFunc
+	// (stateBinding), which the state is sealed to; identity is its
+	// caller's.
+	id, binding, identity string
+	asks                  callerAsks
+	cancel                context.CancelCauseFunc
 
 	mu sync.Mutex
-	// stream is the request serving the call now: progress and log
-	// messages go on it.
-	stream *callStream
+	// serving is the request serving the call now: progress and log
+	// messages go on it, as it asked for them.
+	serving serving
 	// asked are the server's requests waiting on the caller, by key in
 	// inputRequests; sent says the caller was given them all.
 	asked   map[string]*parkedAsk
 	nextKey int
 	sent    bool
-	// serving says a request of the caller serves the call; when none
+	// served says a request of the caller serves the call; when none
 	// does, the call is parked.
-	serving bool
+	served  bool
 	ended   *parkedEnd
 	changed chan struct{}
 }
@@ -103,13 +110,13 @@ type parkedEnd struct {
 
 // start runs call for a 2026-07-28 caller that declared asks, on its own,
 // so that it may be parked, and serves it on the caller's request.
-func (p *parkedCalls) start(ctx context.Context, binding string, asks callerAsks) (*parkedCall, context.Context) {
+func (p *parkedCalls) start(ctx context.Context, binding, identity string, asks callerAsks) (*parkedCall, context.Context) {
 	callCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	callCtx, stop := context.WithTimeout(callCtx, maxParkedFor)
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	pc := &parkedCall{calls: p, id: hex.EncodeToString(b[:]), binding: binding, asks: asks,
-		cancel: func(cause error) { cancel(cause); stop() }, changed: make(chan struct{}, 1), serving: true}
+	pc := &parkedCall{calls: p, id: hex.EncodeToString(b[:]), binding: binding, identity: identity, asks: asks,
+		cancel: func(cause error) { cancel(cause); stop() }, changed: make(chan struct{}, 1), served: true}
 	return pc, callCtx
 }
 
@@ -135,11 +142,19 @@ func (pc *parkedCall) signal() {
 	}
 }
 
-// current is the stream of the request serving the call now.
-func (pc *parkedCall) current() *callStream {
+// serving is a request that serves a call: its answer, and the progress
+// token and log messages it asked for.
+type serving struct {
+	stream *callStream
+	token  json.RawMessage
+	logs   bool
+}
+
+// current is the request serving the call now.
+func (pc *parkedCall) current() serving {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	return pc.stream
+	return pc.serving
 }
 
 // onRequest is the call's mcpclient.CallOptions.OnRequest: a request the
@@ -182,8 +197,10 @@ func (pc *parkedCall) add(ask *parkedAsk) (string, string) {
 	}
 	first := pc.nextKey == 0
 	pc.mu.Unlock()
-	if first && !pc.calls.add(pc) {
-		return "", "this catalog replica has too many calls waiting on their callers; retry later"
+	if first {
+		if why := pc.calls.add(pc); why != "" {
+			return "", why
+		}
 	}
 	pc.mu.Lock()
 	if pc.asked == nil {
@@ -207,20 +224,34 @@ func refuseAsk(method string, code int, why string) mcpclient.Answer {
 	return mcpclient.Refusal(code, why)
 }
 
-func (p *parkedCalls) add(pc *parkedCall) bool {
+// add holds a call that asked its caller; it says why when it cannot.
+func (p *parkedCalls) add(pc *parkedCall) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.byID) >= maxParked {
-		return false
+	switch {
+	case p.byID[pc.id] != nil:
+		return ""
+	case len(p.byID) >= maxParked:
+		return "this catalog replica has too many calls waiting on their callers; retry later"
+	case p.byCaller[pc.identity] >= maxCallerParked:
+		return fmt.Sprintf("this caller has %d calls waiting on its answers on this catalog replica; answer them, or let them end, first", maxCallerParked)
 	}
 	p.byID[pc.id] = pc
-	return true
+	p.byCaller[pc.identity]++
+	return ""
 }
 
 func (p *parkedCalls) remove(id string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	pc := p.byID[id]
+	if pc == nil {
+		return
+	}
 	delete(p.byID, id)
+	if p.byCaller[pc.identity]--; p.byCaller[pc.identity] <= 0 {
+		delete(p.byCaller, pc.identity)
+	}
 }
 
 // resume takes a parked call for the caller's request that brings its
@@ -234,10 +265,10 @@ func (p *parkedCalls) resume(id string) *parkedCall {
 	}
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	if pc.serving {
+	if pc.served {
 		return nil
 	}
-	pc.serving = true
+	pc.served = true
 	return pc
 }
 
@@ -275,9 +306,9 @@ func isObject(raw json.RawMessage) bool {
 // end, returned with ended true, or requests of the server's for the
 // caller, answered as input_required with the call parked. A request that
 // ends first cancels the call.
-func (pc *parkedCall) serve(ctx context.Context, stream *callStream, answerAsked func(json.RawMessage)) (Envelope, error, bool) {
+func (pc *parkedCall) serve(ctx context.Context, by serving, answerAsked func(json.RawMessage)) (Envelope, error, bool) {
 	pc.mu.Lock()
-	pc.stream = stream
+	pc.serving = by
 	pc.mu.Unlock()
 	for {
 		pc.mu.Lock()
@@ -287,7 +318,7 @@ func (pc *parkedCall) serve(ctx context.Context, stream *callStream, answerAsked
 			return end.envelope, end.err, true
 		}
 		if len(pc.asked) > 0 && !pc.sent {
-			pc.sent, pc.serving = true, false
+			pc.sent, pc.served = true, false
 			requests := pc.inputRequestsLocked()
 			pc.mu.Unlock()
 			answerAsked(requests)

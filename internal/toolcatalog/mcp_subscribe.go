@@ -2,19 +2,20 @@ package toolcatalog
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"k8s.io/utils/lru"
 
 	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/wire"
@@ -39,9 +40,18 @@ const (
 	// maxSubscriptionsPerListener bounds the resources one legacy session,
 	// or one 2026-07-28 stream, subscribes to.
 	maxSubscriptionsPerListener = 16
-	// maxSubscribedSessions bounds the legacy sessions whose subscriptions
-	// a replica keeps (least recently subscribed go first).
-	maxSubscribedSessions = 10000
+	// maxSubscribedURI bounds the length of a URI subscribed to.
+	maxSubscribedURI = 2048
+	// maxCallerSubscriptions bounds one caller's legacy subscriptions a
+	// replica keeps, across its sessions, and maxCallerWatches the
+	// resources its streams hear of there: a caller's sessions and ids are
+	// its own to make up, and a watch is a connection to a server.
+	maxCallerSubscriptions = 64
+	maxCallerWatches       = 64
+	// maxSubscriptionBytes bounds the legacy sessions' subscriptions a
+	// replica keeps, in all: past it, the sessions that subscribed least
+	// recently are forgotten, and their streams here hear no more.
+	maxSubscriptionBytes = 32 << 20
 	// maxResourceWatches bounds the server resources one replica watches,
 	// each a connection to its server.
 	maxResourceWatches = 256
@@ -69,12 +79,29 @@ type watchKey struct {
 type subscriptions struct {
 	catalog *Catalog
 	mu      sync.Mutex
-	// sessions holds each legacy session's subscriptions (sessionOf →
-	// map[exposed URI]subscription), whichever replica its stream is on.
-	sessions *lru.Cache
+	// sessions holds each legacy session's subscriptions (by sessionOf),
+	// whichever replica its stream is on; recency orders them, the most
+	// recently subscribed first, and bytes is what they all hold.
+	sessions map[string]*sessionSubs
+	recency  *list.List
+	bytes    int
+	// callerSubs counts each caller's subscriptions in sessions.
+	callerSubs map[string]int
 	// sessionStreams are the legacy streams open here, by session.
 	sessionStreams map[string]map[*streamWriter]struct{}
 	watches        map[watchKey]*resourceWatch
+	// callerWatches counts, by caller, its streams listening to each watch,
+	// and streamCaller is the caller of each stream that listens.
+	callerWatches map[string]map[watchKey]int
+	streamCaller  map[*streamWriter]string
+}
+
+// sessionSubs are one legacy session's subscriptions, by exposed URI.
+type sessionSubs struct {
+	session, identity string
+	subs              map[string]subscription
+	bytes             int
+	elem              *list.Element
 }
 
 // resourceWatch is one watch of a server's resource and the streams that
@@ -87,28 +114,56 @@ type resourceWatch struct {
 }
 
 func newSubscriptions(c *Catalog) *subscriptions {
-	return &subscriptions{catalog: c, sessions: lru.New(maxSubscribedSessions),
-		sessionStreams: map[string]map[*streamWriter]struct{}{}, watches: map[watchKey]*resourceWatch{}}
+	return &subscriptions{catalog: c, sessions: map[string]*sessionSubs{}, recency: list.New(), callerSubs: map[string]int{},
+		sessionStreams: map[string]map[*streamWriter]struct{}{}, watches: map[watchKey]*resourceWatch{},
+		callerWatches: map[string]map[watchKey]int{}, streamCaller: map[*streamWriter]string{}}
 }
 
 var errTooManyWatches = fmt.Errorf("this replica of the catalog watches %d resources of servers already, its most", maxResourceWatches)
 
+// subscriptionBytes is what a subscription costs the table that keeps it.
+func subscriptionBytes(sub subscription) int {
+	return len(sub.exposed) + len(sub.watch.server) + len(sub.watch.uri) + 128
+}
+
 // subscribe adds a legacy session's subscription and has its streams open
 // here hear of it.
-func (s *subscriptions) subscribe(session string, sub subscription) error {
+func (s *subscriptions) subscribe(session, identity string, sub subscription) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	subs, _ := s.sessionSubsLocked(session)
-	if _, ok := subs[sub.exposed]; !ok && len(subs) >= maxSubscriptionsPerListener {
-		return &protocolError{code: mcp.INVALID_PARAMS, message: fmt.Sprintf("this session subscribes to %d resources, its most: unsubscribe from one first", maxSubscriptionsPerListener)}
+	ss := s.sessions[session]
+	if ss != nil {
+		if _, ok := ss.subs[sub.exposed]; ok {
+			s.recency.MoveToFront(ss.elem)
+			return nil
+		}
 	}
-	if s.watches[sub.watch] == nil && len(s.watches) >= maxResourceWatches {
+	switch {
+	case ss != nil && len(ss.subs) >= maxSubscriptionsPerListener:
+		return &protocolError{code: mcp.INVALID_PARAMS, message: fmt.Sprintf("this session subscribes to %d resources, its most: unsubscribe from one first", maxSubscriptionsPerListener)}
+	case s.callerSubs[identity] >= maxCallerSubscriptions:
+		return &protocolError{code: mcp.INVALID_PARAMS, message: fmt.Sprintf(
+			"this caller subscribes to %d resources across its sessions on this replica, its most: unsubscribe, or end sessions, first", maxCallerSubscriptions)}
+	case s.watches[sub.watch] == nil && len(s.watches) >= maxResourceWatches:
 		return &protocolError{code: mcp.INTERNAL_ERROR, message: errTooManyWatches.Error()}
 	}
-	subs[sub.exposed] = sub
-	s.sessions.Add(session, subs)
+	if ss == nil {
+		ss = &sessionSubs{session: session, identity: identity, subs: map[string]subscription{}}
+		ss.elem = s.recency.PushFront(ss)
+		s.sessions[session] = ss
+	} else {
+		s.recency.MoveToFront(ss.elem)
+	}
+	ss.subs[sub.exposed] = sub
+	cost := subscriptionBytes(sub)
+	ss.bytes += cost
+	s.bytes += cost
+	s.callerSubs[identity]++
+	for s.bytes > maxSubscriptionBytes {
+		s.forgetLocked(s.recency.Back().Value.(*sessionSubs))
+	}
 	for stream := range s.sessionStreams[session] {
-		s.attachLocked(stream, sub, legacyUpdate(sub.exposed))
+		s.attachLocked(stream, identity, sub, legacyUpdate(sub.exposed))
 	}
 	return nil
 }
@@ -117,14 +172,24 @@ func (s *subscriptions) subscribe(session string, sub subscription) error {
 func (s *subscriptions) unsubscribe(session, exposed string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	subs, ok := s.sessionSubsLocked(session)
-	sub, subscribed := subs[exposed]
-	if !ok || !subscribed {
+	ss := s.sessions[session]
+	if ss == nil {
 		return
 	}
-	delete(subs, exposed)
+	sub, ok := ss.subs[exposed]
+	if !ok {
+		return
+	}
+	delete(ss.subs, exposed)
+	cost := subscriptionBytes(sub)
+	ss.bytes -= cost
+	s.bytes -= cost
+	s.uncountLocked(ss.identity, 1)
 	for stream := range s.sessionStreams[session] {
 		s.detachLocked(stream, sub.watch)
+	}
+	if len(ss.subs) == 0 {
+		s.forgetLocked(ss)
 	}
 }
 
@@ -132,28 +197,34 @@ func (s *subscriptions) unsubscribe(session, exposed string) {
 func (s *subscriptions) endSession(session string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	subs, ok := s.sessionSubsLocked(session)
-	if !ok {
-		return
+	if ss := s.sessions[session]; ss != nil {
+		s.forgetLocked(ss)
 	}
-	s.sessions.Remove(session)
-	for _, sub := range subs {
-		for stream := range s.sessionStreams[session] {
+}
+
+// forgetLocked forgets a session's subscriptions: its streams here hear
+// of them no more.
+func (s *subscriptions) forgetLocked(ss *sessionSubs) {
+	delete(s.sessions, ss.session)
+	s.recency.Remove(ss.elem)
+	s.bytes -= ss.bytes
+	s.uncountLocked(ss.identity, len(ss.subs))
+	for _, sub := range ss.subs {
+		for stream := range s.sessionStreams[ss.session] {
 			s.detachLocked(stream, sub.watch)
 		}
 	}
 }
 
-func (s *subscriptions) sessionSubsLocked(session string) (map[string]subscription, bool) {
-	if v, ok := s.sessions.Get(session); ok {
-		return v.(map[string]subscription), true
+func (s *subscriptions) uncountLocked(identity string, n int) {
+	if s.callerSubs[identity] -= n; s.callerSubs[identity] <= 0 {
+		delete(s.callerSubs, identity)
 	}
-	return map[string]subscription{}, false
 }
 
 // legacyOpened has a legacy stream hear of its session's subscriptions,
 // those made now and later, until the returned func is called.
-func (s *subscriptions) legacyOpened(session string, stream *streamWriter) func() {
+func (s *subscriptions) legacyOpened(session, identity string, stream *streamWriter) func() {
 	if session == "" {
 		return func() {}
 	}
@@ -165,9 +236,10 @@ func (s *subscriptions) legacyOpened(session string, stream *streamWriter) func(
 		s.sessionStreams[session] = open
 	}
 	open[stream] = struct{}{}
-	subs, _ := s.sessionSubsLocked(session)
-	for _, sub := range subs {
-		s.attachLocked(stream, sub, legacyUpdate(sub.exposed))
+	if ss := s.sessions[session]; ss != nil {
+		for _, sub := range ss.subs {
+			s.attachLocked(stream, identity, sub, legacyUpdate(sub.exposed))
+		}
 	}
 	return func() {
 		s.mu.Lock()
@@ -184,14 +256,14 @@ func (s *subscriptions) legacyOpened(session string, stream *streamWriter) func(
 
 // listenOpened has a 2026-07-28 stream hear of the resources it subscribed
 // to, until the returned func is called.
-func (s *subscriptions) listenOpened(stream *streamWriter, id json.RawMessage, subs []subscription) func() {
+func (s *subscriptions) listenOpened(stream *streamWriter, identity string, id json.RawMessage, subs []subscription) func() {
 	if len(subs) == 0 {
 		return func() {}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, sub := range subs {
-		s.attachLocked(stream, sub, listenUpdate(sub.exposed, id))
+		s.attachLocked(stream, identity, sub, listenUpdate(sub.exposed, id))
 	}
 	return func() {
 		s.mu.Lock()
@@ -200,30 +272,67 @@ func (s *subscriptions) listenOpened(stream *streamWriter, id json.RawMessage, s
 	}
 }
 
-// watching says whether a watch of the resource exists or may be opened.
-func (s *subscriptions) watching(key watchKey) bool {
+// admissible is how many of subs, in order, a caller's new stream may
+// hear of: within maxCallerWatches for the caller and maxResourceWatches
+// for the replica, counting the watches the first ones would open.
+func (s *subscriptions) admissible(identity string, subs []subscription) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.watches[key] != nil || len(s.watches) < maxResourceWatches
+	mine := s.callerWatches[identity]
+	newMine, newAll := map[watchKey]bool{}, map[watchKey]bool{}
+	for i, sub := range subs {
+		if mine[sub.watch] == 0 && !newMine[sub.watch] {
+			if len(mine)+len(newMine) >= maxCallerWatches {
+				return i
+			}
+			newMine[sub.watch] = true
+		}
+		if s.watches[sub.watch] == nil && !newAll[sub.watch] {
+			if len(s.watches)+len(newAll) >= maxResourceWatches {
+				return i
+			}
+			newAll[sub.watch] = true
+		}
+	}
+	return len(subs)
 }
 
 // attachLocked has stream told event when the subscription's resource
-// changes, opening its watch if none is open. Past maxResourceWatches the
-// stream is not told, and that is logged.
-func (s *subscriptions) attachLocked(stream *streamWriter, sub subscription, event []byte) {
+// changes, opening its watch if none is open. Past maxCallerWatches for
+// its caller or maxResourceWatches for the replica the stream is not told,
+// and that is logged.
+func (s *subscriptions) attachLocked(stream *streamWriter, identity string, sub subscription, event []byte) {
 	w := s.watches[sub.watch]
-	if w == nil {
-		if len(s.watches) >= maxResourceWatches {
-			s.catalog.log.Info("A stream's resource subscription is not watched: the replica watches its most", "server", sub.watch.server,
-				"resource", recordedURI(sub.watch.uri), "watches", maxResourceWatches)
+	mine := s.callerWatches[identity]
+	switch {
+	case w != nil:
+		if _, listening := w.listeners[stream]; listening {
+			w.listeners[stream] = event
 			return
 		}
+	case len(s.watches) >= maxResourceWatches:
+		s.catalog.log.Info("A stream's resource subscription is not watched: the replica watches its most", "server", sub.watch.server,
+			"resource", recordedURI(sub.watch.uri), "watches", maxResourceWatches)
+		return
+	}
+	if mine[sub.watch] == 0 && len(mine) >= maxCallerWatches {
+		s.catalog.log.Info("A stream's resource subscription is not watched: its caller's streams hear of their most", "server", sub.watch.server,
+			"resource", recordedURI(sub.watch.uri), "watches", maxCallerWatches)
+		return
+	}
+	if w == nil {
 		ctx, cancel := context.WithCancel(s.catalog.streams)
 		w = &resourceWatch{cancel: cancel, changed: make(chan struct{}, 1), listeners: map[*streamWriter][]byte{}}
 		s.watches[sub.watch] = w
 		resourceWatches.Inc()
 		go s.run(ctx, sub.watch, w)
 	}
+	if mine == nil {
+		mine = map[watchKey]int{}
+		s.callerWatches[identity] = mine
+	}
+	mine[sub.watch]++
+	s.streamCaller[stream] = identity
 	w.listeners[stream] = event
 }
 
@@ -232,7 +341,19 @@ func (s *subscriptions) detachLocked(stream *streamWriter, key watchKey) {
 	if w == nil {
 		return
 	}
+	if _, listening := w.listeners[stream]; !listening {
+		return
+	}
 	delete(w.listeners, stream)
+	identity := s.streamCaller[stream]
+	if mine := s.callerWatches[identity]; mine != nil {
+		if mine[key]--; mine[key] <= 0 {
+			delete(mine, key)
+		}
+		if len(mine) == 0 {
+			delete(s.callerWatches, identity)
+		}
+	}
 	if len(w.listeners) == 0 {
 		w.cancel()
 		delete(s.watches, key)
@@ -246,6 +367,7 @@ func (s *subscriptions) detachAllLocked(stream *streamWriter) {
 			s.detachLocked(stream, key)
 		}
 	}
+	delete(s.streamCaller, stream)
 }
 
 // run holds a watch of a server's resource until ctx ends, opening it
@@ -262,7 +384,7 @@ func (s *subscriptions) run(ctx context.Context, key watchKey, w *resourceWatch)
 	}
 	var opened atomic.Bool
 	pause := time.Second
-	for {
+	for ctx.Err() == nil {
 		var subscribed atomic.Bool
 		target, err := s.catalog.watchTarget(ctx, key.server)
 		if err == nil {
@@ -360,6 +482,10 @@ func (c *Catalog) watchTarget(ctx context.Context, server string) (mcpclient.Tar
 // catalog's own credentials (a server reached as each caller would need a
 // watch of its own for each).
 func (c *Catalog) subscribable(ctx context.Context, key viewKey, set *surfaceSet, uri string) (surfaceTarget, subscription, error) {
+	if len(uri) > maxSubscribedURI {
+		return surfaceTarget{kind: resourcesKind, exposed: uri}, subscription{}, &protocolError{code: mcp.INVALID_PARAMS,
+			message: fmt.Sprintf("a URI of more than %d bytes cannot be subscribed to", maxSubscribedURI)}
+	}
 	target, err := c.findResource(ctx, set, uri)
 	if err != nil {
 		return target, subscription{}, err
@@ -397,13 +523,12 @@ func (m *mcpHandlers) serveSubscribe(ctx context.Context, w http.ResponseWriter,
 	} else if err = c.callers.allow(ctx); err == nil {
 		var sub subscription
 		if target, sub, err = c.subscribable(ctx, key, set, params.URI); err == nil {
-			err = m.subs.subscribe(session, sub)
+			err = m.subs.subscribe(session, identityOf(ctx), sub)
 		}
 	}
-	if r.Header.Get(forwardedHeader) == "" {
-		// Recorded once, by the replica the caller asked.
-		c.recordSurface(ctx, key, msg.Method, target, err)
-	}
+	// Recorded by every replica that takes it, the ones it was forwarded
+	// to included: a caller may send the header that says so.
+	c.recordSurface(ctx, key, msg.Method, target, err)
 	if err != nil {
 		writeSurfaceError(w, msg.ID, err)
 		return
@@ -427,7 +552,17 @@ func (m *mcpHandlers) takeListenSubscriptions(w http.ResponseWriter, r *http.Req
 	if json.Unmarshal(msg.rawParams, &params) != nil || len(params.Notifications.ResourceSubscriptions) == 0 {
 		return true // mcp-go answers what it cannot read
 	}
-	subs, err := m.listenSubscriptions(r.Context(), key, params.Notifications.ResourceSubscriptions)
+	uris := params.Notifications.ResourceSubscriptions
+	slices.Sort(uris)
+	if uris = slices.Compact(uris); len(uris) > maxSubscriptionsPerListener {
+		writeRPCError(w, http.StatusOK, msg.ID, mcp.INVALID_PARAMS, fmt.Sprintf("a stream subscribes to %d resources at most", maxSubscriptionsPerListener))
+		return false
+	}
+	if err := m.catalog.callers.allow(r.Context()); err != nil {
+		writeSurfaceError(w, msg.ID, err)
+		return false
+	}
+	subs, err := m.listenSubscriptions(r.Context(), key, uris)
 	var body []byte
 	if err == nil {
 		body, err = withResourceSubscriptions(msg, subs)
@@ -453,20 +588,32 @@ func (m *mcpHandlers) listenSubscriptions(ctx context.Context, key viewKey, uris
 		return nil, err
 	}
 	var subs []subscription
+	var targets []surfaceTarget
 	for _, uri := range uris {
-		if len(subs) == maxSubscriptionsPerListener {
-			break
-		}
 		target, sub, err := c.subscribable(ctx, key, set, uri)
-		if err == nil && !m.subs.watching(sub.watch) {
-			err = errTooManyWatches
+		if err != nil {
+			c.recordSurface(ctx, key, string(mcp.MethodSubscriptionsListen), target, err)
+			continue
+		}
+		subs, targets = append(subs, sub), append(targets, target)
+	}
+	n := m.subs.admissible(identityOf(ctx), subs)
+	for i, target := range targets {
+		var err error
+		if i >= n {
+			err = &protocolError{code: mcp.INTERNAL_ERROR, message: "the caller's streams, or this replica, hear of their most resources"}
 		}
 		c.recordSurface(ctx, key, string(mcp.MethodSubscriptionsListen), target, err)
-		if err == nil {
-			subs = append(subs, sub)
-		}
 	}
-	return subs, nil
+	return subs[:n], nil
+}
+
+// identityOf is the caller's identity, "" for none (no authentication).
+func identityOf(ctx context.Context) string {
+	if who := callerFrom(ctx); who != nil {
+		return who.identity
+	}
+	return ""
 }
 
 // withResourceSubscriptions is a subscriptions/listen request's body with

@@ -3,12 +3,15 @@ package toolcatalog
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 
+	"github.com/go-logr/logr"
 	"github.com/mark3labs/mcp-go/mcp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	. "github.com/onsi/ginkgo/v2"
@@ -50,7 +53,10 @@ func (s *subscriber) subscribe(uri, revision string) {
 	}
 	go func() {
 		defer GinkgoRecover()
-		_ = s.session.Subscribe(context.WithoutCancel(ctx), &sdk.SubscribeParams{URI: uri})
+		// It returns when its stream ends: Unsubscribe ends it.
+		if err := s.session.Subscribe(context.WithoutCancel(ctx), &sdk.SubscribeParams{URI: uri}); err != nil {
+			GinkgoWriter.Println("the subscription's stream ended:", err)
+		}
 	}()
 }
 
@@ -139,17 +145,40 @@ var _ = Describe("Resource subscriptions through the catalog", func() {
 				Expect(up.Server.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: "file:///other.txt"})).To(Succeed())
 				return b.heard()
 			}).Should(ContainElement(other))
+			// One more round of each: an update told to the wrong stream
+			// would have reached it before the next one its own stream
+			// carries.
+			heardA, heardB := len(a.heard()), len(b.heard())
+			Eventually(func() int {
+				Expect(up.Server.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: "file:///watched.txt"})).To(Succeed())
+				return len(a.heard())
+			}).Should(BeNumerically(">", heardA))
+			Eventually(func() int {
+				Expect(up.Server.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: "file:///other.txt"})).To(Succeed())
+				return len(b.heard())
+			}).Should(BeNumerically(">", heardB))
 			Expect(a.heard()).To(HaveEach(watched), "a did not subscribe to the other resource")
 			Expect(b.heard()).To(HaveEach(other), "b did not subscribe to the watched resource")
 
-			if revision == "2026-07-28" {
-				return
-			}
 			By("unsubscribing ends the catalog's subscription with the server, once nobody listens")
-			Expect(up.subscriptions()).To(ContainElements("resources/subscribe file:///watched.txt", "resources/subscribe file:///other.txt"))
+			watching := func(uri string) func() bool {
+				return func() bool {
+					subs := catalogUnderTest.mcp.subs
+					subs.mu.Lock()
+					defer subs.mu.Unlock()
+					return subs.watches[watchKey{server: ns + "/files", uri: uri}] != nil
+				}
+			}
+			Expect(watching("file:///watched.txt")()).To(BeTrue())
 			Expect(a.session.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: watched})).To(Succeed())
-			Eventually(up.subscriptions).Should(ContainElement("resources/unsubscribe file:///watched.txt"))
-			Expect(up.subscriptions()).NotTo(ContainElement("resources/unsubscribe file:///other.txt"), "b still listens")
+			Eventually(watching("file:///watched.txt")).Should(BeFalse())
+			Expect(watching("file:///other.txt")()).To(BeTrue(), "b still listens")
+			if revision != "2026-07-28" {
+				// A 2026-07-28 server hears the end of its stream instead.
+				Expect(up.subscriptions()).To(ContainElements("resources/subscribe file:///watched.txt", "resources/subscribe file:///other.txt"))
+				Eventually(up.subscriptions).Should(ContainElement("resources/unsubscribe file:///watched.txt"))
+				Expect(up.subscriptions()).NotTo(ContainElement("resources/unsubscribe file:///other.txt"), "b still listens")
+			}
 		})
 	}
 
@@ -217,5 +246,123 @@ func postJSON(url string, headers map[string]string, body string) string {
 		if err != nil || strings.Contains(string(got), "subscriptions/acknowledged") {
 			return string(got)
 		}
+	}
+}
+
+// unitSubscriptions is a replica's subscriptions table whose watches open
+// nothing: the catalog it belongs to has stopped.
+func unitSubscriptions() *subscriptions {
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	return newSubscriptions(&Catalog{streams: stopped, log: logr.Discard()})
+}
+
+func subscriptionTo(uri string) subscription {
+	return subscription{watch: watchKey{server: "ns/files", uri: uri}, exposed: "x://files.ns/" + uri}
+}
+
+// A caller's subscriptions are bounded by session and by caller, so that
+// sessions it makes up cannot grow the table, nor take another's room.
+func TestSubscriptionsAreBoundedPerSessionAndCaller(t *testing.T) {
+	s := unitSubscriptions()
+	for i := range maxSubscriptionsPerListener {
+		if err := s.subscribe("alice/s1", "alice", subscriptionTo(fmt.Sprint(i))); err != nil {
+			t.Fatalf("subscription %d: %v", i, err)
+		}
+	}
+	if err := s.subscribe("alice/s1", "alice", subscriptionTo("0")); err != nil {
+		t.Errorf("subscribing again to the same resource: %v", err)
+	}
+	if err := s.subscribe("alice/s1", "alice", subscriptionTo("one more")); err == nil || !strings.Contains(err.Error(), "this session subscribes to 16 resources") {
+		t.Errorf("past the session's most: %v", err)
+	}
+	for i := maxSubscriptionsPerListener; i < maxCallerSubscriptions; i++ {
+		if err := s.subscribe(fmt.Sprint("alice/s", 2+i/maxSubscriptionsPerListener), "alice", subscriptionTo(fmt.Sprint(i))); err != nil {
+			t.Fatalf("subscription %d: %v", i, err)
+		}
+	}
+	if err := s.subscribe("alice/another", "alice", subscriptionTo("past")); err == nil || !strings.Contains(err.Error(), "across its sessions") {
+		t.Errorf("past the caller's most: %v", err)
+	}
+	if err := s.subscribe("bob/s1", "bob", subscriptionTo("0")); err != nil {
+		t.Errorf("another caller: %v", err)
+	}
+	s.unsubscribe("alice/s1", subscriptionTo("0").exposed)
+	if err := s.subscribe("alice/another", "alice", subscriptionTo("past")); err != nil {
+		t.Errorf("after an unsubscribe: %v", err)
+	}
+	s.endSession("alice/another")
+	s.endSession("bob/s1")
+	if got := s.callerSubs; got["alice"] != maxCallerSubscriptions-1 || got["bob"] != 0 {
+		t.Errorf("counts after unsubscribing and ending sessions: %v", got)
+	}
+}
+
+// Past the table's bytes, the sessions that subscribed least recently are
+// forgotten, and their streams here hear of their resources no more.
+func TestSubscriptionsForgetTheOldestSessionsPastTheirBytes(t *testing.T) {
+	s := unitSubscriptions()
+	stream := &streamWriter{}
+	release := s.legacyOpened("caller-0/s0", "caller-0", stream)
+	defer release()
+	long := strings.Repeat("u", maxSubscribedURI-20)
+	per := 2*len(long) + 128
+	callers := maxSubscriptionBytes/(per*maxCallerSubscriptions) + 2
+	for c := range callers {
+		for i := range maxCallerSubscriptions {
+			session := fmt.Sprintf("caller-%d/s%d", c, i/maxSubscriptionsPerListener)
+			if c == 0 && i >= maxSubscriptionsPerListener {
+				break // caller-0 has one session, and its stream
+			}
+			sub := subscription{watch: watchKey{server: "ns/files", uri: fmt.Sprint(c, "-", i, long)}, exposed: fmt.Sprint(c, "-", i, long)}
+			if err := s.subscribe(session, fmt.Sprint("caller-", c), sub); err != nil {
+				t.Fatalf("caller %d, subscription %d: %v", c, i, err)
+			}
+			if c == 0 && len(s.watches) != i+1 {
+				t.Fatalf("the open stream of caller-0's session hears %d resources, want %d", len(s.watches), i+1)
+			}
+		}
+	}
+	if s.bytes > maxSubscriptionBytes {
+		t.Errorf("the table holds %d bytes, over %d", s.bytes, maxSubscriptionBytes)
+	}
+	if s.sessions["caller-0/s0"] != nil {
+		t.Fatal("the session that subscribed first is still kept")
+	}
+	if len(s.watches) != 0 || len(s.callerWatches["caller-0"]) != 0 || s.callerSubs["caller-0"] != 0 {
+		t.Errorf("its stream still hears %d resources (caller counts %v, %v)", len(s.watches), s.callerWatches["caller-0"], s.callerSubs["caller-0"])
+	}
+	if s.sessions[fmt.Sprintf("caller-%d/s0", callers-1)] == nil {
+		t.Error("the session that subscribed last was forgotten")
+	}
+}
+
+// A caller's streams hear of at most maxCallerWatches resources on a
+// replica; another caller's are not held back by them.
+func TestStreamsOfACallerHearOfABoundedNumberOfResources(t *testing.T) {
+	s := unitSubscriptions()
+	subs := make([]subscription, maxCallerWatches+5)
+	for i := range subs {
+		subs[i] = subscriptionTo(fmt.Sprint(i))
+	}
+	if n := s.admissible("alice", subs); n != maxCallerWatches {
+		t.Fatalf("admissible: %d, want %d", n, maxCallerWatches)
+	}
+	for i := 0; i < maxCallerWatches; i += maxSubscriptionsPerListener {
+		defer s.listenOpened(&streamWriter{}, "alice", json.RawMessage(`1`), subs[i:i+maxSubscriptionsPerListener])()
+	}
+	if n := s.admissible("alice", subs[maxCallerWatches:]); n != 0 {
+		t.Errorf("alice, at her most: %d admissible", n)
+	}
+	if n := s.admissible("alice", subs[:3]); n != 3 {
+		t.Errorf("alice, resources her streams hear of already: %d admissible, want 3", n)
+	}
+	if n := s.admissible("bob", subs[maxCallerWatches:]); n != 5 {
+		t.Errorf("bob: %d admissible, want 5", n)
+	}
+	late := &streamWriter{}
+	defer s.listenOpened(late, "alice", json.RawMessage(`2`), subs[maxCallerWatches:])()
+	if _, listening := s.streamCaller[late]; listening {
+		t.Error("a stream of alice's past her most hears of resources")
 	}
 }

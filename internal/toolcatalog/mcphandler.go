@@ -383,9 +383,9 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 			m.keepAlives.add(stream)
 			defer m.keepAlives.remove(stream)
 			if kind == legacyStream {
-				defer m.subs.legacyOpened(sessionOf(r, key), stream)()
+				defer m.subs.legacyOpened(sessionOf(r, key), identityOf(r.Context()), stream)()
 			} else {
-				defer m.subs.listenOpened(stream, msg.ID, msg.subscriptions)()
+				defer m.subs.listenOpened(stream, identityOf(r.Context()), msg.ID, msg.subscriptions)()
 			}
 			w = stream
 		}

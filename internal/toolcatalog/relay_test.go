@@ -284,6 +284,92 @@ var _ = Describe("A server's requests, relayed to the caller of its call", func(
 		Expect(postJSON(endpoint, headers, other)).To(ContainSubstring(errStateInvalid.Error()))
 	})
 
+	It("tells a parked call's progress to the request serving it, with that request's token", func() {
+		up := testmcp.StartGoSDK(testmcp.GoSDKSessions)
+		DeferCleanup(up.Stop)
+		up.Server.AddTool(&sdk.Tool{Name: "askprog", Description: "Asks, then reports progress.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				answer, err := req.Session.Elicit(ctx, &sdk.ElicitParams{Message: "Your name?",
+					RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+				if err != nil {
+					return nil, err
+				}
+				if token := req.Params.GetProgressToken(); token != nil {
+					if err := req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: 1, Total: 1, Message: "answered"}); err != nil {
+						return nil, err
+					}
+				}
+				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprint("hello ", answer.Content["name"])}}}, nil
+			})
+		readyServer(ns, "prog", up.URL())
+		collection(ns, "progs", "prog")
+		url := catalog.URL + "/v1/namespaces/" + ns + "/toolcollections/progs/mcp"
+		meta := func(token string) string {
+			return `"_meta":{"progressToken":"` + token + `","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+		}
+		headers := map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "mcp_prog_askprog"}
+		var first struct {
+			Result struct {
+				InputRequests map[string]json.RawMessage `json:"inputRequests"`
+				RequestState  string                     `json:"requestState"`
+			} `json:"result"`
+		}
+		Expect(json.Unmarshal([]byte(postJSON(url, headers, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_prog_askprog","arguments":{},`+meta("first")+`}}`)), &first)).To(Succeed())
+		Expect(first.Result.InputRequests).To(HaveLen(1))
+		var key string
+		for k := range first.Result.InputRequests {
+			key = k
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_prog_askprog","arguments":{},"inputResponses":{"`+key+
+			`":{"action":"accept","content":{"name":"Raw"}}},"requestState":"`+first.Result.RequestState+`",`+meta("second")+`}}`))
+		Expect(err).NotTo(HaveOccurred())
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		Expect(err).NotTo(HaveOccurred())
+		defer func() { _ = resp.Body.Close() }()
+		events := bufio.NewReader(resp.Body)
+		progress := nextEvent(events)
+		Expect(progress).To(HaveKeyWithValue("method", "notifications/progress"))
+		Expect(progress["params"]).To(HaveKeyWithValue("progressToken", "second"), "the token of the request serving the call")
+		Expect(nextEvent(events)["result"]).To(HaveKeyWithValue("content", ContainElement(HaveKeyWithValue("text", "hello Raw"))))
+	})
+
+	It("cancels a 2026-07-28 caller's call that may be parked when the caller closes its request", func() {
+		up := testmcp.StartGoSDK(testmcp.GoSDKSessions)
+		DeferCleanup(up.Stop)
+		release, started := make(chan struct{}), make(chan struct{}, 1)
+		DeferCleanup(func() { close(release) })
+		up.AddWaitTool(release, started)
+		readyServer(ns, "waits", up.URL())
+		collection(ns, "waiting", "waits")
+		callCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		done := make(chan struct{})
+		go func() {
+			defer GinkgoRecover()
+			defer close(done)
+			req, err := http.NewRequestWithContext(callCtx, http.MethodPost, catalog.URL+"/v1/namespaces/"+ns+"/toolcollections/waiting/mcp",
+				strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_waits_wait","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`))
+			Expect(err).NotTo(HaveOccurred())
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+			req.Header.Set("Mcp-Method", "tools/call")
+			req.Header.Set("Mcp-Name", "mcp_waits_wait")
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				_ = resp.Body.Close()
+			}
+		}()
+		Eventually(started).Should(Receive())
+		cancel()
+		<-done
+		Eventually(up.Cancelled.Load).Should(BeEquivalentTo(1), "the server's call ended with its caller's request")
+	})
+
 	Context("on the wire", func() {
 		headers := func(session string) []string {
 			return []string{"Content-Type", "application/json", "Accept", "application/json, text/event-stream",
