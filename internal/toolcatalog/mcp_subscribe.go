@@ -680,16 +680,10 @@ func (m *mcpHandlers) forwardToAll(r *http.Request, msg *rpcMessage) {
 // forwardOnce sends body to the replica at address as r came, marked as
 // forwarded, and wants a 200 back.
 func forwardOnce(ctx context.Context, r *http.Request, address string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+address+r.URL.RequestURI(), bytes.NewReader(body))
+	req, err := peerRequest(ctx, r, address, body)
 	if err != nil {
 		return err
 	}
-	for name, values := range r.Header {
-		if !hopByHop[http.CanonicalHeaderKey(name)] {
-			req.Header[name] = values
-		}
-	}
-	req.Header.Set(forwardedHeader, "1")
 	resp, err := peerClient.Do(req)
 	if err != nil {
 		return err

@@ -220,9 +220,9 @@ var _ = Describe("Resource subscriptions through the catalog", func() {
 	})
 })
 
-// postJSON posts body and returns the first event's or the body's text:
-// a listen stream is read until its acknowledgment.
-func postJSON(url string, headers map[string]string, body string) string {
+// rawPost posts a JSON-RPC body with headers, as a client that takes
+// JSON or an event stream; the caller closes the answer.
+func rawPost(ctx context.Context, url string, headers map[string]string, body string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	Expect(err).NotTo(HaveOccurred())
 	req.Header.Set("Content-Type", "application/json")
@@ -230,7 +230,13 @@ func postJSON(url string, headers map[string]string, body string) string {
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	return http.DefaultClient.Do(req)
+}
+
+// postJSON posts body and returns the first event's or the body's text:
+// a listen stream is read until its acknowledgment.
+func postJSON(url string, headers map[string]string, body string) string {
+	resp, err := rawPost(ctx, url, headers, body)
 	Expect(err).NotTo(HaveOccurred())
 	defer func() { _ = resp.Body.Close() }()
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {

@@ -91,16 +91,10 @@ func (m *mcpHandlers) forward(w http.ResponseWriter, r *http.Request, owner stri
 	// call: bounded, as every call is.
 	fwdCtx, cancelFwd := context.WithTimeout(r.Context(), maxForwarded)
 	defer cancelFwd()
-	req, err := http.NewRequestWithContext(fwdCtx, http.MethodPost, "http://"+address+r.URL.RequestURI(), bytes.NewReader(body))
+	req, err := peerRequest(fwdCtx, r, address, body)
 	if err != nil {
 		return false
 	}
-	for name, values := range r.Header {
-		if !hopByHop[http.CanonicalHeaderKey(name)] {
-			req.Header[name] = values
-		}
-	}
-	req.Header.Set(forwardedHeader, "1")
 	resp, err := peerClient.Do(req)
 	if err != nil {
 		m.catalog.log.Info("Forwarding a request to the replica it belongs to failed", "replica", owner, "error", err.Error())
@@ -129,6 +123,22 @@ func (m *mcpHandlers) forward(w http.ResponseWriter, r *http.Request, owner stri
 			return true
 		}
 	}
+}
+
+// peerRequest is r, with body, as it is forwarded to the replica at
+// address: its headers but those of its connection, marked forwarded.
+func peerRequest(ctx context.Context, r *http.Request, address string, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+address+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	for name, values := range r.Header {
+		if !hopByHop[http.CanonicalHeaderKey(name)] {
+			req.Header[name] = values
+		}
+	}
+	req.Header.Set(forwardedHeader, "1")
+	return req, nil
 }
 
 // hopByHop are the headers of one connection, not forwarded.

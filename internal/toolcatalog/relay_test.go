@@ -320,15 +320,8 @@ var _ = Describe("A server's requests, relayed to the caller of its call", func(
 		for k := range first.Result.InputRequests {
 			key = k
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_prog_askprog","arguments":{},"inputResponses":{"`+key+
-			`":{"action":"accept","content":{"name":"Raw"}}},"requestState":"`+first.Result.RequestState+`",`+meta("second")+`}}`))
-		Expect(err).NotTo(HaveOccurred())
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		for k, v := range headers {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := rawPost(ctx, url, headers, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_prog_askprog","arguments":{},"inputResponses":{"`+key+
+			`":{"action":"accept","content":{"name":"Raw"}}},"requestState":"`+first.Result.RequestState+`",`+meta("second")+`}}`)
 		Expect(err).NotTo(HaveOccurred())
 		defer func() { _ = resp.Body.Close() }()
 		events := bufio.NewReader(resp.Body)
@@ -352,15 +345,9 @@ var _ = Describe("A server's requests, relayed to the caller of its call", func(
 		go func() {
 			defer GinkgoRecover()
 			defer close(done)
-			req, err := http.NewRequestWithContext(callCtx, http.MethodPost, catalog.URL+"/v1/namespaces/"+ns+"/toolcollections/waiting/mcp",
-				strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_waits_wait","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`))
-			Expect(err).NotTo(HaveOccurred())
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-			req.Header.Set("Mcp-Method", "tools/call")
-			req.Header.Set("Mcp-Name", "mcp_waits_wait")
-			if resp, err := http.DefaultClient.Do(req); err == nil {
+			if resp, err := rawPost(callCtx, catalog.URL+"/v1/namespaces/"+ns+"/toolcollections/waiting/mcp",
+				map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "mcp_waits_wait"},
+				`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_waits_wait","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`); err == nil {
 				_ = resp.Body.Close()
 			}
 		}()
