@@ -162,6 +162,9 @@ func (e *unknownToolError) Error() string { return fmt.Sprintf("Tool %s is inval
 type protocolError struct {
 	code    int
 	message string
+	// outcome is what records say of it, when not "invalid_request": a
+	// request refused for the room the replica has, not for what it asks.
+	outcome string
 }
 
 func (e *protocolError) Error() string { return e.message }

@@ -1,6 +1,7 @@
 package toolcatalog
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -245,7 +246,7 @@ func (c *Catalog) recordSurface(ctx context.Context, key viewKey, method string,
 		outcome = outcomeOf(err)
 		var protoErr *protocolError
 		if errors.As(err, &protoErr) {
-			outcome = "invalid_request"
+			outcome = cmp.Or(protoErr.outcome, "invalid_request")
 		}
 	}
 	elapsed := time.Since(note.started)

@@ -108,7 +108,7 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 		case park != nil:
 			resumed = true
 		case asks&(asksElicitForm|asksElicitURL|asksSampling|asksSamplingTools) != 0:
-			park, callCtx = m.parks.start(ctx, m.bindingOf(r, key, msg, vw), identityOf(ctx), asks)
+			park, callCtx = m.parks.start(ctx, m.bindingOf(r, key, msg, vw), callerKeyOf(ctx), asks)
 			call.opts.OnRequest = park.onRequest
 		default:
 			call.opts.OnRequest = refuseAsking(statelessCannotAnswer)
@@ -163,7 +163,11 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 			})
 		}
 		var ended bool
-		if envelope, err, ended = park.serve(ctx, served, func(requests json.RawMessage) {
+		park.servedBy(served)
+		if resumed {
+			park.answer(msg.Params.InputResponses)
+		}
+		if envelope, err, ended = park.serve(ctx, func(requests json.RawMessage) {
 			stream.result(m.parkedAnswer(park, requests))
 		}); !ended {
 			return // parked, or the caller's request ended and cancelled it

@@ -43,11 +43,11 @@ func (m *mcpHandlers) takeAnswers(w http.ResponseWriter, r *http.Request, key vi
 		return nil, true
 	}
 	if sealed.Parked != "" {
+		// Its answers are handed over once it knows the request serving it.
 		if parked = m.parks.resume(sealed.Parked); parked == nil {
 			writeParkedGone(w, msg.ID)
 			return nil, true
 		}
-		parked.answer(msg.Params.InputResponses)
 		return parked, false
 	}
 	call.opts.RequestState = sealed.State

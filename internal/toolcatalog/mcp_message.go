@@ -27,9 +27,9 @@ type rpcMessage struct {
 		InputResponses json.RawMessage `json:"inputResponses"`
 		RequestState   string          `json:"requestState"`
 	} `json:"params"`
-	// subscriptions are the resources a 2026-07-28 subscriptions/listen
-	// subscribes to, as the catalog took them (mcp_subscribe.go).
-	subscriptions []subscription
+	// listen is the resources a 2026-07-28 subscriptions/listen names that
+	// its caller may subscribe to (mcp_subscribe.go), nil when it names none.
+	listen *listenResources
 }
 
 // UnmarshalJSON decodes the message and keeps its params as sent.

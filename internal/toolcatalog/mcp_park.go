@@ -150,6 +150,14 @@ type serving struct {
 	logs   bool
 }
 
+// servedBy says which request serves the call now: what the call says
+// from then on goes to it.
+func (pc *parkedCall) servedBy(by serving) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	pc.serving = by
+}
+
 // current is the request serving the call now.
 func (pc *parkedCall) current() serving {
 	pc.mu.Lock()
@@ -306,10 +314,7 @@ func isObject(raw json.RawMessage) bool {
 // end, returned with ended true, or requests of the server's for the
 // caller, answered as input_required with the call parked. A request that
 // ends first cancels the call.
-func (pc *parkedCall) serve(ctx context.Context, by serving, answerAsked func(json.RawMessage)) (Envelope, error, bool) {
-	pc.mu.Lock()
-	pc.serving = by
-	pc.mu.Unlock()
+func (pc *parkedCall) serve(ctx context.Context, answerAsked func(json.RawMessage)) (Envelope, error, bool) {
 	for {
 		pc.mu.Lock()
 		if end := pc.ended; end != nil {

@@ -43,9 +43,11 @@ const (
 	// maxSubscribedURI bounds the length of a URI subscribed to.
 	maxSubscribedURI = 2048
 	// maxCallerSubscriptions bounds one caller's legacy subscriptions a
-	// replica keeps, across its sessions, and maxCallerWatches the
-	// resources its streams hear of there: a caller's sessions and ids are
-	// its own to make up, and a watch is a connection to a server.
+	// replica keeps, across its sessions (past it, its sessions that
+	// subscribed least recently are forgotten: sessions end without a word),
+	// and maxCallerWatches the resources its streams hear of there: a
+	// caller's sessions and ids are its own to make up, and a watch is a
+	// connection to a server.
 	maxCallerSubscriptions = 64
 	maxCallerWatches       = 64
 	// maxSubscriptionBytes bounds the legacy sessions' subscriptions a
@@ -85,8 +87,10 @@ type subscriptions struct {
 	sessions map[string]*sessionSubs
 	recency  *list.List
 	bytes    int
-	// callerSubs counts each caller's subscriptions in sessions.
-	callerSubs map[string]int
+	// callerSubs counts each caller's subscriptions in sessions, and
+	// callerRecency orders each caller's sessions as recency does.
+	callerSubs    map[string]int
+	callerRecency map[string]*list.List
 	// sessionStreams are the legacy streams open here, by session.
 	sessionStreams map[string]map[*streamWriter]struct{}
 	watches        map[watchKey]*resourceWatch
@@ -101,7 +105,7 @@ type sessionSubs struct {
 	session, identity string
 	subs              map[string]subscription
 	bytes             int
-	elem              *list.Element
+	elem, callerElem  *list.Element
 }
 
 // resourceWatch is one watch of a server's resource and the streams that
@@ -114,7 +118,7 @@ type resourceWatch struct {
 }
 
 func newSubscriptions(c *Catalog) *subscriptions {
-	return &subscriptions{catalog: c, sessions: map[string]*sessionSubs{}, recency: list.New(), callerSubs: map[string]int{},
+	return &subscriptions{catalog: c, sessions: map[string]*sessionSubs{}, recency: list.New(), callerSubs: map[string]int{}, callerRecency: map[string]*list.List{},
 		sessionStreams: map[string]map[*streamWriter]struct{}{}, watches: map[watchKey]*resourceWatch{},
 		callerWatches: map[string]map[watchKey]int{}, streamCaller: map[*streamWriter]string{}}
 }
@@ -141,18 +145,31 @@ func (s *subscriptions) subscribe(session, identity string, sub subscription) er
 	switch {
 	case ss != nil && len(ss.subs) >= maxSubscriptionsPerListener:
 		return &protocolError{code: mcp.INVALID_PARAMS, message: fmt.Sprintf("this session subscribes to %d resources, its most: unsubscribe from one first", maxSubscriptionsPerListener)}
-	case s.callerSubs[identity] >= maxCallerSubscriptions:
-		return &protocolError{code: mcp.INVALID_PARAMS, message: fmt.Sprintf(
-			"this caller subscribes to %d resources across its sessions on this replica, its most: unsubscribe, or end sessions, first", maxCallerSubscriptions)}
-	case s.watches[sub.watch] == nil && len(s.watches) >= maxResourceWatches:
-		return &protocolError{code: mcp.INTERNAL_ERROR, message: errTooManyWatches.Error()}
+	case s.watches[sub.watch] == nil && len(s.watches) >= maxResourceWatches && len(s.sessionStreams[session]) > 0:
+		// A watch would open here now, for the session's stream.
+		return &protocolError{code: mcp.INTERNAL_ERROR, message: errTooManyWatches.Error(), outcome: "busy"}
 	}
 	if ss == nil {
 		ss = &sessionSubs{session: session, identity: identity, subs: map[string]subscription{}}
 		ss.elem = s.recency.PushFront(ss)
+		mine := s.callerRecency[identity]
+		if mine == nil {
+			mine = list.New()
+			s.callerRecency[identity] = mine
+		}
+		ss.callerElem = mine.PushFront(ss)
 		s.sessions[session] = ss
 	} else {
 		s.recency.MoveToFront(ss.elem)
+		s.callerRecency[identity].MoveToFront(ss.callerElem)
+	}
+	for s.callerSubs[identity] >= maxCallerSubscriptions {
+		// The caller's session that subscribed least recently, not this one.
+		oldest := s.callerRecency[identity].Back()
+		if oldest.Value == ss {
+			oldest = oldest.Prev()
+		}
+		s.forgetLocked(oldest.Value.(*sessionSubs))
 	}
 	ss.subs[sub.exposed] = sub
 	cost := subscriptionBytes(sub)
@@ -163,7 +180,7 @@ func (s *subscriptions) subscribe(session, identity string, sub subscription) er
 		s.forgetLocked(s.recency.Back().Value.(*sessionSubs))
 	}
 	for stream := range s.sessionStreams[session] {
-		s.attachLocked(stream, identity, sub, legacyUpdate(sub.exposed))
+		s.attachSessionLocked(stream, identity, sub)
 	}
 	return nil
 }
@@ -207,6 +224,11 @@ func (s *subscriptions) endSession(session string) {
 func (s *subscriptions) forgetLocked(ss *sessionSubs) {
 	delete(s.sessions, ss.session)
 	s.recency.Remove(ss.elem)
+	if mine := s.callerRecency[ss.identity]; mine != nil {
+		if mine.Remove(ss.callerElem); mine.Len() == 0 {
+			delete(s.callerRecency, ss.identity)
+		}
+	}
 	s.bytes -= ss.bytes
 	s.uncountLocked(ss.identity, len(ss.subs))
 	for _, sub := range ss.subs {
@@ -238,7 +260,7 @@ func (s *subscriptions) legacyOpened(session, identity string, stream *streamWri
 	open[stream] = struct{}{}
 	if ss := s.sessions[session]; ss != nil {
 		for _, sub := range ss.subs {
-			s.attachLocked(stream, identity, sub, legacyUpdate(sub.exposed))
+			s.attachSessionLocked(stream, identity, sub)
 		}
 	}
 	return func() {
@@ -255,70 +277,46 @@ func (s *subscriptions) legacyOpened(session, identity string, stream *streamWri
 }
 
 // listenOpened has a 2026-07-28 stream hear of the resources it subscribed
-// to, until the returned func is called.
-func (s *subscriptions) listenOpened(stream *streamWriter, identity string, id json.RawMessage, subs []subscription) func() {
+// to, as many as the limits allow, until the returned func is called, and
+// says how many of subs, in order, it will hear of.
+func (s *subscriptions) listenOpened(stream *streamWriter, identity string, id json.RawMessage, subs []subscription) (int, func()) {
 	if len(subs) == 0 {
-		return func() {}
+		return 0, func() {}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	n := 0
 	for _, sub := range subs {
-		s.attachLocked(stream, identity, sub, listenUpdate(sub.exposed, id))
+		if !s.attachLocked(stream, identity, sub, listenUpdate(sub.exposed, id)) {
+			break
+		}
+		n++
 	}
-	return func() {
+	return n, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.detachAllLocked(stream)
 	}
 }
 
-// admissible is how many of subs, in order, a caller's new stream may
-// hear of: within maxCallerWatches for the caller and maxResourceWatches
-// for the replica, counting the watches the first ones would open.
-func (s *subscriptions) admissible(identity string, subs []subscription) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	mine := s.callerWatches[identity]
-	newMine, newAll := map[watchKey]bool{}, map[watchKey]bool{}
-	for i, sub := range subs {
-		if mine[sub.watch] == 0 && !newMine[sub.watch] {
-			if len(mine)+len(newMine) >= maxCallerWatches {
-				return i
-			}
-			newMine[sub.watch] = true
-		}
-		if s.watches[sub.watch] == nil && !newAll[sub.watch] {
-			if len(s.watches)+len(newAll) >= maxResourceWatches {
-				return i
-			}
-			newAll[sub.watch] = true
-		}
-	}
-	return len(subs)
-}
-
 // attachLocked has stream told event when the subscription's resource
-// changes, opening its watch if none is open. Past maxCallerWatches for
-// its caller or maxResourceWatches for the replica the stream is not told,
-// and that is logged.
-func (s *subscriptions) attachLocked(stream *streamWriter, identity string, sub subscription, event []byte) {
+// changes, opening its watch if none is open, and reports whether it
+// will be. Past maxCallerWatches for its caller or maxResourceWatches for
+// the replica it is not.
+func (s *subscriptions) attachLocked(stream *streamWriter, identity string, sub subscription, event []byte) bool {
 	w := s.watches[sub.watch]
 	mine := s.callerWatches[identity]
 	switch {
 	case w != nil:
 		if _, listening := w.listeners[stream]; listening {
 			w.listeners[stream] = event
-			return
+			return true
 		}
 	case len(s.watches) >= maxResourceWatches:
-		s.catalog.log.Info("A stream's resource subscription is not watched: the replica watches its most", "server", sub.watch.server,
-			"resource", recordedURI(sub.watch.uri), "watches", maxResourceWatches)
-		return
+		return false
 	}
 	if mine[sub.watch] == 0 && len(mine) >= maxCallerWatches {
-		s.catalog.log.Info("A stream's resource subscription is not watched: its caller's streams hear of their most", "server", sub.watch.server,
-			"resource", recordedURI(sub.watch.uri), "watches", maxCallerWatches)
-		return
+		return false
 	}
 	if w == nil {
 		ctx, cancel := context.WithCancel(s.catalog.streams)
@@ -334,6 +332,16 @@ func (s *subscriptions) attachLocked(stream *streamWriter, identity string, sub 
 	mine[sub.watch]++
 	s.streamCaller[stream] = identity
 	w.listeners[stream] = event
+	return true
+}
+
+// attachSessionLocked is attachLocked for a legacy session's stream, whose
+// subscription was answered already: one past the limits is logged.
+func (s *subscriptions) attachSessionLocked(stream *streamWriter, identity string, sub subscription) {
+	if !s.attachLocked(stream, identity, sub, legacyUpdate(sub.exposed)) {
+		s.catalog.log.Info("A session's stream on this replica does not hear of a resource it subscribed to: the caller's streams, or the replica, hear of their most",
+			"server", sub.watch.server, "resource", recordedURI(sub.watch.uri))
+	}
 }
 
 func (s *subscriptions) detachLocked(stream *streamWriter, key watchKey) {
@@ -517,13 +525,15 @@ func (m *mcpHandlers) serveSubscribe(ctx context.Context, w http.ResponseWriter,
 	}
 	session := sessionOf(r, key)
 	target := surfaceTarget{kind: resourcesKind, exposed: params.URI}
-	var err error
-	if msg.Method == string(mcp.MethodResourcesUnsubscribe) {
+	err := c.callers.allow(ctx)
+	switch {
+	case err != nil:
+	case msg.Method == string(mcp.MethodResourcesUnsubscribe):
 		m.subs.unsubscribe(session, params.URI)
-	} else if err = c.callers.allow(ctx); err == nil {
+	default:
 		var sub subscription
 		if target, sub, err = c.subscribable(ctx, key, set, params.URI); err == nil {
-			err = m.subs.subscribe(session, identityOf(ctx), sub)
+			err = m.subs.subscribe(session, callerKeyOf(ctx), sub)
 		}
 	}
 	// Recorded by every replica that takes it, the ones it was forwarded
@@ -562,56 +572,77 @@ func (m *mcpHandlers) takeListenSubscriptions(w http.ResponseWriter, r *http.Req
 		writeSurfaceError(w, msg.ID, err)
 		return false
 	}
-	subs, err := m.listenSubscriptions(r.Context(), key, uris)
-	var body []byte
-	if err == nil {
-		body, err = withResourceSubscriptions(msg, subs)
-	}
+	listen, err := m.listenSubscriptions(r.Context(), key, uris)
 	if err != nil {
 		writeRPCError(w, http.StatusServiceUnavailable, msg.ID, mcp.INTERNAL_ERROR, "the catalog cannot read its cache or check permissions yet; retry")
 		return false
 	}
-	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-	msg.subscriptions = subs
+	msg.listen = listen
 	return true
 }
 
-// listenSubscriptions are those of uris a caller may subscribe to.
-func (m *mcpHandlers) listenSubscriptions(ctx context.Context, key viewKey, uris []string) ([]subscription, error) {
+// listenResources are the resources a subscriptions/listen names that its
+// caller may subscribe to, and what each names.
+type listenResources struct {
+	subs    []subscription
+	targets []surfaceTarget
+}
+
+// listenSubscriptions are those of uris a caller may subscribe to; the
+// others are recorded as refused.
+func (m *mcpHandlers) listenSubscriptions(ctx context.Context, key viewKey, uris []string) (*listenResources, error) {
 	c := m.catalog
+	listen := &listenResources{}
 	vw, err := c.menus.view(ctx, key)
 	if err != nil || vw.missing != "" || vw.surfaces == nil {
-		return nil, err
+		return listen, err
 	}
 	set, err := c.visibleSurfaces(ctx, key, vw.surfaces)
 	if err != nil {
 		return nil, err
 	}
-	var subs []subscription
-	var targets []surfaceTarget
 	for _, uri := range uris {
 		target, sub, err := c.subscribable(ctx, key, set, uri)
 		if err != nil {
 			c.recordSurface(ctx, key, string(mcp.MethodSubscriptionsListen), target, err)
 			continue
 		}
-		subs, targets = append(subs, sub), append(targets, target)
+		listen.subs, listen.targets = append(listen.subs, sub), append(listen.targets, target)
 	}
-	n := m.subs.admissible(identityOf(ctx), subs)
-	for i, target := range targets {
-		var err error
-		if i >= n {
-			err = &protocolError{code: mcp.INTERNAL_ERROR, message: "the caller's streams, or this replica, hear of their most resources"}
-		}
-		c.recordSurface(ctx, key, string(mcp.MethodSubscriptionsListen), target, err)
-	}
-	return subs[:n], nil
+	return listen, nil
 }
 
-// identityOf is the caller's identity, "" for none (no authentication).
-func identityOf(ctx context.Context) string {
+// openListen has a 2026-07-28 stream hear of the resources its request
+// named, as many as the limits allow, and gives mcp-go the request with
+// only those, so that its acknowledgment names what the stream carries.
+// The returned func ends it.
+func (m *mcpHandlers) openListen(r *http.Request, key viewKey, msg *rpcMessage, stream *streamWriter) func() {
+	listen := msg.listen
+	if listen == nil {
+		return func() {}
+	}
+	ctx := r.Context()
+	n, release := m.subs.listenOpened(stream, callerKeyOf(ctx), msg.ID, listen.subs)
+	for i, target := range listen.targets {
+		var err error
+		if i >= n {
+			err = &protocolError{code: mcp.INTERNAL_ERROR, message: "the caller's streams, or this replica, hear of their most resources", outcome: "busy"}
+		}
+		m.catalog.recordSurface(ctx, key, string(mcp.MethodSubscriptionsListen), target, err)
+	}
+	if body, err := withResourceSubscriptions(msg, listen.subs[:n]); err == nil {
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	}
+	return release
+}
+
+// callerKeyOf names the caller whose share of a replica's subscriptions
+// and parked calls a request takes: its issuer and user name, as its rate
+// is kept (a caller's tokens change; it stays); "" for none (no
+// authentication).
+func callerKeyOf(ctx context.Context) string {
 	if who := callerFrom(ctx); who != nil {
-		return who.identity
+		return who.issuer + "\x00" + who.username
 	}
 	return ""
 }

@@ -217,6 +217,16 @@ var _ = Describe("Resource subscriptions through the catalog", func() {
 		listen := postJSON(url, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"},
 			`{"jsonrpc":"2.0","id":"l1","method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["`+plainURI+`","file://files.`+ns+`//watched.txt"]},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`)
 		Expect(listen).To(ContainSubstring(`"resourceSubscriptions":["file://files.` + ns + `//watched.txt"]`))
+
+		By("a 2026-07-28 stream naming more than 16 resources is refused")
+		many := make([]string, 17)
+		for i := range many {
+			many[i] = fmt.Sprintf(`"file://files.%s//%d.txt"`, ns, i)
+		}
+		listen = postJSON(url, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"},
+			`{"jsonrpc":"2.0","id":"l2","method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":[`+strings.Join(many, ",")+`]},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`)
+		Expect(listen).To(ContainSubstring(`"code":-32602`))
+		Expect(listen).To(ContainSubstring("a stream subscribes to 16 resources at most"))
 	})
 })
 
@@ -268,9 +278,13 @@ func subscriptionTo(uri string) subscription {
 }
 
 // A caller's subscriptions are bounded by session and by caller, so that
-// sessions it makes up cannot grow the table, nor take another's room.
+// sessions it makes up cannot grow the table, nor take another's room; past
+// the caller's most its sessions that subscribed least recently are
+// forgotten (sessions end without a word), and their streams told no more.
 func TestSubscriptionsAreBoundedPerSessionAndCaller(t *testing.T) {
 	s := unitSubscriptions()
+	stream := &streamWriter{}
+	release := s.legacyOpened("alice/s1", "alice", stream)
 	for i := range maxSubscriptionsPerListener {
 		if err := s.subscribe("alice/s1", "alice", subscriptionTo(fmt.Sprint(i))); err != nil {
 			t.Fatalf("subscription %d: %v", i, err)
@@ -287,20 +301,30 @@ func TestSubscriptionsAreBoundedPerSessionAndCaller(t *testing.T) {
 			t.Fatalf("subscription %d: %v", i, err)
 		}
 	}
-	if err := s.subscribe("alice/another", "alice", subscriptionTo("past")); err == nil || !strings.Contains(err.Error(), "across its sessions") {
-		t.Errorf("past the caller's most: %v", err)
-	}
 	if err := s.subscribe("bob/s1", "bob", subscriptionTo("0")); err != nil {
 		t.Errorf("another caller: %v", err)
 	}
-	s.unsubscribe("alice/s1", subscriptionTo("0").exposed)
-	if err := s.subscribe("alice/another", "alice", subscriptionTo("past")); err != nil {
-		t.Errorf("after an unsubscribe: %v", err)
+	if len(s.watches) != maxSubscriptionsPerListener || len(s.callerWatches["alice"]) != maxSubscriptionsPerListener {
+		t.Fatalf("alice's stream of s1 hears %d resources (%d counted), want %d", len(s.watches), len(s.callerWatches["alice"]), maxSubscriptionsPerListener)
 	}
-	s.endSession("alice/another")
+	if err := s.subscribe("alice/another", "alice", subscriptionTo("past")); err != nil {
+		t.Errorf("past the caller's most: %v", err)
+	}
+	if s.sessions["alice/s1"] != nil || s.sessions["alice/another"] == nil || s.sessions["bob/s1"] == nil {
+		t.Errorf("alice's session that subscribed least recently is the one forgotten: s1 %v, another %v, bob's %v",
+			s.sessions["alice/s1"] != nil, s.sessions["alice/another"] != nil, s.sessions["bob/s1"] != nil)
+	}
+	if len(s.watches) != 0 || len(s.callerWatches) != 0 {
+		t.Errorf("the forgotten session's stream still hears %d resources", len(s.watches))
+	}
+	s.unsubscribe("alice/another", subscriptionTo("past").exposed)
 	s.endSession("bob/s1")
-	if got := s.callerSubs; got["alice"] != maxCallerSubscriptions-1 || got["bob"] != 0 {
-		t.Errorf("counts after unsubscribing and ending sessions: %v", got)
+	if got := s.callerSubs; got["alice"] != maxCallerSubscriptions-maxSubscriptionsPerListener || got["bob"] != 0 {
+		t.Errorf("counts after forgetting, unsubscribing and ending sessions: %v", got)
+	}
+	release()
+	if len(s.sessionStreams) != 0 || len(s.streamCaller) != 0 {
+		t.Errorf("a closed stream is still kept: %v, %v", s.sessionStreams, s.streamCaller)
 	}
 }
 
@@ -344,31 +368,36 @@ func TestSubscriptionsForgetTheOldestSessionsPastTheirBytes(t *testing.T) {
 }
 
 // A caller's streams hear of at most maxCallerWatches resources on a
-// replica; another caller's are not held back by them.
+// replica, counted as they open, one at a time; another caller's are not
+// held back by them, and nothing is kept once they close.
 func TestStreamsOfACallerHearOfABoundedNumberOfResources(t *testing.T) {
 	s := unitSubscriptions()
 	subs := make([]subscription, maxCallerWatches+5)
 	for i := range subs {
 		subs[i] = subscriptionTo(fmt.Sprint(i))
 	}
-	if n := s.admissible("alice", subs); n != maxCallerWatches {
-		t.Fatalf("admissible: %d, want %d", n, maxCallerWatches)
-	}
+	var releases []func()
 	for i := 0; i < maxCallerWatches; i += maxSubscriptionsPerListener {
-		defer s.listenOpened(&streamWriter{}, "alice", json.RawMessage(`1`), subs[i:i+maxSubscriptionsPerListener])()
+		n, release := s.listenOpened(&streamWriter{}, "alice", json.RawMessage(`1`), subs[i:i+maxSubscriptionsPerListener])
+		if n != maxSubscriptionsPerListener {
+			t.Fatalf("stream %d hears of %d resources, want %d", i/maxSubscriptionsPerListener, n, maxSubscriptionsPerListener)
+		}
+		releases = append(releases, release)
 	}
-	if n := s.admissible("alice", subs[maxCallerWatches:]); n != 0 {
-		t.Errorf("alice, at her most: %d admissible", n)
+	n, release := s.listenOpened(&streamWriter{}, "alice", json.RawMessage(`2`), append(subs[:2:2], subs[maxCallerWatches:]...))
+	if n != 2 {
+		t.Errorf("alice, at her most: her new stream hears of %d resources, want the 2 her streams hear of already", n)
 	}
-	if n := s.admissible("alice", subs[:3]); n != 3 {
-		t.Errorf("alice, resources her streams hear of already: %d admissible, want 3", n)
+	releases = append(releases, release)
+	n, release = s.listenOpened(&streamWriter{}, "bob", json.RawMessage(`3`), subs[maxCallerWatches:])
+	if n != 5 {
+		t.Errorf("bob: %d, want 5", n)
 	}
-	if n := s.admissible("bob", subs[maxCallerWatches:]); n != 5 {
-		t.Errorf("bob: %d admissible, want 5", n)
+	releases = append(releases, release)
+	for _, release := range releases {
+		release()
 	}
-	late := &streamWriter{}
-	defer s.listenOpened(late, "alice", json.RawMessage(`2`), subs[maxCallerWatches:])()
-	if _, listening := s.streamCaller[late]; listening {
-		t.Error("a stream of alice's past her most hears of resources")
+	if len(s.watches) != 0 || len(s.callerWatches) != 0 || len(s.streamCaller) != 0 {
+		t.Errorf("kept after every stream closed: %d watches, %v, %d streams", len(s.watches), s.callerWatches, len(s.streamCaller))
 	}
 }

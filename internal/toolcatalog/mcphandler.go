@@ -340,7 +340,8 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 			}
 		case http.MethodDelete:
 			// The session ends, and with it its subscriptions on this
-			// replica (the others forget them in time: maxSubscribedSessions).
+			// replica (the others forget them when they need the room:
+			// mcp_subscribe.go).
 			m.subs.endSession(sessionOf(r, key))
 		}
 		ctx, span := m.catalog.startSpan(r.Context(), r, spanName(r, msg), msgMeta(msg))
@@ -383,9 +384,9 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 			m.keepAlives.add(stream)
 			defer m.keepAlives.remove(stream)
 			if kind == legacyStream {
-				defer m.subs.legacyOpened(sessionOf(r, key), identityOf(r.Context()), stream)()
+				defer m.subs.legacyOpened(sessionOf(r, key), callerKeyOf(r.Context()), stream)()
 			} else {
-				defer m.subs.listenOpened(stream, identityOf(r.Context()), msg.ID, msg.subscriptions)()
+				defer m.openListen(r, key, msg, stream)()
 			}
 			w = stream
 		}
