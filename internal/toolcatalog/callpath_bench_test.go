@@ -110,6 +110,19 @@ func BenchmarkCallPath(b *testing.B) {
 			post(b, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_calc_echo","arguments":{"message":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, header)
 		}
 	})
+	// The same call of a 2026-07-28 caller that declares elicitation: it
+	// runs apart from its request, to be parked should its server ask
+	// (mcp_park.go).
+	b.Run("mcp-stateless-asks", func(b *testing.B) {
+		header := mcpHeader.Clone()
+		header.Set("MCP-Protocol-Version", "2026-07-28")
+		header.Set("Mcp-Method", "tools/call")
+		header.Set("Mcp-Name", "mcp_calc_echo")
+		b.ReportAllocs()
+		for b.Loop() {
+			post(b, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_calc_echo","arguments":{"message":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`, header)
+		}
+	})
 	// The same call in a 2025-11-25 session the catalog issued: what a
 	// session caller costs beyond a stateless one.
 	b.Run("mcp-session", func(b *testing.B) {

@@ -108,7 +108,7 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 		case park != nil:
 			resumed = true
 		case asks&(asksElicitForm|asksElicitURL|asksSampling|asksSamplingTools) != 0:
-			park, callCtx = m.parks.start(ctx, m.bindingOf(r, key, msg, vw), callerKeyOf(ctx), asks)
+			park, callCtx = m.parks.start(ctx, callerKeyOf(ctx), asks)
 			call.opts.OnRequest = park.onRequest
 		default:
 			call.opts.OnRequest = refuseAsking(statelessCannotAnswer)
@@ -168,7 +168,7 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 			park.answer(msg.Params.InputResponses)
 		}
 		if envelope, err, ended = park.serve(ctx, func(requests json.RawMessage) {
-			stream.result(m.parkedAnswer(park, requests))
+			stream.result(m.parkedAnswer(park, m.bindingOf(r, key, msg, vw), requests))
 		}); !ended {
 			return // parked, or the caller's request ended and cancelled it
 		}

@@ -72,12 +72,10 @@ func newParkedCalls() *parkedCalls {
 // revision, its server's requests, and its end.
 type parkedCall struct {
 	calls *parkedCalls
-	// id names it in its caller's requestState, and binding is the call's
-	// (stateBinding), which the state is sealed to; identity is its
-	// caller's.
-	id, binding, identity string
-	asks                  callerAsks
-	cancel                context.CancelCauseFunc
+	// id names it in its caller's requestState; identity is its caller's.
+	id, identity string
+	asks         callerAsks
+	cancel       context.CancelCauseFunc
 
 	mu sync.Mutex
 	// serving is the request serving the call now: progress and log
@@ -110,12 +108,12 @@ type parkedEnd struct {
 
 // start runs call for a 2026-07-28 caller that declared asks, on its own,
 // so that it may be parked, and serves it on the caller's request.
-func (p *parkedCalls) start(ctx context.Context, binding, identity string, asks callerAsks) (*parkedCall, context.Context) {
+func (p *parkedCalls) start(ctx context.Context, identity string, asks callerAsks) (*parkedCall, context.Context) {
 	callCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	callCtx, stop := context.WithTimeout(callCtx, maxParkedFor)
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	pc := &parkedCall{calls: p, id: hex.EncodeToString(b[:]), binding: binding, identity: identity, asks: asks,
+	pc := &parkedCall{calls: p, id: hex.EncodeToString(b[:]), identity: identity, asks: asks,
 		cancel: func(cause error) { cancel(cause); stop() }, changed: make(chan struct{}, 1), served: true}
 	return pc, callCtx
 }
@@ -368,12 +366,14 @@ func (pc *parkedCall) inputRequestsLocked() json.RawMessage {
 }
 
 // parkedAnswer is the input_required result that parks a call: the
-// server's requests, and the state that names the call.
-func (m *mcpHandlers) parkedAnswer(pc *parkedCall, requests json.RawMessage) json.RawMessage {
+// server's requests, and the state that names the call, sealed to it
+// (binding, its stateBinding: read only when a call is parked, for most
+// calls never are).
+func (m *mcpHandlers) parkedAnswer(pc *parkedCall, binding string, requests json.RawMessage) json.RawMessage {
 	answer := []byte(`{"resultType":"input_required","inputRequests":`)
 	answer = append(answer, requests...)
 	answer = append(answer, `,"requestState":`...)
-	answer = wire.AppendString(answer, m.states.sealParked(pc.id, pc.binding, time.Now()))
+	answer = wire.AppendString(answer, m.states.sealParked(pc.id, binding, time.Now()))
 	return append(answer, '}')
 }
 

@@ -12,7 +12,7 @@ import (
 func TestParkedCallsAreBoundedPerCaller(t *testing.T) {
 	p := newParkedCalls()
 	park := func(identity string) (*parkedCall, string) {
-		pc, _ := p.start(context.Background(), "binding", identity, asksElicitForm)
+		pc, _ := p.start(context.Background(), identity, asksElicitForm)
 		return pc, p.add(pc)
 	}
 	var alices []*parkedCall
