@@ -523,7 +523,7 @@ func (m *mcpHandlers) serveSubscribe(ctx context.Context, w http.ResponseWriter,
 		writeRPCError(w, http.StatusOK, msg.ID, mcp.INVALID_PARAMS, "params.uri is required")
 		return
 	}
-	session := sessionOf(r, key)
+	session := sessionSubscriber(r, key)
 	target := surfaceTarget{kind: resourcesKind, exposed: params.URI}
 	err := c.callers.allow(ctx)
 	switch {
@@ -634,6 +634,19 @@ func (m *mcpHandlers) openListen(r *http.Request, key viewKey, msg *rpcMessage, 
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	}
 	return release
+}
+
+// sessionSubscriber names a legacy session's subscriptions: its id, scoped to
+// the endpoint and to the caller (callerKeyOf), so that nobody else
+// subscribes for it or hears it, and a caller whose token changed (they
+// expire long before a stream ends) keeps them. "" when the request names
+// no session.
+func sessionSubscriber(r *http.Request, key viewKey) string {
+	id := r.Header.Get("Mcp-Session-Id")
+	if id == "" {
+		return ""
+	}
+	return strings.Join([]string{callerKeyOf(r.Context()), menuLabel(key), id}, "\x00")
 }
 
 // callerKeyOf names the caller whose share of a replica's subscriptions

@@ -342,7 +342,7 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 			// The session ends, and with it its subscriptions on this
 			// replica (the others forget them when they need the room:
 			// mcp_subscribe.go).
-			m.subs.endSession(sessionOf(r, key))
+			m.subs.endSession(sessionSubscriber(r, key))
 		}
 		ctx, span := m.catalog.startSpan(r.Context(), r, spanName(r, msg), msgMeta(msg))
 		defer span.End()
@@ -384,7 +384,7 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 			m.keepAlives.add(stream)
 			defer m.keepAlives.remove(stream)
 			if kind == legacyStream {
-				defer m.subs.legacyOpened(sessionOf(r, key), callerKeyOf(r.Context()), stream)()
+				defer m.subs.legacyOpened(sessionSubscriber(r, key), callerKeyOf(r.Context()), stream)()
 			} else {
 				defer m.openListen(r, key, msg, stream)()
 			}
