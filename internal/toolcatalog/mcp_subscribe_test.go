@@ -16,6 +16,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/toolmesh/mcp-operator/internal/resourceuri"
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
@@ -205,10 +206,19 @@ var _ = Describe("Resource subscriptions through the catalog", func() {
 		Expect(err).To(MatchError(ContainSubstring("not found")))
 		err = caller.session.Subscribe(ctx, &sdk.SubscribeParams{URI: plainURI})
 		Expect(err).To(MatchError(ContainSubstring("MCPServer " + ns + "/plain does not send updates of its resources")))
+		err = caller.session.Subscribe(ctx, &sdk.SubscribeParams{URI: "file://files." + ns + "//" + strings.Repeat("a", maxSubscribedURI)})
+		Expect(err).To(MatchError(ContainSubstring("a URI of more than 2048 bytes cannot be subscribed to")))
 		Expect(up.subscriptions()).To(BeEmpty(), "nothing reached a server")
 
+		By("a request that says it was forwarded by a replica is recorded all the same")
+		recorded := testutil.ToFloat64(surfaceRequests.WithLabelValues("resources/unsubscribe", "success"))
+		answer := postJSON(url, map[string]string{"MCP-Protocol-Version": "2025-11-25", "Mcp-Session-Id": caller.session.ID(), forwardedHeader: "1"},
+			`{"jsonrpc":"2.0","id":9,"method":"resources/unsubscribe","params":{"uri":"`+plainURI+`"}}`)
+		Expect(answer).To(MatchJSON(`{"jsonrpc":"2.0","id":9,"result":{}}`))
+		Expect(testutil.ToFloat64(surfaceRequests.WithLabelValues("resources/unsubscribe", "success"))).To(Equal(recorded + 1))
+
 		By("a 2026-07-28 caller is told to subscribe with subscriptions/listen")
-		answer := postJSON(url, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "resources/subscribe"},
+		answer = postJSON(url, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "resources/subscribe"},
 			`{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"`+plainURI+`","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`)
 		Expect(answer).To(ContainSubstring(`"code":-32601`))
 		Expect(answer).To(ContainSubstring("resourceSubscriptions of subscriptions/listen"))
