@@ -167,13 +167,8 @@ func (pc *parkedCall) current() serving {
 // caller declared it answers waits for the caller's answer, given with the
 // call sent again; any other is refused.
 func (pc *parkedCall) onRequest(ctx context.Context, method string, params json.RawMessage) mcpclient.Answer {
-	need, capability, ok := askNeeds(method, params)
-	switch {
-	case !ok:
-		return refuseAsk(method, mcp.METHOD_NOT_FOUND, "mcp-operator does not relay this request from a server to its caller")
-	case pc.asks&need == 0:
-		return refuseAsk(method, mcp.METHOD_NOT_FOUND, fmt.Sprintf(
-			"the caller of this tool did not declare the %s capability, so mcp-operator cannot ask it", capability))
+	if refused, ok := unaskable(method, params, pc.asks); ok {
+		return refused
 	}
 	ask := &parkedAsk{method: method, params: params, answer: make(chan json.RawMessage, 1)}
 	key, why := pc.add(ask)
@@ -219,15 +214,6 @@ func (pc *parkedCall) add(ask *parkedAsk) (string, string) {
 	pc.mu.Unlock()
 	pc.signal()
 	return key, ""
-}
-
-// refuseAsk refuses a server's request, counted.
-func refuseAsk(method string, code int, why string) mcpclient.Answer {
-	if _, _, ok := askNeeds(method, nil); !ok {
-		method = "other" // a metric label never carries a server's text
-	}
-	relayedRequests.WithLabelValues(method, "refused").Inc()
-	return mcpclient.Refusal(code, why)
 }
 
 // add holds a call that asked its caller; it says why when it cannot.

@@ -278,22 +278,13 @@ func (t *relayTable) asker(binding string, asks callerAsks, stream *callStream) 
 
 // onRequest is the call's mcpclient.CallOptions.OnRequest.
 func (a *callAsker) onRequest(ctx context.Context, method string, params json.RawMessage) mcpclient.Answer {
-	t := a.table
-	need, capability, ok := askNeeds(method, params)
-	switch {
-	case !ok:
-		// roots/list included: the operator declares no roots, since one
-		// caller's would be shown to a server for every caller of its
-		// shared session.
-		return t.refuse(method, mcp.METHOD_NOT_FOUND, "mcp-operator does not relay this request from a server to its caller")
-	case a.asks&need == 0:
-		return t.refuse(method, mcp.METHOD_NOT_FOUND, fmt.Sprintf(
-			"the caller of this tool did not declare the %s capability, so mcp-operator cannot ask it", capability))
+	if refused, ok := unaskable(method, params, a.asks); ok {
+		return refused
 	}
-	id := newRelayID(t.self)
+	id := newRelayID(a.table.self)
 	wait, code, why := a.send(id, method, params)
 	if wait == nil {
-		return t.refuse(method, code, why)
+		return refuseAsk(method, code, why)
 	}
 	select {
 	case msg := <-wait.answer:
@@ -371,12 +362,31 @@ func (a *callAsker) cancel(id string) {
 	a.stream.notify(string(mcp.MethodNotificationCancelled), cancelled)
 }
 
-func (t *relayTable) refuse(method string, code int, message string) mcpclient.Answer {
+// unaskable is the refusal of a server's request its caller cannot be
+// asked, and true: one the catalog does not relay, or that needs what the
+// caller did not declare it answers (asks).
+func unaskable(method string, params json.RawMessage, asks callerAsks) (mcpclient.Answer, bool) {
+	need, capability, ok := askNeeds(method, params)
+	switch {
+	case !ok:
+		// roots/list included: the operator declares no roots, since one
+		// caller's would be shown to a server for every caller of its
+		// shared session.
+		return refuseAsk(method, mcp.METHOD_NOT_FOUND, "mcp-operator does not relay this request from a server to its caller"), true
+	case asks&need == 0:
+		return refuseAsk(method, mcp.METHOD_NOT_FOUND, fmt.Sprintf(
+			"the caller of this tool did not declare the %s capability, so mcp-operator cannot ask it", capability)), true
+	}
+	return mcpclient.Answer{}, false
+}
+
+// refuseAsk refuses a server's request, counted.
+func refuseAsk(method string, code int, why string) mcpclient.Answer {
 	if _, _, ok := askNeeds(method, nil); !ok {
 		method = "other" // a metric label never carries a server's text
 	}
 	relayedRequests.WithLabelValues(method, "refused").Inc()
-	return mcpclient.Refusal(code, message)
+	return mcpclient.Refusal(code, why)
 }
 
 // deliver hands a caller's answer to the request waiting for it, if this
@@ -430,11 +440,7 @@ func relayAnswerID(body []byte) (string, wire.Message, bool) {
 // why, for whom.
 func refuseAsking(why string) func(context.Context, string, json.RawMessage) mcpclient.Answer {
 	return func(_ context.Context, method string, _ json.RawMessage) mcpclient.Answer {
-		if _, _, ok := askNeeds(method, nil); !ok {
-			method = "other"
-		}
-		relayedRequests.WithLabelValues(method, "refused").Inc()
-		return mcpclient.Refusal(mcp.METHOD_NOT_FOUND, why)
+		return refuseAsk(method, mcp.METHOD_NOT_FOUND, why)
 	}
 }
 
