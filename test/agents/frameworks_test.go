@@ -347,8 +347,9 @@ var _ = Describe("Agent frameworks over the collection's MCP endpoint", func() {
 		}).Should(Succeed())
 
 		var run struct {
-			Before []string `json:"before"`
-			Pin    struct {
+			Before  []string `json:"before"`
+			Greeted bool     `json:"greeted"`
+			Pin     struct {
 				Content string `json:"content"`
 				Status  string `json:"status"`
 			} `json:"pin"`
@@ -362,6 +363,7 @@ var _ = Describe("Agent frameworks over the collection's MCP endpoint", func() {
 		changed := append([]string{"mcp_demo_time_in_europe_paris"}, before...)
 		sort.Strings(changed)
 		Expect(run.Before).To(Equal(before))
+		Expect(run.Greeted).To(BeTrue(), "the listening stream began with list_changed")
 		Expect(run.Pin.Content).To(Equal("added time_in_europe_paris"))
 		Expect(run.Pin.Status).To(Equal("success"))
 		Expect(run.NotifiedBy).To(Equal("catalog"), "onToolsListChanged was called for the server")

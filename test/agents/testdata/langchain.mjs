@@ -141,10 +141,27 @@ if (MODE === 'tools') {
   const notified = new Promise((resolve) => {
     changed = resolve;
   });
-  const client = newClient({ onToolsListChanged: (source) => changed(source.server) });
+  // Every listening stream begins with list_changed (the catalog keeps no
+  // history of what a stream that opens missed): the change awaited is the
+  // one told after that.
+  let greeted;
+  const greeting = new Promise((resolve) => {
+    greeted = resolve;
+  });
+  let armed = false;
+  const client = newClient({ onToolsListChanged: (source) => (armed ? changed(source.server) : greeted()) });
   try {
     const tools = await client.getTools();
     result.before = tools.map((t) => t.name).sort();
+    let greetingTimer;
+    result.greeted = await Promise.race([
+      greeting.then(() => true),
+      new Promise((resolve) => {
+        greetingTimer = setTimeout(() => resolve(false), 60_000);
+      }),
+    ]);
+    clearTimeout(greetingTimer);
+    armed = true;
     ({ pin: result.pin } = await runAgent(tools, { pin: ['mcp_demo_pin_timezone', { timezone: PIN_ZONE }] }));
     let timer;
     result.notifiedBy = await Promise.race([
