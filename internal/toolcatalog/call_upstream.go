@@ -77,12 +77,9 @@ func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments
 // acted on it. A JSON-RPC error answer comes back as fn returned it
 // (mcpclient.RPCErrorOf reads it); any other failure is an *upstreamError.
 func (c *Catalog) onUpstream(ctx context.Context, namespace, server string, fn func(*mcpclient.Session) error) error {
-	up := c.upstreams.get(namespace + "/" + server)
-	if up == nil {
-		var err error
-		if up, err = c.upstreamFromCache(ctx, namespace, server); err != nil {
-			return err
-		}
+	up, err := c.upstreamOf(ctx, namespace, server)
+	if err != nil {
+		return err
 	}
 	release, err := up.limit.acquire(ctx, c.opts.QueueTimeout)
 	if err != nil {
@@ -133,6 +130,15 @@ func (c *Catalog) onUpstream(ctx context.Context, namespace, server string, fn f
 		code = http.StatusForbidden
 	}
 	return &upstreamError{code: code, kind: string(mcpclient.KindOf(err)), err: err}
+}
+
+// upstreamOf is a server's upstream: the registry's, else the cache's
+// (upstreamFromCache).
+func (c *Catalog) upstreamOf(ctx context.Context, namespace, server string) (*upstream, error) {
+	if up := c.upstreams.get(namespace + "/" + server); up != nil {
+		return up, nil
+	}
+	return c.upstreamFromCache(ctx, namespace, server)
 }
 
 // upstreamFromCache is the upstream of a server the menu lists but the

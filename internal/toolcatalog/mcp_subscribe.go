@@ -370,6 +370,9 @@ func (s *subscriptions) detachLocked(stream *streamWriter, key watchKey) {
 }
 
 func (s *subscriptions) detachAllLocked(stream *streamWriter) {
+	if _, listening := s.streamCaller[stream]; !listening {
+		return // most streams: no resource subscribed to
+	}
 	for key, w := range s.watches {
 		if _, ok := w.listeners[stream]; ok {
 			s.detachLocked(stream, key)
@@ -474,13 +477,10 @@ func listenUpdate(exposed string, id json.RawMessage) []byte {
 
 // watchTarget is how a replica reaches a server to watch its resources.
 func (c *Catalog) watchTarget(ctx context.Context, server string) (mcpclient.Target, error) {
-	up := c.upstreams.get(server)
-	if up == nil {
-		namespace, name, _ := strings.Cut(server, "/")
-		var err error
-		if up, err = c.upstreamFromCache(ctx, namespace, name); err != nil {
-			return mcpclient.Target{}, err
-		}
+	namespace, name, _ := strings.Cut(server, "/")
+	up, err := c.upstreamOf(ctx, namespace, name)
+	if err != nil {
+		return mcpclient.Target{}, err
 	}
 	return c.targetOf(ctx, up)
 }
