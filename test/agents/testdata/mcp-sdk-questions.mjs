@@ -17,7 +17,7 @@ import { recording } from './recording.mjs';
 const { MCP_URL, EVERYTHING_URL, CATALOG_TOKEN } = process.env;
 
 // requests records what went to the catalog (recording.mjs).
-const { requests, recordingFetch } = recording(globalThis.fetch, CATALOG_TOKEN);
+const { requests, recordingFetch, settled } = recording(globalThis.fetch, CATALOG_TOKEN);
 
 // answer is what the user would type into a field of the form.
 function answer(field) {
@@ -72,7 +72,7 @@ async function session(url, options = {}) {
 
 // calls calls server-everything's two tools that ask, by their names at
 // url, and reports each result or what it threw.
-async function calls(url, prefix, options) {
+async function calls(url, prefix, options = {}) {
   const { client, transport, asked } = await session(url, options);
   const out = { protocolVersion: transport.protocolVersion ?? '', calls: {}, asked };
   for (const [key, tool, args] of [
@@ -86,6 +86,9 @@ async function calls(url, prefix, options) {
       out.calls[key] = { isError: false, content: [], threw: `${e?.name}: ${e?.message}` };
     }
   }
+  // The client posts its answers without awaiting them; the result may
+  // come before the answer's own reply. Closing would abort that request.
+  if (options.fetch === recordingFetch) await settled();
   await client.close();
   return out;
 }

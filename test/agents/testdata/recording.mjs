@@ -1,9 +1,19 @@
 // A fetch that records what a framework sent the catalog, for the Go test:
 // each request's HTTP method, JSON-RPC method, whether the bearer token
-// went along, and its protocol version and session headers.
+// went along, and its protocol version and session headers. settled()
+// waits for every request sent so far to be answered: a client sends some
+// (the answer to a server's request) without awaiting them, and a script
+// that printed before they were answered would leave them out.
 export function recording(realFetch, token) {
   const requests = [];
-  async function recordingFetch(url, init = {}) {
+  const inFlight = new Set();
+  function recordingFetch(url, init = {}) {
+    const sent = record(url, init);
+    inFlight.add(sent);
+    sent.finally(() => inFlight.delete(sent)).catch(() => {});
+    return sent;
+  }
+  async function record(url, init) {
     const headers = new Headers(init.headers);
     let rpc = '';
     if (typeof init.body === 'string') {
@@ -24,5 +34,8 @@ export function recording(realFetch, token) {
     });
     return res;
   }
-  return { requests, recordingFetch };
+  async function settled() {
+    await Promise.allSettled([...inFlight]);
+  }
+  return { requests, recordingFetch, settled };
 }
