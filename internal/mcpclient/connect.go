@@ -24,7 +24,8 @@ const libraryTimeoutGrace = 5 * time.Second
 // Connect opens a session, in the newest revision both sides speak: the
 // 2026-07-28 revision when the server answers server/discover for it, else
 // initialize (2025-11-25 down to 2024-11-05) over Streamable HTTP, else the
-// 2024-11-05 HTTP+SSE transport. ctx bounds only the handshake; the
+// 2024-11-05 HTTP+SSE transport (Target.PreferSession tries initialize
+// first). ctx bounds only the handshake; the
 // session lives until Close. onListChanged, if not nil, is called (on the
 // library's goroutine: keep it short) when the server says its tools,
 // prompts or resources changed: whoever hears it lists them all again.
@@ -58,6 +59,17 @@ func connectAny(ctx context.Context, t Target, h hearing) (*Session, error) {
 	if t.Transport == TransportSSE {
 		return connectInitialize(ctx, t, TransportSSE, h)
 	}
+	if t.PreferSession && !initializeRevision(t.Revision) {
+		s, err := connectInitialize(ctx, t, TransportStreamableHTTP, h)
+		switch {
+		case err == nil && s.keepsSession():
+			return s, nil
+		case err == nil:
+			s.Close() // a stateless server: in 2026-07-28 it can ask
+		case !serverAnswered(err):
+			return nil, err // unreachable: no second wait
+		}
+	}
 	if !initializeRevision(t.Revision) {
 		s, err := connectStateless(ctx, t, h)
 		if !errors.Is(err, errNotStateless) {
@@ -79,6 +91,13 @@ func connectAny(ctx context.Context, t Target, h hearing) (*Session, error) {
 		}
 	}
 	return nil, err
+}
+
+// keepsSession reports whether the server gave the session an id: it
+// keeps the session, and can send requests on it.
+func (s *Session) keepsSession() bool {
+	st, ok := s.client.GetTransport().(*transport.StreamableHTTP)
+	return ok && st.GetSessionId() != ""
 }
 
 // initializeRevision reports a revision before 2026-07-28; "" is none known.

@@ -89,6 +89,75 @@ func TestTheLastRevisionSkipsTheProbe(t *testing.T) {
 	}
 }
 
+// TestASessionIsPreferredWhereTheServerKeepsOne: with PreferSession, a
+// server that speaks 2026-07-28 and keeps sessions (mcp-go's) is given a
+// 2025-11-25 session; one that keeps none (go-sdk's stateless server,
+// which could ask nothing on it) or speaks only 2026-07-28 is spoken to in
+// 2026-07-28; and a server nobody answers for fails once.
+func TestASessionIsPreferredWhereTheServerKeepsOne(t *testing.T) {
+	both := startServer(t, testmcp.Options{Transport: testmcp.StreamableHTTP})
+	both.AddTools("echo")
+	tests := []struct {
+		name, url, want string
+		keeps           bool
+	}{
+		{"mcp-go: 2026-07-28 and sessions", both.URL(), "2025-11-25", true},
+		{"go-sdk stateless: every revision, no session", startGoSDK(t, testmcp.GoSDKStateless).URL(), "2026-07-28", false},
+		{"go-sdk: 2026-07-28 only", startGoSDK(t, testmcp.GoSDKOnly2026).URL(), "2026-07-28", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := connectT(t, Target{URL: tt.url, Revision: RevisionStateless, PreferSession: true}, nil)
+			if got := s.Info().ProtocolVersion; got != tt.want {
+				t.Fatalf("negotiated %s, want %s", got, tt.want)
+			}
+			if s.stateless == tt.keeps {
+				t.Fatalf("stateless %v, want a kept session %v", s.stateless, tt.keeps)
+			}
+			if _, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{"m":"hi"}`), CallOptions{}); err != nil {
+				t.Fatalf("call: %v", err)
+			}
+		})
+	}
+	t.Run("a server that never answers is waited for once", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var accepted atomic.Int32
+		var held []net.Conn
+		var mu sync.Mutex
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				accepted.Add(1)
+				mu.Lock()
+				held = append(held, c)
+				mu.Unlock()
+			}
+		}()
+		t.Cleanup(func() {
+			_ = ln.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			for _, c := range held {
+				_ = c.Close()
+			}
+		})
+		_, err = Connect(context.Background(), Target{URL: "http://" + ln.Addr().String() + "/mcp", Revision: RevisionStateless,
+			PreferSession: true, Timeout: 300 * time.Millisecond}, nil)
+		if KindOf(err) != ErrTimeout {
+			t.Fatalf("got %v (%s), want a timeout", err, KindOf(err))
+		}
+		if n := accepted.Load(); n != 1 {
+			t.Fatalf("%d connections, want the initialize's alone: no 2026-07-28 attempt after it", n)
+		}
+	})
+}
+
 // TestStatelessRequestsCarryWhatTheRevisionRequires: every 2026-07-28 POST
 // has the version header, Mcp-Method, and Mcp-Name for a call; every GET
 // of an older revision has the version header too.

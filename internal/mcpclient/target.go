@@ -49,6 +49,14 @@ type Target struct {
 	// revision before 2026-07-28 skips the 2026-07-28 probe (and is tried
 	// again should initialize fail).
 	Revision string
+	// PreferSession opens a session of the newest revision before
+	// 2026-07-28 (initialize) even with a server that speaks 2026-07-28,
+	// when the server keeps it: answers initialize with a session id. The
+	// requests are then what a client of that revision sends, and the
+	// server's questions come on the call's stream. A server that keeps
+	// no session (a stateless one could ask its caller nothing) or does
+	// not initialize is spoken to in 2026-07-28, as without it.
+	PreferSession bool
 }
 
 // DefaultMaxResponseBytes is the cap on one answer's body.

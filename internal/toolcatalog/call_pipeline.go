@@ -47,6 +47,8 @@ type callRequest struct {
 	// opts carry what the caller asked for besides (progress, log
 	// messages, relayed _meta); callUpstream adds the tool's input schema.
 	opts mcpclient.CallOptions
+	// in is the revision the call goes to its server in: the caller's.
+	in upstreamIn
 	// view is the addressed menu when the entry point has read it
 	// already; nil to read it here.
 	view *view
@@ -109,7 +111,7 @@ func (c *Catalog) callSteps(ctx context.Context, key viewKey, req *callRequest) 
 	if err := c.validate(entry.Name, entry.Tool, arguments); err != nil {
 		return entry, Envelope{}, err
 	}
-	envelope, err := c.callUpstream(ctx, entry, arguments, req.opts)
+	envelope, err := c.callUpstream(ctx, entry, arguments, req.in, req.opts)
 	if err != nil {
 		return entry, Envelope{}, c.toldCaller(ctx, entry.Namespace+"/"+entry.Server, err)
 	}

@@ -440,7 +440,8 @@ var _ = Describe("Execute", func() {
 
 	It("closes the pooled session of a deleted server", func() {
 		Expect(execute(`{"name":"mcp_calc_add","arguments":{"a":1,"b":1}}`).code).To(Equal(http.StatusOK))
-		key := ns + "/calc"
+		// A REST call goes on the server's 2025-11-25 session (upstreamIn).
+		key := ns + "/calc" + upstreamSessionKey
 		Expect(catalogUnderTest.pool.Held(key)).To(BeTrue())
 		Expect(env.Client.Delete(ctx, &mcpv1alpha1.MCPServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "calc"}})).To(Succeed())
 		Eventually(func() bool { return catalogUnderTest.pool.Held(key) }).Should(BeFalse())
