@@ -27,3 +27,15 @@ func TestSharedPoolsAreBounded(t *testing.T) {
 		t.Errorf("%d pools kept, bound 1", len(s.byKey))
 	}
 }
+
+// TestIdleConnectionsCloseWithinAMinute: after a burst of calls, the idle
+// connections a session's pool keeps close before the minute in which the
+// manager is to be back where it was (net/http's default keeps them 90 s).
+func TestIdleConnectionsCloseWithinAMinute(t *testing.T) {
+	for _, listening := range []bool{false, true} {
+		tr := newBaseTransport(nil, nil, time.Second, false, listening)
+		if tr.IdleConnTimeout <= 0 || tr.IdleConnTimeout >= time.Minute {
+			t.Errorf("listening %v: idle connections kept %s, want less than a minute", listening, tr.IdleConnTimeout)
+		}
+	}
+}
