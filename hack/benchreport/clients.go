@@ -90,9 +90,10 @@ timing; the rounds interleave every path of every client as
 BenchmarkCatalog's do. A path's added latency is its p50 less the same
 client's direct p50, so what the client itself costs cancels out. The
 direct path's CPU is the MCP server's: what a call of that client's
-revision costs an mcp-go server (the manager calls it as its caller
-speaks: a 2026-07-28 caller's call stateless, every other on a
-2025-11-25 session). catalog-b, when present, is a
+revision costs an mcp-go server (the manager calls it on a 2025-11-25
+session for a caller that hears only the answer, as these clients' calls
+do but for a 2026-07-28 caller's and mcpclient's 2025-11-25 session's,
+which may be asked; stateless otherwise). catalog-b, when present, is a
 manager built from the commit BENCH_AB_REF names (make bench-ab), a second
 follower serving the same collection: two builds in the same rounds.
 Why this floor and not BenchmarkCatalog's: there the MCP server runs

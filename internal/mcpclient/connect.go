@@ -24,7 +24,7 @@ const libraryTimeoutGrace = 5 * time.Second
 // Connect opens a session, in the newest revision both sides speak: the
 // 2026-07-28 revision when the server answers server/discover for it, else
 // initialize (2025-11-25 down to 2024-11-05) over Streamable HTTP, else the
-// 2024-11-05 HTTP+SSE transport (Target.PreferSession tries initialize
+// 2024-11-05 HTTP+SSE transport (Target.AnswersOnly tries initialize
 // first). ctx bounds only the handshake; the
 // session lives until Close. onListChanged, if not nil, is called (on the
 // library's goroutine: keep it short) when the server says its tools,
@@ -59,7 +59,7 @@ func connectAny(ctx context.Context, t Target, h hearing) (*Session, error) {
 	if t.Transport == TransportSSE {
 		return connectInitialize(ctx, t, TransportSSE, h)
 	}
-	if t.PreferSession && !initializeRevision(t.Revision) {
+	if t.AnswersOnly && !initializeRevision(t.Revision) {
 		s, err := connectInitialize(ctx, t, TransportStreamableHTTP, h)
 		switch {
 		case err == nil && s.keepsSession():
@@ -228,9 +228,10 @@ func (s *Session) start(ctx context.Context) error {
 func (s *Session) initialize(ctx context.Context) error {
 	ex := &exchange{}
 	params := mcp.InitializeParams{ProtocolVersion: ProtocolVersion, ClientInfo: clientInfo}
-	if !s.answersOnStream {
-		// Over SSE mcp-go drops a server's requests unread: declaring
-		// what could not be answered would have servers ask and wait.
+	if !s.answersOnStream && !s.target.AnswersOnly {
+		// Over SSE mcp-go drops a server's requests unread, and an
+		// AnswersOnly session's callers cannot be asked: declaring what
+		// could not be answered would have servers ask and wait.
 		params.Capabilities = AskedCapabilities
 	}
 	result, err := s.client.Initialize(withExchange(ctx, ex), mcp.InitializeRequest{Params: params})

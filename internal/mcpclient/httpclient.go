@@ -67,13 +67,13 @@ func (t Target) httpClient(opening context.Context, watch *streamWatch, listenin
 // newBaseTransport is the connection pool under a session's client. It
 // holds nothing of any one server beyond what its arguments say, so that
 // sessions may share it.
-// idleConnTimeout is how long a session's pool keeps a connection nobody
+// IdleConnTimeout is how long a session's pool keeps a connection nobody
 // uses. A burst of calls to a server leaves up to MaxIdleConnsPerHost
 // connections behind, a descriptor and two goroutines each at both ends;
 // net/http's default of 90 s kept them past the minute in which the
 // manager is to be back where it was after a burst (issue 45), and a
 // server called less often than this pays one dial.
-const idleConnTimeout = 30 * time.Second
+const IdleConnTimeout = 30 * time.Second
 
 func newBaseTransport(egress *EgressPolicy, tlsConfig *tls.Config, timeout time.Duration, https, listening bool) *http.Transport {
 	dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: egress.control}
@@ -90,7 +90,7 @@ func newBaseTransport(egress *EgressPolicy, tlsConfig *tls.Config, timeout time.
 		TLSHandshakeTimeout:   timeout,
 		ResponseHeaderTimeout: timeout,
 		MaxIdleConnsPerHost:   64,
-		IdleConnTimeout:       idleConnTimeout,
+		IdleConnTimeout:       IdleConnTimeout,
 		// HTTP/2 needs TLS here (no h2c): set up for every session it
 		// cost each one 1.2 KiB of protocol tables it could not use.
 		ForceAttemptHTTP2: https,

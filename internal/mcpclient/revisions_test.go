@@ -89,7 +89,7 @@ func TestTheLastRevisionSkipsTheProbe(t *testing.T) {
 	}
 }
 
-// TestASessionIsPreferredWhereTheServerKeepsOne: with PreferSession, a
+// TestASessionIsPreferredWhereTheServerKeepsOne: with AnswersOnly, a
 // server that speaks 2026-07-28 and keeps sessions (mcp-go's) is given a
 // 2025-11-25 session; one that keeps none (go-sdk's stateless server,
 // which could ask nothing on it) or speaks only 2026-07-28 is spoken to in
@@ -107,7 +107,7 @@ func TestASessionIsPreferredWhereTheServerKeepsOne(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := connectT(t, Target{URL: tt.url, Revision: RevisionStateless, PreferSession: true}, nil)
+			s := connectT(t, Target{URL: tt.url, Revision: RevisionStateless, AnswersOnly: true}, nil)
 			if got := s.Info().ProtocolVersion; got != tt.want {
 				t.Fatalf("negotiated %s, want %s", got, tt.want)
 			}
@@ -148,7 +148,7 @@ func TestASessionIsPreferredWhereTheServerKeepsOne(t *testing.T) {
 			}
 		})
 		_, err = Connect(context.Background(), Target{URL: "http://" + ln.Addr().String() + "/mcp", Revision: RevisionStateless,
-			PreferSession: true, Timeout: 300 * time.Millisecond}, nil)
+			AnswersOnly: true, Timeout: 300 * time.Millisecond}, nil)
 		if KindOf(err) != ErrTimeout {
 			t.Fatalf("got %v (%s), want a timeout", err, KindOf(err))
 		}

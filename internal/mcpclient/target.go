@@ -49,14 +49,19 @@ type Target struct {
 	// revision before 2026-07-28 skips the 2026-07-28 probe (and is tried
 	// again should initialize fail).
 	Revision string
-	// PreferSession opens a session of the newest revision before
-	// 2026-07-28 (initialize) even with a server that speaks 2026-07-28,
-	// when the server keeps it: answers initialize with a session id. The
-	// requests are then what a client of that revision sends, and the
-	// server's questions come on the call's stream. A server that keeps
-	// no session (a stateless one could ask its caller nothing) or does
-	// not initialize is spoken to in 2026-07-28, as without it.
-	PreferSession bool
+	// AnswersOnly says the requests made on the session want the
+	// server's answers and nothing else: no progress, no log messages, no
+	// question for their caller. The session then declares no client
+	// capability, so that a server takes the path it takes for a client
+	// that cannot be asked. And with a server that speaks 2026-07-28 it
+	// is a session of the newest revision before (initialize) when the
+	// server keeps one (answers initialize with a session id), which
+	// servers serve cheaper than stateless requests; one that keeps none,
+	// or does not initialize, is spoken to in 2026-07-28 as without it.
+	// (A 2026-07-28 request that wants more is made apart: mcp-go's
+	// servers send sampling, roots and, at random, progress and log
+	// messages on a session's listening stream, where no call owns them.)
+	AnswersOnly bool
 }
 
 // DefaultMaxResponseBytes is the cap on one answer's body.

@@ -60,19 +60,14 @@ func (s *exchangeSessions) clear() {
 // asCaller readies a call to a server whose token is exchanged for the
 // caller's: ctx carries the caller's validated token for the exchange
 // (never the request, which gets the exchanged token), and the key names
-// the caller's own session, one for each revision the server is called in
-// (onSession: see upstreamIn).
-func (up *upstream) asCaller(ctx context.Context, onSession bool) (context.Context, string, error) {
+// the caller's own session.
+func (up *upstream) asCaller(ctx context.Context) (context.Context, string, error) {
 	who := callerFrom(ctx)
 	if who == nil || who.token == "" {
 		return ctx, "", &upstreamError{code: http.StatusForbidden, kind: string(mcpclient.ErrAuthRefused),
 			err: fmt.Errorf("MCPServer %s is called with a token exchanged for the caller's (spec.auth.tokenExchange), and this call has no authenticated caller: the catalog runs with --catalog-auth=none", up.key)}
 	}
-	mark := "-"
-	if onSession {
-		mark = "s"
-	}
-	key := up.key + "\x00" + mark + who.identity
+	key := up.key + "\x00" + who.identity
 	if up.sessions != nil {
 		up.sessions.add(key)
 	}

@@ -47,8 +47,9 @@ type callRequest struct {
 	// opts carry what the caller asked for besides (progress, log
 	// messages, relayed _meta); callUpstream adds the tool's input schema.
 	opts mcpclient.CallOptions
-	// in is the revision the call goes to its server in: the caller's.
-	in upstreamIn
+	// askable says a server's question may be asked of the caller (a
+	// legacy MCP caller that declared elicitation or sampling).
+	askable bool
 	// view is the addressed menu when the entry point has read it
 	// already; nil to read it here.
 	view *view
@@ -60,6 +61,14 @@ type callRequest struct {
 	// caller that asked for events has them from there on, and a plain
 	// answer with its status before.
 	authorized func()
+}
+
+// answersOnly reports that nothing but the call's answer goes back to its
+// caller: no progress, no log messages, no question of the server's, no
+// input_required (a 2026-07-28 caller's). Such a call may go on a
+// server's answers-only session (call_upstream.go).
+func (req *callRequest) answersOnly() bool {
+	return !req.askable && !req.opts.KeepInputRequired && req.opts.OnProgress == nil && req.opts.OnLog == nil
 }
 
 // runCall runs a call through the steps above. It returns the tool the
@@ -111,7 +120,7 @@ func (c *Catalog) callSteps(ctx context.Context, key viewKey, req *callRequest) 
 	if err := c.validate(entry.Name, entry.Tool, arguments); err != nil {
 		return entry, Envelope{}, err
 	}
-	envelope, err := c.callUpstream(ctx, entry, arguments, req.in, req.opts)
+	envelope, err := c.callUpstream(ctx, entry, arguments, req.answersOnly(), req.opts)
 	if err != nil {
 		return entry, Envelope{}, c.toldCaller(ctx, entry.Namespace+"/"+entry.Server, err)
 	}

@@ -31,10 +31,10 @@ func (e *upstreamError) Error() string { return e.err.Error() }
 // callUpstream calls the tool on its server (onUpstream). A JSON-RPC
 // error answer is a failed tool call, which the agent reads as an
 // observation; any other failure is the caller's error.
-func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments json.RawMessage, in upstreamIn, opts mcpclient.CallOptions) (Envelope, error) {
+func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments json.RawMessage, wantsAnswersOnly bool, opts mcpclient.CallOptions) (Envelope, error) {
 	var result mcpclient.CallResult
 	var refused *mcpclient.InputRefused
-	err := c.onUpstream(ctx, entry.Namespace, entry.Server, in, func(s *mcpclient.Session) error {
+	err := c.onUpstream(ctx, entry.Namespace, entry.Server, wantsAnswersOnly, func(s *mcpclient.Session) error {
 		var err error
 		opts.InputSchema = entry.Tool.InputSchema.Raw
 		result, err = s.CallTool(ctx, entry.Tool.OriginalName, arguments, opts)
@@ -72,13 +72,14 @@ func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments
 
 // onUpstream runs one request on a server's pooled session, once the
 // server's limiter gives it a turn, as the caller when the server's
-// credentials are per caller, in the revision the caller speaks
-// (upstreamIn). A request that certainly never reached the server
+// credentials are per caller. wantsAnswersOnly says the request's caller
+// hears nothing but its answer, so that it may go on the server's
+// answers-only session (answersOnly). A request that certainly never reached the server
 // (refused, or a session that ended) is sent once more on a fresh
 // session; any other failure is not retried, since the server may have
 // acted on it. A JSON-RPC error answer comes back as fn returned it
 // (mcpclient.RPCErrorOf reads it); any other failure is an *upstreamError.
-func (c *Catalog) onUpstream(ctx context.Context, namespace, server string, in upstreamIn, fn func(*mcpclient.Session) error) error {
+func (c *Catalog) onUpstream(ctx context.Context, namespace, server string, wantsAnswersOnly bool, fn func(*mcpclient.Session) error) error {
 	up, err := c.upstreamOf(ctx, namespace, server)
 	if err != nil {
 		return err
@@ -96,13 +97,12 @@ func (c *Catalog) onUpstream(ctx context.Context, namespace, server string, in u
 		}
 		return &upstreamError{code: http.StatusBadGateway, kind: "Internal", err: errors.New("reading the server's configuration failed")}
 	}
-	onSession := in.session(&target)
 	key := up.key
-	if onSession {
-		key += upstreamSessionKey
+	if wantsAnswersOnly && answersOnly(&target) {
+		key += answersOnlyKey
 	}
 	if target.Credentials != nil && target.Credentials.PerCaller() {
-		if ctx, key, err = up.asCaller(ctx, onSession); err != nil {
+		if ctx, key, err = up.asCaller(ctx); err != nil {
 			return err
 		}
 		if up.sessions == nil {
@@ -138,56 +138,28 @@ func (c *Catalog) onUpstream(ctx context.Context, namespace, server string, in u
 	return &upstreamError{code: code, kind: string(mcpclient.KindOf(err)), err: err}
 }
 
-// upstreamIn is the revision a request goes to its server in, when the
-// server speaks 2026-07-28 and an older revision too (most servers of
-// today's SDKs do both; one that speaks only 2026-07-28 is called in it
-// whatever the caller speaks, and one that speaks only older revisions in
-// those).
-type upstreamIn int
+// answersOnlyKey ends the pool key of the session on which a server that
+// speaks 2026-07-28 takes requests that want their answers only (see
+// onUpstream), beside its stateless one (the server's key). Server keys
+// hold no NUL, and a caller's key is longer (asCaller), so no key is
+// another's.
+const answersOnlyKey = "\x00a"
 
-const (
-	// inSession: on a session of the newest revision before 2026-07-28
-	// (2025-11-25), pooled per server, when the server keeps one. For
-	// every caller that does not speak 2026-07-28: a legacy session,
-	// REST, and the catalog's own listings. It is what such a caller
-	// would get of the server directly, with no bridge between
-	// generations: the server's questions come as requests on the call's
-	// stream, as the caller takes them. And servers serve it cheapest:
-	// an mcp-go server spends 56-116 µs more CPU on a stateless request
-	// than on a session's (docs/performance-notes.md). A server that
-	// keeps no session is called in 2026-07-28 all the same, so that
-	// what it asks reaches the caller (as input_required, bridged).
-	inSession upstreamIn = iota
-	// inStateless: the caller speaks 2026-07-28, so its requests go on in
-	// it: a server's input_required passes through to the caller, and
-	// the client capabilities a request declares reach the server.
-	inStateless
-)
-
-// upstreamInOf is the revision a caller's requests go upstream in.
-func upstreamInOf(stateless bool) upstreamIn {
-	if stateless {
-		return inStateless
-	}
-	return inSession
-}
-
-// upstreamSessionKey ends the pool key of the session a server that speaks
-// 2026-07-28 is called on in 2025-11-25, beside its stateless one (the
-// server's key). Server keys hold no NUL, and a caller's key is longer
-// (asCaller), so no key is another's.
-const upstreamSessionKey = "\x00s"
-
-// session readies target for a request made in in, and reports whether
-// it goes on the session of a server that spoke 2026-07-28: for
-// inSession, one of 2025-11-25 when the server keeps one
-// (mcpclient.Target.PreferSession), else 2026-07-28. Other servers, and
-// inStateless requests, keep the target as it is.
-func (in upstreamIn) session(target *mcpclient.Target) bool {
-	if in != inSession || !mcp.IsModernProtocol(target.Revision) {
+// answersOnly readies target for a request whose caller hears nothing but
+// its answer, and reports whether it goes on the server's answers-only
+// session: for a server that spoke 2026-07-28 and whose credentials are
+// not per caller, a 2025-11-25 session when the server keeps one
+// (mcpclient.Target.AnswersOnly), which servers serve cheaper than
+// stateless requests (an mcp-go server spends 56-116 µs more CPU on
+// one), declaring no client capability. Any other request, or server,
+// keeps the target as it is. A request that relays more (progress, log
+// messages, a question for its caller) is not one: mcp-go's servers send
+// some of those on a session's listening stream, where no call owns them.
+func answersOnly(target *mcpclient.Target) bool {
+	if !mcp.IsModernProtocol(target.Revision) || (target.Credentials != nil && target.Credentials.PerCaller()) {
 		return false
 	}
-	target.PreferSession = true
+	target.AnswersOnly = true
 	return true
 }
 

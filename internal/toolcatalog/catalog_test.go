@@ -439,12 +439,19 @@ var _ = Describe("Execute", func() {
 	})
 
 	It("closes the pooled session of a deleted server", func() {
+		// A REST call that asks for no events goes on the server's
+		// answers-only session, one that asks for events on its stateless
+		// one (call_upstream.go): both go with the server.
 		Expect(execute(`{"name":"mcp_calc_add","arguments":{"a":1,"b":1}}`).code).To(Equal(http.StatusOK))
-		// A REST call goes on the server's 2025-11-25 session (upstreamIn).
-		key := ns + "/calc" + upstreamSessionKey
-		Expect(catalogUnderTest.pool.Held(key)).To(BeTrue())
+		Expect(execute(`{"name":"mcp_calc_add","arguments":{"a":1,"b":1}}`, "Accept", "text/event-stream").code).To(Equal(http.StatusOK))
+		keys := []string{ns + "/calc" + answersOnlyKey, ns + "/calc"}
+		for _, key := range keys {
+			Expect(catalogUnderTest.pool.Held(key)).To(BeTrue(), "%q", key)
+		}
 		Expect(env.Client.Delete(ctx, &mcpv1alpha1.MCPServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "calc"}})).To(Succeed())
-		Eventually(func() bool { return catalogUnderTest.pool.Held(key) }).Should(BeFalse())
+		for _, key := range keys {
+			Eventually(func() bool { return catalogUnderTest.pool.Held(key) }).Should(BeFalse(), "%q", key)
+		}
 	})
 
 	It("calls a server the menu lists before the informer delivered it to the call path", func() {

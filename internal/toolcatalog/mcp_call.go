@@ -85,7 +85,7 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 	current := func() serving { return served }
 	// answered runs before the call's answer is written.
 	answered := func() {}
-	call := &callRequest{name: msg.Params.Name, arguments: msg.Params.Arguments, view: vw, in: upstreamInOf(stateless),
+	call := &callRequest{name: msg.Params.Name, arguments: msg.Params.Arguments, view: vw,
 		opts: mcpclient.CallOptions{Meta: wire.RelayedMeta(msg.Params.Meta, notRelayed...)}}
 	// park is the call when it may be parked, or was: a 2026-07-28 caller's
 	// that may answer what a server of an older revision asks.
@@ -125,6 +125,7 @@ func (m *mcpHandlers) serveCall(w http.ResponseWriter, r *http.Request, key view
 		asker := m.relays.asker(session, asks, stream)
 		call.opts.OnRequest = asker.onRequest
 		call.opts.ClientCapabilities = asks.capabilities()
+		call.askable = asks&(asksElicitForm|asksElicitURL|asksSampling|asksSamplingTools) != 0
 		answered = asker.end
 	}
 	if stateless {

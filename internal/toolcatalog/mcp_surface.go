@@ -86,7 +86,9 @@ func (m *mcpHandlers) serveSurface(w http.ResponseWriter, r *http.Request, key v
 		m.serveSubscribe(ctx, w, r, key, set, msg)
 		return
 	}
-	answer, err := c.surfaceRequest(ctx, key, set, msg, upstreamInOf(msg.stateless(r)))
+	// A legacy caller hears only the answer; a 2026-07-28 caller's request
+	// goes on as it is.
+	answer, err := c.surfaceRequest(ctx, key, set, msg, !msg.stateless(r))
 	if err != nil {
 		writeSurfaceError(w, msg.ID, err)
 		return
@@ -174,7 +176,7 @@ type surfaceTarget struct {
 // to the server that owns what it names, and returns the server's answer
 // with every URI in it exposed. It is authorized, limited and recorded as
 // a tool call is.
-func (c *Catalog) surfaceRequest(ctx context.Context, key viewKey, set *surfaceSet, msg *rpcMessage, in upstreamIn) (answer json.RawMessage, err error) {
+func (c *Catalog) surfaceRequest(ctx context.Context, key viewKey, set *surfaceSet, msg *rpcMessage, answersOnly bool) (answer json.RawMessage, err error) {
 	var target surfaceTarget
 	defer func() { c.recordSurface(ctx, key, msg.Method, target, err) }()
 	var params struct {
@@ -224,7 +226,7 @@ func (c *Catalog) surfaceRequest(ctx context.Context, key viewKey, set *surfaceS
 		return nil, &protocolError{code: mcp.METHOD_NOT_FOUND, message: fmt.Sprintf("MCPServer %s does not complete arguments", target.server.key())}
 	}
 	var raw json.RawMessage
-	err = c.onUpstream(ctx, target.server.namespace, target.server.name, in, func(s *mcpclient.Session) error {
+	err = c.onUpstream(ctx, target.server.namespace, target.server.name, answersOnly, func(s *mcpclient.Session) error {
 		var err error
 		switch msg.Method {
 		case string(mcp.MethodPromptsGet):

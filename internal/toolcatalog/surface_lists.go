@@ -139,8 +139,8 @@ func (l *surfaceLists) read(ctx context.Context, s *surfaceServer, kind surfaceK
 
 func (l *surfaceLists) fetch(ctx context.Context, s *surfaceServer, kind surfaceKind) (mcpclient.SurfaceList, error) {
 	var list mcpclient.SurfaceList
-	// Lists are the same in every revision, and shared by every caller.
-	err := l.catalog.onUpstream(ctx, s.namespace, s.name, inSession, func(session *mcpclient.Session) error {
+	// A list is its answer alone, the same in every revision.
+	err := l.catalog.onUpstream(ctx, s.namespace, s.name, true, func(session *mcpclient.Session) error {
 		var err error
 		switch kind {
 		case promptsKind:

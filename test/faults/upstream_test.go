@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
+	"github.com/toolmesh/mcp-operator/internal/mcpclient"
 	"github.com/toolmesh/mcp-operator/internal/testenv"
 	"github.com/toolmesh/mcp-operator/internal/testmcp"
 )
@@ -128,7 +129,11 @@ var _ = Describe("An MCP server that misbehaves", func() {
 			Expect(a.body).To(ContainSubstring("did not answer within 15s"))
 		}
 
-		Eventually(slow.openConnections).Should(BeNumerically("<=", connections), "connections to the stalled server")
+		// A call that ended on a session tells the server with a request
+		// of its own (notifications/cancelled), whose connection the pool
+		// keeps for the next call until it has been idle this long.
+		Eventually(slow.openConnections).WithTimeout(mcpclient.IdleConnTimeout+30*time.Second).
+			Should(BeNumerically("<=", connections), "connections to the stalled server")
 		Eventually(callerGoroutines).Should(BeNumerically("<=", goroutines), "goroutines")
 		slow.clear("tools/call")
 		Expect(execute("mcp_stalls_echo", echo).code).To(Equal(200))
