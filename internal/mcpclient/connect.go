@@ -66,8 +66,11 @@ func connectAny(ctx context.Context, t Target, h hearing) (*Session, error) {
 			return s, nil
 		case err == nil:
 			s.Close() // a stateless server: in 2026-07-28 it can ask
-		case !serverAnswered(err):
-			return nil, err // unreachable: no second wait
+		case !initializeRefused(err):
+			// Unreachable (no second wait), or an answer that may pass
+			// (5xx, 429): a stateless session now would be held in its
+			// place for as long as the target does not change.
+			return nil, err
 		}
 	}
 	if !initializeRevision(t.Revision) {
@@ -91,6 +94,27 @@ func connectAny(ctx context.Context, t Target, h hearing) (*Session, error) {
 		}
 	}
 	return nil, err
+}
+
+// initializeRefused reports a server that answered initialize with a
+// refusal, one it will give again: a 4xx (which mcp-go's transport, when
+// it may fall back to SSE, names ErrLegacySSEServer), or an answer that is
+// no initialize result.
+func initializeRefused(err error) bool {
+	if errors.Is(err, transport.ErrLegacySSEServer) {
+		return true
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	switch e.Kind {
+	case ErrProtocol, ErrMalformedResponse, ErrUnsupportedVersion:
+		return true
+	case ErrHTTPStatus:
+		return e.HTTPStatus >= 400 && e.HTTPStatus < 500 && e.HTTPStatus != http.StatusTooManyRequests
+	}
+	return false
 }
 
 // keepsSession reports whether the server gave the session an id: it

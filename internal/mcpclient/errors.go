@@ -60,7 +60,10 @@ type Error struct {
 	// RPCCode is the JSON-RPC error code when the server answered the
 	// request with an error object; zero otherwise.
 	RPCCode int
-	Err     error
+	// HTTPStatus is the status of the HTTP answer that failed, when one
+	// came (a JSON-RPC error comes with 200); zero otherwise.
+	HTTPStatus int
+	Err        error
 	// url is the server as Message names it (redactedURL), "" when Message
 	// was not made here from a target; public is Message less what the
 	// network library said, "" when that is all of Message.
@@ -153,7 +156,7 @@ func classify(err error, t Target, doing string, ex *exchange) *Error {
 	}
 	for _, explain := range explanations {
 		if f, ok := explain(err, t, ex); ok {
-			return &Error{Kind: f.kind, Message: doing + ": " + f.why, Err: err, url: t.redactedURL()}
+			return &Error{Kind: f.kind, Message: doing + ": " + f.why, HTTPStatus: ex.lastStatus(), Err: err, url: t.redactedURL()}
 		}
 	}
 	failed := fmt.Sprintf("%s: %s failed", doing, t.redactedURL())

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -119,6 +122,21 @@ func TestASessionIsPreferredWhereTheServerKeepsOne(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a 2026-07-28 server whose front refuses initialize with 4xx", func(t *testing.T) {
+		front := refusingInitialize(t, startGoSDK(t, testmcp.GoSDKOnly2026).URL(), http.StatusBadRequest)
+		s := connectT(t, Target{URL: front, Revision: RevisionStateless, AnswersOnly: true}, nil)
+		if got := s.Info().ProtocolVersion; got != "2026-07-28" || !s.stateless {
+			t.Fatalf("negotiated %s (stateless %v), want 2026-07-28", got, s.stateless)
+		}
+	})
+	t.Run("an initialize answered 503 fails, rather than settle for 2026-07-28 for good", func(t *testing.T) {
+		front := refusingInitialize(t, both.URL(), http.StatusServiceUnavailable)
+		_, err := Connect(context.Background(), Target{URL: front, Revision: RevisionStateless, AnswersOnly: true, Timeout: 5 * time.Second}, nil)
+		var e *Error
+		if !errors.As(err, &e) || e.Kind != ErrHTTPStatus || e.HTTPStatus != http.StatusServiceUnavailable {
+			t.Fatalf("got %v, want the 503", err)
+		}
+	})
 	t.Run("a server that never answers is waited for once", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -156,6 +174,28 @@ func TestASessionIsPreferredWhereTheServerKeepsOne(t *testing.T) {
 			t.Fatalf("%d connections, want the initialize's alone: no 2026-07-28 attempt after it", n)
 		}
 	})
+}
+
+// refusingInitialize is a front to the server at target that answers
+// every initialize with status and passes the rest on.
+func refusingInitialize(t *testing.T, target string, status int) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"method":"initialize"`)) {
+			http.Error(w, "no initialize here", status)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	return front.URL + u.Path
 }
 
 // TestStatelessRequestsCarryWhatTheRevisionRequires: every 2026-07-28 POST
