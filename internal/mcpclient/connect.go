@@ -25,10 +25,10 @@ const libraryTimeoutGrace = 5 * time.Second
 // 2026-07-28 revision when the server answers server/discover for it, else
 // initialize (2025-11-25 down to 2024-11-05) over Streamable HTTP, else the
 // 2024-11-05 HTTP+SSE transport (Target.AnswersOnly tries initialize
-// first). ctx bounds only the handshake; the
-// session lives until Close. onListChanged, if not nil, is called (on the
-// library's goroutine: keep it short) when the server says its tools,
-// prompts or resources changed: whoever hears it lists them all again.
+// first). ctx bounds only the handshake; the session lives until Close.
+// onListChanged, if not nil, is called (on the library's goroutine: keep
+// it short) when the server says its tools, prompts or resources changed:
+// whoever hears it lists them all again.
 func Connect(ctx context.Context, t Target, onListChanged func()) (s *Session, err error) {
 	ctx, span := tracing.Tracer().Start(ctx, "connect", trace.WithSpanKind(trace.SpanKindClient))
 	defer func() {

@@ -64,9 +64,6 @@ func (t Target) httpClient(opening context.Context, watch *streamWatch, listenin
 	}
 }
 
-// newBaseTransport is the connection pool under a session's client. It
-// holds nothing of any one server beyond what its arguments say, so that
-// sessions may share it.
 // IdleConnTimeout is how long a session's pool keeps a connection nobody
 // uses. A burst of calls to a server leaves up to MaxIdleConnsPerHost
 // connections behind, a descriptor and two goroutines each at both ends;
@@ -75,6 +72,9 @@ func (t Target) httpClient(opening context.Context, watch *streamWatch, listenin
 // server called less often than this pays one dial.
 const IdleConnTimeout = 30 * time.Second
 
+// newBaseTransport is the connection pool under a session's client. It
+// holds nothing of any one server beyond what its arguments say, so that
+// sessions may share it.
 func newBaseTransport(egress *EgressPolicy, tlsConfig *tls.Config, timeout time.Duration, https, listening bool) *http.Transport {
 	dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: egress.control}
 	base := &http.Transport{

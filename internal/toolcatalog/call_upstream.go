@@ -74,10 +74,10 @@ func (c *Catalog) callUpstream(ctx context.Context, entry *menu.Entry, arguments
 // server's limiter gives it a turn, as the caller when the server's
 // credentials are per caller. wantsAnswersOnly says the request's caller
 // hears nothing but its answer, so that it may go on the server's
-// answers-only session (answersOnly). A request that certainly never reached the server
-// (refused, or a session that ended) is sent once more on a fresh
-// session; any other failure is not retried, since the server may have
-// acted on it. A JSON-RPC error answer comes back as fn returned it
+// answers-only session (answersOnly). A request that certainly never
+// reached the server (refused, or a session that ended) is sent once more
+// on a fresh session; any other failure is not retried, since the server
+// may have acted on it. A JSON-RPC error answer comes back as fn returned it
 // (mcpclient.RPCErrorOf reads it); any other failure is an *upstreamError.
 func (c *Catalog) onUpstream(ctx context.Context, namespace, server string, wantsAnswersOnly bool, fn func(*mcpclient.Session) error) error {
 	up, err := c.upstreamOf(ctx, namespace, server)
