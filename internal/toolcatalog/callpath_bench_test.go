@@ -60,16 +60,21 @@ func BenchmarkCallPath(b *testing.B) {
 		}
 	}
 	mcpHeader := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}}
+	// statelessCall is the header of a 2026-07-28 call of tool.
+	statelessCall := func(tool string) http.Header {
+		header := mcpHeader.Clone()
+		header.Set("MCP-Protocol-Version", "2026-07-28")
+		header.Set("Mcp-Method", "tools/call")
+		header.Set("Mcp-Name", tool)
+		return header
+	}
 	b.Run("proxy", func(b *testing.B) {
 		target, err := url.Parse(upstream.URL())
 		if err != nil {
 			b.Fatal(err)
 		}
 		proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
-		header := mcpHeader.Clone()
-		header.Set("MCP-Protocol-Version", "2026-07-28")
-		header.Set("Mcp-Method", "tools/call")
-		header.Set("Mcp-Name", "echo")
+		header := statelessCall("echo")
 		body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -101,10 +106,7 @@ func BenchmarkCallPath(b *testing.B) {
 		})
 	}
 	b.Run("mcp-stateless", func(b *testing.B) {
-		header := mcpHeader.Clone()
-		header.Set("MCP-Protocol-Version", "2026-07-28")
-		header.Set("Mcp-Method", "tools/call")
-		header.Set("Mcp-Name", "mcp_calc_echo")
+		header := statelessCall("mcp_calc_echo")
 		b.ReportAllocs()
 		for b.Loop() {
 			post(b, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_calc_echo","arguments":{"message":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, header)
@@ -114,10 +116,7 @@ func BenchmarkCallPath(b *testing.B) {
 	// runs apart from its request, to be parked should its server ask
 	// (mcp_park.go).
 	b.Run("mcp-stateless-asks", func(b *testing.B) {
-		header := mcpHeader.Clone()
-		header.Set("MCP-Protocol-Version", "2026-07-28")
-		header.Set("Mcp-Method", "tools/call")
-		header.Set("Mcp-Name", "mcp_calc_echo")
+		header := statelessCall("mcp_calc_echo")
 		b.ReportAllocs()
 		for b.Loop() {
 			post(b, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_calc_echo","arguments":{"message":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`, header)
