@@ -272,7 +272,7 @@ func (c *Catalog) WatchChanges(ctx context.Context, cache ctrlcache.Cache) error
 	}
 	go c.mcp.syncOnChange(ctx)
 	go c.mcp.idle.sweepEvery(ctx)
-	go c.mcp.keepAlives.run(ctx)
+	go c.mcp.held.keepAlive(ctx)
 	go c.menus.warmOnKick(ctx)
 	return nil
 }

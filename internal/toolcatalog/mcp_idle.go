@@ -13,38 +13,30 @@ const defaultSessionIdleTimeout = 5 * time.Minute
 
 // idleSessions reclaims the legacy sessions clients abandon. mcp-go keeps
 // a record of every session from its initialize until a DELETE (about
-// 10 KiB: the channels a listening stream reads); a client that crashes,
-// or never sends DELETE, would keep it for good. A session is idle when
-// no request has named it at its endpoint for the idle timeout and no
-// listening stream of it is open there; an idle session is ended as a
-// DELETE would end it. Its id stays valid: session ids are not kept
-// (relay.go), so the client's next request is served as before, on any
-// replica, and a listening stream it opens registers the session again for
-// as long as the stream lasts. What the client loses is nothing it can
-// observe: the catalog keeps log levels itself, and a session without a
-// stream has nowhere to be sent notifications.
+// 10 KiB); a client that crashes, or never sends DELETE, would keep it for
+// good. A session is idle when no request has named it at its endpoint for
+// the idle timeout and no listening stream of it is open there; an idle
+// session is ended as a DELETE would end it. Its id stays valid: session
+// ids are not kept (relay.go), so the client's next request is served as
+// before, on any replica. What the client loses is nothing it can
+// observe: the catalog keeps log levels itself, and a session's streams
+// are the catalog's (stream_writer.go).
 //
-// The table holds the sessions mcp-go registered (on initialize, or on a
-// listening GET for the stream's life) and the streams open, so caller
-// input cannot grow it beyond what mcp-go itself keeps and the stream cap
-// allows; requests naming unknown ids touch nothing.
+// The table holds the sessions mcp-go registered on initialize and the
+// streams open, so caller input cannot grow it beyond what mcp-go itself
+// keeps and the stream cap allows; requests naming unknown ids touch
+// nothing.
 type idleSessions struct {
 	timeout time.Duration
 	mu      sync.Mutex
-	// known are the registered sessions.
-	known map[sessionKey]*knownSession
+	// known are the registered sessions, and when a request last named
+	// each.
+	known map[sessionKey]time.Time
 	// streams are the open listening streams of each session.
 	streams map[sessionKey]map[*streamHold]struct{}
 	// ending are the sessions being ended now; a stream that opens on one
-	// waits until it is over, then registers the session anew.
+	// waits until it is over, then holds the session.
 	ending map[sessionKey]chan struct{}
-}
-
-// knownSession is a session mcp-go registered: the record it keeps, and
-// when a request last named it.
-type knownSession struct {
-	record any
-	last   time.Time
 }
 
 // sessionKey is a session at one endpoint: the same id may be used at
@@ -56,41 +48,29 @@ type sessionKey struct {
 }
 
 func newIdleSessions(timeout time.Duration) *idleSessions {
-	return &idleSessions{timeout: timeout, known: map[sessionKey]*knownSession{},
+	return &idleSessions{timeout: timeout, known: map[sessionKey]time.Time{},
 		streams: map[sessionKey]map[*streamHold]struct{}{}, ending: map[sessionKey]chan struct{}{}}
 }
 
-// registered records a session mcp-go registered at h, with the record it
-// keeps of it. A session registered for a listening stream that named none
-// (mcp-go makes one up for it) is held by that stream.
-func (s *idleSessions) registered(h *mcpHandler, id string, record any, stream *streamHold) {
-	key := sessionKey{h, id}
+// registered records a session mcp-go registered at h (on its initialize).
+func (s *idleSessions) registered(h *mcpHandler, id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.known[key] = &knownSession{record: record, last: time.Now()}
-	if stream != nil && stream.key.id == "" {
-		stream.key = key
-		s.holdLocked(stream)
-	}
+	s.known[sessionKey{h, id}] = time.Now()
 }
 
-// unregistered forgets a session mcp-go let go of (record is what it
-// kept). Streams still open on it are ended: mcp-go no longer sends the
-// session anything, so they would stay open and hear nothing (a session a
-// GET registered goes when that GET ends, though another GET of the
-// session may still be open; a client's DELETE ends its session but not
-// its GET); their clients reconnect and register it anew. A record the
-// session was registered with again since is not the one let go of, and
-// neither it nor its streams are touched.
-func (s *idleSessions) unregistered(h *mcpHandler, id string, record any) {
-	key := sessionKey{h, id}
+// unregistered forgets a session mcp-go let go of.
+func (s *idleSessions) unregistered(h *mcpHandler, id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if k, ok := s.known[key]; ok && k.record != record {
-		return
-	}
-	delete(s.known, key)
-	for hold := range s.streams[key] {
+	delete(s.known, sessionKey{h, id})
+}
+
+// endStreams ends the session's streams open at h: its client ended it.
+func (s *idleSessions) endStreams(h *mcpHandler, id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for hold := range s.streams[sessionKey{h, id}] {
 		hold.end()
 	}
 }
@@ -104,8 +84,8 @@ func (s *idleSessions) touch(h *mcpHandler, id string) {
 	key := sessionKey{h, id}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if k, ok := s.known[key]; ok {
-		k.last = time.Now()
+	if _, ok := s.known[key]; ok {
+		s.known[key] = time.Now()
 	}
 }
 
@@ -113,30 +93,17 @@ func (s *idleSessions) touch(h *mcpHandler, id string) {
 // a stream open is never idle.
 type streamHold struct {
 	sessions *idleSessions
-	// key is the session the stream holds: the one it named, or the one
-	// mcp-go registered for it; its id is "" until then.
-	key sessionKey
+	key      sessionKey
 	// end ends the stream.
-	end context.CancelFunc
+	end func()
 }
 
-type streamHoldKey struct{}
-
-// holdOf is the listening stream a request context is for, if any.
-func holdOf(ctx context.Context) *streamHold {
-	hold, _ := ctx.Value(streamHoldKey{}).(*streamHold)
-	return hold
-}
-
-// streamOpened records a listening stream at h naming session id ("" for
-// none), which end ends, waiting first for the session's ending if one is
-// under way, so that a stream's session is never ended under it. release
-// records the stream's close.
-func (s *idleSessions) streamOpened(h *mcpHandler, id string, end context.CancelFunc) *streamHold {
+// streamOpened records a listening stream of session id at h, which end
+// ends, waiting first for the session's ending if one is under way, so
+// that a stream's session is never ended under it. release records the
+// stream's close.
+func (s *idleSessions) streamOpened(h *mcpHandler, id string, end func()) *streamHold {
 	hold := &streamHold{sessions: s, key: sessionKey{h, id}, end: end}
-	if id == "" {
-		return hold
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for {
@@ -163,15 +130,12 @@ func (h *streamHold) release() {
 	s := h.sessions
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if h.key.id == "" {
-		return
-	}
 	delete(s.streams[h.key], h)
 	if len(s.streams[h.key]) == 0 {
 		delete(s.streams, h.key)
 	}
-	if k, ok := s.known[h.key]; ok {
-		k.last = time.Now()
+	if _, ok := s.known[h.key]; ok {
+		s.known[h.key] = time.Now()
 	}
 }
 
@@ -190,8 +154,8 @@ func (s *idleSessions) forget(h *mcpHandler) {
 func (s *idleSessions) sweep(now time.Time) {
 	var ended []sessionKey
 	s.mu.Lock()
-	for key, k := range s.known {
-		if len(s.streams[key]) == 0 && now.Sub(k.last) >= s.timeout {
+	for key, last := range s.known {
+		if len(s.streams[key]) == 0 && now.Sub(last) >= s.timeout {
 			ended = append(ended, key)
 			delete(s.known, key)
 			s.ending[key] = make(chan struct{})

@@ -45,13 +45,13 @@ type mcpHandlers struct {
 	idle *idleSessions
 	// subs are the resource subscriptions (mcp_subscribe.go).
 	subs *subscriptions
-	// gate bounds the listening streams (stream_gate.go), and keepAlives
-	// keeps them alive (stream_writer.go).
-	gate       *streamGate
-	keepAlives *streamKeepAlives
-	mu         sync.Mutex
-	byKey      map[viewKey]*mcpHandler
-	kick       chan struct{}
+	// gate bounds the listening streams (stream_gate.go), and held holds
+	// them (stream_fanout.go).
+	gate  *streamGate
+	held  *heldStreams
+	mu    sync.Mutex
+	byKey map[viewKey]*mcpHandler
+	kick  chan struct{}
 }
 
 type mcpHandler struct {
@@ -76,7 +76,7 @@ type mcpHandler struct {
 
 func newMCPHandlers(c *Catalog) *mcpHandlers {
 	return &mcpHandlers{catalog: c, sessions: newCallerSessions(), relays: newRelayTable(c.opts.Peers.Self), peers: &peerList{}, states: newStateKeys(c.opts.Peers.Self), parks: newParkedCalls(),
-		idle: newIdleSessions(c.opts.SessionIdleTimeout), subs: newSubscriptions(c), gate: newStreamGate(c.opts.MaxStreams, c.opts.MaxCallerStreams), keepAlives: newStreamKeepAlives(c.opts.StreamKeepAlive),
+		idle: newIdleSessions(c.opts.SessionIdleTimeout), subs: newSubscriptions(c), gate: newStreamGate(c.opts.MaxStreams, c.opts.MaxCallerStreams), held: newHeldStreams(c.opts.StreamKeepAlive),
 		byKey: map[viewKey]*mcpHandler{}, kick: make(chan struct{}, 1)}
 }
 
@@ -209,13 +209,13 @@ func (m *mcpHandlers) handlerFor(key viewKey) *mcpHandler {
 	}
 	sessions := catalogSessions.WithLabelValues(menuLabel(key))
 	hooks := &server.Hooks{}
-	hooks.AddOnRegisterSession(func(ctx context.Context, cs server.ClientSession) {
+	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) {
 		sessions.Inc()
-		m.idle.registered(h, cs.SessionID(), cs, holdOf(ctx))
+		m.idle.registered(h, cs.SessionID())
 	})
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) {
 		sessions.Dec()
-		m.idle.unregistered(h, cs.SessionID(), cs)
+		m.idle.unregistered(h, cs.SessionID())
 	})
 	opts = append(opts, server.WithHooks(hooks))
 	h.name, h.path = name, path
@@ -253,11 +253,11 @@ func (m *mcpHandlers) sync(ctx context.Context, h *mcpHandler) error {
 	if set := vw.surfaces; set != nil {
 		if set.promptsRevision != h.promptsRevision {
 			h.promptsRevision = set.promptsRevision
-			h.server.SendNotificationToAllClients(string(mcp.MethodNotificationPromptsListChanged), nil)
+			m.held.listChanged(h, promptsList)
 		}
 		if set.resourcesRevision != h.resourcesRevision {
 			h.resourcesRevision = set.resourcesRevision
-			h.server.SendNotificationToAllClients(string(mcp.MethodNotificationResourcesListChanged), nil)
+			m.held.listChanged(h, resourcesList)
 		}
 	}
 	if vw.mcpRevision == h.revision {
@@ -267,7 +267,7 @@ func (m *mcpHandlers) sync(ctx context.Context, h *mcpHandler) error {
 	h.revision = vw.mcpRevision
 	h.perCaller = vw.perCaller()
 	h.listed = newListPages()
-	h.server.SendNotificationToAllClients(string(mcp.MethodNotificationToolsListChanged), nil)
+	m.held.listChanged(h, toolsList)
 	return nil
 }
 
@@ -358,37 +358,8 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 			return
 		}
 		if kind, ok := listening(r, msg); ok {
-			// mcp-go would register any id a GET names.
-			if refusedUnissued(w, r.Header.Get("Mcp-Session-Id")) {
-				return
-			}
-			leave, err := m.gate.enter(callerFrom(r.Context()), kind)
-			if err != nil {
-				writeFailure(w, err)
-				return
-			}
-			defer leave()
-			// A listening stream ends when the catalog stops, so that its
-			// client reconnects to another replica.
-			ctx, cancel := context.WithCancel(r.Context())
-			defer context.AfterFunc(m.catalog.streams, cancel)()
-			defer cancel()
-			if kind == legacyStream {
-				hold := m.idle.streamOpened(h, r.Header.Get("Mcp-Session-Id"), cancel)
-				defer hold.release()
-				ctx = context.WithValue(ctx, streamHoldKey{}, hold)
-			}
-			r = r.WithContext(ctx)
-			stream := newStreamWriter(w, cancel, kind)
-			defer stream.close()
-			m.keepAlives.add(stream)
-			defer m.keepAlives.remove(stream)
-			if kind == legacyStream {
-				defer m.subs.legacyOpened(sessionSubscriber(r, key), callerKeyOf(r.Context()), stream)()
-			} else {
-				defer m.openListen(r, key, msg, stream)()
-			}
-			w = stream
+			m.serveStream(w, r, h, key, msg, kind)
+			return
 		}
 		if msg != nil && msg.Method == string(mcp.MethodInitialize) {
 			// The session id mcp-go issues carries what the caller declared.
@@ -397,6 +368,8 @@ func (m *mcpHandlers) handler(key viewKey) http.Handler {
 		switch {
 		case listable(msg):
 			m.serveList(w, r, h, msg)
+		case r.Method == http.MethodDelete:
+			m.serveDelete(w, r, h)
 		case msg != nil && msg.Method == string(mcp.MethodSetLogLevel) && wire.KnownLogLevel(msg.Params.Level):
 			m.serveSetLevel(w, r, h, key, msg.Params.Level)
 		default:
@@ -418,10 +391,15 @@ func listening(r *http.Request, msg *rpcMessage) (streamKind, bool) {
 	return "", false
 }
 
-// listChangedMethods are the lists each endpoint announces changes of, and
-// each legacy stream begins with (stream_writer.go).
-var listChangedMethods = []string{string(mcp.MethodNotificationToolsListChanged),
-	string(mcp.MethodNotificationPromptsListChanged), string(mcp.MethodNotificationResourcesListChanged)}
+// serveDelete has mcp-go end a legacy session, and ends the session's
+// streams on this replica once it did.
+func (m *mcpHandlers) serveDelete(w http.ResponseWriter, r *http.Request, h *mcpHandler) {
+	rec := &statusRecorder{ResponseWriter: w}
+	h.http.ServeHTTP(rec, r)
+	if rec.status == http.StatusOK {
+		m.idle.endStreams(h, r.Header.Get("Mcp-Session-Id"))
+	}
+}
 
 // serveSetLevel has mcp-go answer logging/setLevel and keeps the level for
 // the session only once mcp-go accepted it, so a made-up session id keeps

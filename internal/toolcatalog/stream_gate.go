@@ -83,10 +83,10 @@ func (g *streamGate) enter(who *caller, kind streamKind) (leave func(), err erro
 	}, nil
 }
 
-// streamMemory is about what a listening stream costs today, goroutines
-// and buffers included (56 KiB a legacy stream, 78 KiB a 2026-07-28 one,
-// measured at 10,000 of each).
-const streamMemory = 80 << 10
+// streamMemory is what a listening stream costs, its goroutine and its
+// session's record included, and to spare (9 KiB, measured at 2,000
+// streams half of each kind: BenchmarkStreams).
+const streamMemory = 16 << 10
 
 // defaultMaxStreams is how many listening streams a replica holds unless
 // told otherwise: the process's file descriptors less the headroom, and no

@@ -2,22 +2,25 @@ package toolcatalog
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
-	"strings"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// streamWriteTimeout bounds each write to a listening stream. The HTTP
-// server's WriteTimeout bounds a whole response, which a stream open for
-// hours outlives; a stream instead gives each write this long, so a client
-// that stopped reading is let go and one that reads is kept for good.
-const streamWriteTimeout = 30 * time.Second
+// streamWriteTimeout bounds each write to a listening stream. A write
+// waits only once the client stopped reading and the connection's buffers
+// filled, so a client that reads is kept for good and one that does not is
+// let go (it reconnects, and its stream's greeting tells it to list again),
+// and the few writers that serve every stream are not held up for long.
+const streamWriteTimeout = 2 * time.Second
 
 // defaultStreamKeepAlive is how long a listening stream may stay silent
 // before the catalog writes an SSE comment to it (Options.StreamKeepAlive):
@@ -31,177 +34,269 @@ const streamUserTimeout = time.Minute
 
 var keepAliveComment = []byte(": keep-alive\n\n")
 
-// streamWriter is a listening stream's response, as mcp-go writes it:
-//   - every write has its own deadline (streamWriteTimeout), and a write
-//     that fails ends the stream's request, so that its client reconnects;
-//   - a stream silent for the keep-alive interval gets an SSE comment
-//     (streamKeepAlives);
+// streamWriter is a listening stream: a legacy session's GET, or a
+// 2026-07-28 subscriptions/listen request. Once its request is answered
+// with the response's head and the stream's opening events, the catalog
+// takes the connection from net/http (Hijack) and the request's goroutines
+// end: what an open stream costs is its connection, this struct, and one
+// goroutine reading the connection to learn of its close at once (hold).
+// The catalog writes it from a few shared writers (stream_fanout.go):
+//   - every write is one chunk of the response, with its own deadline
+//     (streamWriteTimeout); a write that fails ends the stream, so that its
+//     client reconnects;
+//   - a stream silent for the keep-alive interval gets an SSE comment;
 //   - it begins by telling the client that its lists changed. A stream
 //     that opens may have missed a change while it was cut, or while its
 //     client was elsewhere, and the catalog keeps no history to tell, so
 //     it makes its client list again: a change is never lost to a
-//     reconnect. On a legacy GET stream the notifications go out as the
-//     stream starts; on a 2026-07-28 subscriptions/listen stream after
-//     mcp-go's acknowledgment, tagged with the subscription and only for
-//     the lists the acknowledgment established.
+//     reconnect. On a 2026-07-28 stream they follow mcp-go's
+//     acknowledgment, tagged with the subscription and only for the lists
+//     the acknowledgment established.
 //
 // Writes are serialized, so a keep-alive never lands inside an event.
 type streamWriter struct {
-	w    http.ResponseWriter
-	rc   *http.ResponseController
-	end  context.CancelFunc
 	kind streamKind
+	// lists are the list changes the stream hears of.
+	lists listSet
+	// tag is a 2026-07-28 stream's subscription id (its request's id, as
+	// compact JSON), which tags every event it is sent.
+	tag json.RawMessage
+	// conn is the connection, once taken; gone is set when the stream
+	// ends, by whichever side.
+	conn atomic.Pointer[net.Conn]
+	gone atomic.Bool
 	mu   sync.Mutex
-	// events is true once mcp-go answered with an event stream; only then
-	// may the catalog write events and comments of its own.
-	events bool
-	// greeted is true once the stream's opening notifications went out.
-	greeted bool
-	closed  bool
+	// open is true once the head and the opening events went out; only
+	// then does the stream take events.
+	open bool
+	// chunked is false for an HTTP/1.0 client, whose response ends with
+	// the connection instead.
+	chunked bool
 	last    time.Time
 }
 
-// newStreamWriter wraps a listening stream's response. The server's read
-// deadline (ReadTimeout) is lifted: the request was read, and what the
-// connection still reads is only its close.
-func newStreamWriter(w http.ResponseWriter, end context.CancelFunc, kind streamKind) *streamWriter {
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Time{})
-	return &streamWriter{w: w, rc: rc, end: end, kind: kind, last: time.Now()}
+// listSet names the lists whose changes a stream hears of.
+type listSet uint8
+
+const (
+	toolsList listSet = 1 << iota
+	promptsList
+	resourcesList
+
+	allLists = toolsList | promptsList | resourcesList
+)
+
+// listChangedMethods are the notifications of each list's change.
+var listChangedMethods = map[listSet]string{
+	toolsList:     string(mcp.MethodNotificationToolsListChanged),
+	promptsList:   string(mcp.MethodNotificationPromptsListChanged),
+	resourcesList: string(mcp.MethodNotificationResourcesListChanged),
 }
 
-func (s *streamWriter) Header() http.Header { return s.w.Header() }
+// eachList are the lists, in the order a greeting names them.
+var eachList = []listSet{toolsList, promptsList, resourcesList}
 
-// Unwrap lets http.ResponseController reach the connection.
-func (s *streamWriter) Unwrap() http.ResponseWriter { return s.w }
+// listsOf are the lists a 2026-07-28 subscription filter established.
+func listsOf(f mcp.SubscriptionFilter) listSet {
+	var l listSet
+	if f.ToolsListChanged {
+		l |= toolsList
+	}
+	if f.PromptsListChanged {
+		l |= promptsList
+	}
+	if f.ResourcesListChanged {
+		l |= resourcesList
+	}
+	return l
+}
 
-func (s *streamWriter) WriteHeader(code int) {
+func newStreamWriter(kind streamKind, lists listSet, tag json.RawMessage) *streamWriter {
+	return &streamWriter{kind: kind, lists: lists, tag: tag}
+}
+
+// start answers the stream's request with status and header, takes the
+// connection, and writes opening, the stream's first events. Until it
+// returns the stream takes no events (its opening covers any it missed).
+// An error means the connection was not taken: the request is still the
+// handler's to answer.
+func (s *streamWriter) start(w http.ResponseWriter, r *http.Request, status int, header http.Header, opening []byte) error {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return fmt.Errorf("taking a listening stream's connection: %w", err)
+	}
+	// The server's deadlines were for the request.
+	_ = conn.SetDeadline(time.Time{})
+	s.conn.Store(&conn)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.w.WriteHeader(code)
-	if code == http.StatusOK && strings.HasPrefix(s.w.Header().Get("Content-Type"), "text/event-stream") {
-		s.events = true
-		if s.kind == legacyStream && !s.greeted {
-			s.greeted = true
-			_ = s.writeLocked(legacyGreeting, streamWriteTimeout)
-		}
+	s.chunked = r.ProtoAtLeast(1, 1)
+	head := responseHead(status, header, s.chunked)
+	if s.gone.Load() {
+		// Ended before it began: the head still goes out, so that the
+		// client sees a stream end rather than a broken response.
+		_, _ = conn.Write(append(head, s.frame(nil)...))
+		_ = conn.Close()
+		return nil
 	}
+	s.open = true
+	_ = s.writeLocked(append(head, s.frame(opening)...))
+	return nil
 }
 
-func (s *streamWriter) Write(b []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.writeLocked(b, streamWriteTimeout); err != nil {
-		return 0, err
+// responseHead is the head of a listening stream's response.
+func responseHead(status int, header http.Header, chunked bool) []byte {
+	h := header.Clone()
+	h.Del("Content-Length")
+	if chunked {
+		h.Set("Transfer-Encoding", "chunked")
+	} else {
+		h.Set("Connection", "close")
 	}
-	if s.kind == listenStream && s.events && !s.greeted {
-		if ack, ok := acknowledgment(b); ok {
-			s.greeted = true
-			for _, n := range ack.greeting() {
-				// b went out; a failed greeting ends the stream, and
-				// mcp-go learns of it at its next write.
-				if s.writeLocked(sseEvent(n), streamWriteTimeout) != nil {
-					break
-				}
-			}
-		}
-	}
-	return len(b), nil
+	h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "HTTP/1.1 %03d %s\r\n", status, http.StatusText(status))
+	_ = h.Write(&b) // a bytes.Buffer does not fail
+	b.WriteString("\r\n")
+	return b.Bytes()
 }
 
-func (s *streamWriter) Flush() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.flushLocked(streamWriteTimeout)
+// frame is payload as one chunk of the response; an empty payload is the
+// chunk that ends it.
+func (s *streamWriter) frame(payload []byte) []byte {
+	if !s.chunked {
+		return payload
+	}
+	b := make([]byte, 0, len(payload)+12)
+	b = strconv.AppendInt(b, int64(len(payload)), 16)
+	b = append(b, '\r', '\n')
+	b = append(b, payload...)
+	return append(b, '\r', '\n')
 }
 
-// writeLocked writes b within its own deadline; a failed write ends the
-// stream.
-func (s *streamWriter) writeLocked(b []byte, timeout time.Duration) error {
-	if s.closed {
+// writeLocked writes b, framed already, within streamWriteTimeout; a
+// failed write ends the stream.
+func (s *streamWriter) writeLocked(b []byte) error {
+	if !s.open || s.gone.Load() {
 		return errStreamClosed
 	}
-	_ = s.rc.SetWriteDeadline(time.Now().Add(timeout))
-	if _, err := s.w.Write(b); err != nil {
-		s.fail()
+	conn := *s.conn.Load()
+	_ = conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	if _, err := conn.Write(b); err != nil {
+		s.end()
 		return err
 	}
 	s.last = time.Now()
 	return nil
 }
 
-func (s *streamWriter) flushLocked(timeout time.Duration) {
-	if s.closed {
-		return
-	}
-	_ = s.rc.SetWriteDeadline(time.Now().Add(timeout))
-	if err := s.rc.Flush(); err != nil {
-		s.fail()
-	}
-}
-
-func (s *streamWriter) fail() {
-	s.closed = true
-	s.end()
-}
-
-// notify writes one of the catalog's own events to the stream (a resource
-// update), once the stream began as an event stream and greeted its
-// client; before that it is dropped, the greeting making the client list
-// again. A failed write ends the stream.
+// notify writes one event to the stream, once it is open; before that it
+// is dropped, the stream's opening making the client list again.
 func (s *streamWriter) notify(event []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || !s.events || !s.greeted {
+	_ = s.writeLocked(s.frame(event))
+}
+
+// listChanged tells the stream a list changed, if it hears of that list.
+func (s *streamWriter) listChanged(list listSet) {
+	if s.lists&list == 0 {
 		return
 	}
-	if s.writeLocked(event, streamWriteTimeout) == nil {
-		s.flushLocked(streamWriteTimeout)
+	if s.kind == legacyStream {
+		s.notify(legacyListChanged[list])
+		return
+	}
+	s.notify(sseEvent(s.tagged(listChangedMethods[list])))
+}
+
+// tagged is a notification of method, tagged with the stream's
+// subscription.
+func (s *streamWriter) tagged(method string) map[string]any {
+	return notification(method, map[string]json.RawMessage{mcp.MetaKeySubscriptionID: s.tag})
+}
+
+// keepAlive writes a comment to a stream silent since before quiet. A
+// stream being written to is not silent: it is left alone rather than
+// waited for.
+func (s *streamWriter) keepAlive(quiet time.Time) {
+	if !s.mu.TryLock() {
+		return
+	}
+	defer s.mu.Unlock()
+	if s.last.Before(quiet) {
+		_ = s.writeLocked(s.frame(keepAliveComment))
 	}
 }
 
-// keepAliveWriteTimeout bounds a keep-alive's write: a comment of a few
-// bytes waits only if the client stopped reading until its buffers filled,
-// and the writers that keep every other stream alive must not wait with it.
-const keepAliveWriteTimeout = 2 * time.Second
-
-// keepAlive writes a comment to a stream silent since before quiet, and
-// reports whether the stream is still open. A stream being written to is
-// not silent: it is left alone rather than waited for.
-func (s *streamWriter) keepAlive(quiet time.Time) bool {
+// silentSince says whether the stream wrote nothing since t; it is a hint
+// for the keep-alives, which keepAlive checks again. A stream being
+// written to now is not silent, and the keep-alives do not wait for it.
+func (s *streamWriter) silentSince(t time.Time) bool {
 	if !s.mu.TryLock() {
-		return true
-	}
-	defer s.mu.Unlock()
-	if s.closed {
 		return false
 	}
-	if s.events && s.last.Before(quiet) {
-		if s.writeLocked(keepAliveComment, keepAliveWriteTimeout) == nil {
-			s.flushLocked(keepAliveWriteTimeout)
-		}
-	}
-	return !s.closed
+	defer s.mu.Unlock()
+	return s.open && !s.gone.Load() && s.last.Before(t)
 }
 
-// close ends the catalog's writing: the handler returned, and the
-// response is net/http's again.
-func (s *streamWriter) close() {
+// finish ends the stream as the catalog ends it (it stops, or the
+// stream's session ended): a 2026-07-28 stream gets its request's result,
+// and the response its last chunk, before the connection closes.
+func (s *streamWriter) finish() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed = true
+	if s.open && !s.gone.Load() {
+		var last []byte
+		if s.kind == listenStream {
+			last = s.frame(sseEvent(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": s.tag,
+				"result": map[string]any{"_meta": map[string]json.RawMessage{mcp.MetaKeySubscriptionID: s.tag}}}))
+		}
+		if s.chunked {
+			last = append(last, s.frame(nil)...)
+		}
+		_ = s.writeLocked(last)
+	}
+	s.mu.Unlock()
+	s.end()
+}
+
+// end ends the stream at once: it writes nothing more, and its connection
+// closes, which wakes its hold. It may be called from anywhere, at any
+// time, any number of times.
+func (s *streamWriter) end() {
+	s.gone.Store(true)
+	if conn := s.conn.Load(); conn != nil {
+		_ = (*conn).Close()
+	}
+}
+
+// hold waits for the stream to end, by either side, then calls done. What
+// the client sends after its request ends the stream too: a listening
+// stream's connection carries nothing more.
+func (s *streamWriter) hold(done func()) {
+	defer done()
+	conn := s.conn.Load()
+	if conn == nil {
+		return
+	}
+	var b [1]byte
+	_, _ = (*conn).Read(b[:])
+	s.end()
 }
 
 var errStreamClosed = errors.New("the stream is closed")
 
-// legacyGreeting is what every legacy stream begins with: its endpoint's
-// lists changed, as events.
-var legacyGreeting = func() []byte {
-	var b []byte
-	for _, method := range listChangedMethods {
-		b = append(b, sseEvent(notification(method, nil))...)
+// legacyListChanged are the events of a list's change on a legacy stream,
+// and legacyGreeting what every legacy stream begins with: its endpoint's
+// lists changed.
+var legacyListChanged, legacyGreeting = func() (map[listSet][]byte, []byte) {
+	events := map[listSet][]byte{}
+	var greeting []byte
+	for _, list := range eachList {
+		events[list] = sseEvent(notification(listChangedMethods[list], nil))
+		greeting = append(greeting, events[list]...)
 	}
-	return b
+	return events, greeting
 }()
 
 // sseEvent is one message as an SSE event, as mcp-go writes them.
@@ -245,104 +340,14 @@ func acknowledgment(event []byte) (listenAck, bool) {
 	return ack, false
 }
 
-// greeting is the list_changed notifications for the lists the stream
-// established, tagged with its subscription.
-func (a listenAck) greeting() []map[string]any {
-	meta := map[string]json.RawMessage{mcp.MetaKeySubscriptionID: a.Params.Meta[mcp.MetaKeySubscriptionID]}
-	var out []map[string]any
-	for _, l := range []struct {
-		on     bool
-		method mcp.MCPMethod
-	}{
-		{a.Params.Notifications.ToolsListChanged, mcp.MethodNotificationToolsListChanged},
-		{a.Params.Notifications.PromptsListChanged, mcp.MethodNotificationPromptsListChanged},
-		{a.Params.Notifications.ResourcesListChanged, mcp.MethodNotificationResourcesListChanged},
-	} {
-		if l.on {
-			out = append(out, notification(string(l.method), meta))
+// greeting is the list_changed events for the lists the stream hears of,
+// tagged with its subscription.
+func (s *streamWriter) greeting() []byte {
+	var b []byte
+	for _, list := range eachList {
+		if s.lists&list != 0 {
+			b = append(b, sseEvent(s.tagged(listChangedMethods[list]))...)
 		}
 	}
-	return out
-}
-
-// streamKeepAlives keeps every open listening stream of the catalog alive
-// from one goroutine and a few writers, instead of a timer per stream.
-type streamKeepAlives struct {
-	interval time.Duration
-	mu       sync.Mutex
-	open     map[*streamWriter]struct{}
-}
-
-// keepAliveWriters write comments at once: a client that stopped reading
-// holds a writer up to keepAliveWriteTimeout, the others go on.
-const keepAliveWriters = 8
-
-func newStreamKeepAlives(interval time.Duration) *streamKeepAlives {
-	return &streamKeepAlives{interval: interval, open: map[*streamWriter]struct{}{}}
-}
-
-func (k *streamKeepAlives) add(s *streamWriter) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.open[s] = struct{}{}
-}
-
-func (k *streamKeepAlives) remove(s *streamWriter) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	delete(k.open, s)
-}
-
-// run writes to silent streams until ctx ends: every half interval, to
-// those silent for half an interval, so that none is silent for longer
-// than the interval.
-func (k *streamKeepAlives) run(ctx context.Context) {
-	due := make(chan *streamWriter)
-	defer close(due)
-	for range keepAliveWriters {
-		go func() {
-			for s := range due {
-				if !s.keepAlive(time.Now().Add(-k.interval / 2)) {
-					k.remove(s)
-				}
-			}
-		}()
-	}
-	tick := time.NewTicker(k.interval / 2)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		k.mu.Lock()
-		streams := make([]*streamWriter, 0, len(k.open))
-		for s := range k.open {
-			streams = append(streams, s)
-		}
-		k.mu.Unlock()
-		quiet := time.Now().Add(-k.interval / 2)
-		for _, s := range streams {
-			if !s.silentSince(quiet) {
-				continue
-			}
-			select {
-			case due <- s:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}
-}
-
-// silentSince says whether the stream wrote nothing since t; it is a hint
-// for run, which keepAlive checks again. A stream being written to now is
-// not silent, and run does not wait for its write.
-func (s *streamWriter) silentSince(t time.Time) bool {
-	if !s.mu.TryLock() {
-		return false
-	}
-	defer s.mu.Unlock()
-	return !s.closed && s.events && s.last.Before(t)
+	return b
 }

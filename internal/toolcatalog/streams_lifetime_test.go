@@ -5,6 +5,8 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -187,7 +189,7 @@ var _ = Describe("Listening streams and legacy sessions over time", func() {
 		Eventually(sessions).Should(BeZero(), "once its stream closes, the held session is idle too")
 	})
 
-	It("keeps a session's records at each endpoint apart", func() {
+	It("keeps a session's records and streams at each endpoint apart, and a stream registers no session", func() {
 		collection(ns, "other", "calc")
 		other := "/v1/namespaces/" + ns + "/toolcollections/other/mcp"
 		_, srv := newCatalog(Options{SessionIdleTimeout: 500 * time.Millisecond})
@@ -197,10 +199,19 @@ var _ = Describe("Listening streams and legacy sessions over time", func() {
 		session := legacySession(srv.URL, path)
 		elsewhere := openStream(srv.URL, other, session)
 		Expect(elsewhere.status).To(Equal(http.StatusOK))
-		Eventually(func() float64 { return sessions("other") }).Should(Equal(1.0), "the stream registered the session at the other endpoint")
-		elsewhere.close()
-		Eventually(func() float64 { return sessions("other") }).Should(BeZero(), "its record there went with its stream")
-		Eventually(func() float64 { return sessions("kit") }).Should(BeZero(), "and the one at the endpoint that issued it is still reclaimed")
+		Eventually(func() float64 { return sessions("kit") }).Should(BeZero(),
+			"the session is reclaimed at the endpoint that issued it: its stream is at another")
+		Consistently(func() float64 { return sessions("other") }, time.Second).Should(BeZero(), "a stream registers no session")
+		Expect(elsewhere.ended()).To(BeFalse())
+
+		end := func(at string) {
+			r := doAt(srv.URL, http.MethodDelete, at, "", "Mcp-Session-Id", session, "MCP-Protocol-Version", "2025-11-25")
+			Expect(r.code).To(Equal(http.StatusOK), string(r.body))
+		}
+		end(path)
+		Consistently(elsewhere.ended, time.Second).Should(BeFalse(), "a DELETE at one endpoint leaves the session's stream at another")
+		end(other)
+		Eventually(elsewhere.ended).Should(BeTrue(), "the session's DELETE at its stream's endpoint ends it")
 	})
 
 	It("keeps streams open past the server's timeouts, alive with comments, and delivers every change", func() {
@@ -233,7 +244,7 @@ var _ = Describe("Listening streams and legacy sessions over time", func() {
 		Expect(legacy.ended() || listen.ended()).To(BeFalse())
 	})
 
-	It("begins every stream by saying its lists changed, and ends a stream whose session mcp-go let go of", func() {
+	It("begins every stream by saying its lists changed, and ends a session's streams with its DELETE", func() {
 		session := legacySession(catalog.URL, path)
 		By("a legacy stream, on the replica that issued its session")
 		first := openStream(catalog.URL, path, session)
@@ -250,19 +261,50 @@ var _ = Describe("Listening streams and legacy sessions over time", func() {
 		Expect(listen.data()[0]).To(ContainSubstring(`"method":"notifications/subscriptions/acknowledged"`))
 		Expect(listen.data()[1]).To(MatchJSON(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"l"}}}`))
 
-		By("two streams of the session on a replica that did not issue it: the first registers the session there, and takes it along when it closes")
+		By("two streams of the session on a replica that did not issue it: each lives its own life, until the session's DELETE there")
 		_, otherSrv := newCatalog(Options{})
-		registering := openStream(otherSrv.URL, path, session)
-		Eventually(func() int { return registering.count("data: ", toolsChanged) }).Should(Equal(1))
+		one := openStream(otherSrv.URL, path, session)
+		Eventually(func() int { return one.count("data: ", toolsChanged) }).Should(Equal(1))
 		overlapping := openStream(otherSrv.URL, path, session)
 		Eventually(func() int { return overlapping.count("data: ", toolsChanged) }).Should(Equal(1))
-		registering.close()
-		Eventually(overlapping.ended).Should(BeTrue(), "a stream mcp-go no longer sends anything is ended, so that its client reconnects")
+		one.close()
+		Consistently(overlapping.ended, time.Second).Should(BeFalse(), "a stream's close ends no other")
+		r := doAt(otherSrv.URL, http.MethodDelete, path, "", "Mcp-Session-Id", session, "MCP-Protocol-Version", "2025-11-25")
+		Expect(r.code).To(Equal(http.StatusOK), string(r.body))
+		Eventually(overlapping.ended).Should(BeTrue(), "the session's DELETE ends its streams on the replica it was sent to")
 		Expect(first.ended()).To(BeFalse(), "the session's stream at the replica that issued it is another's")
 
 		By("a GET naming an id the catalog never issued")
 		made := openStream(catalog.URL, path, "mcp-session-made-up")
 		Expect(made.status).To(Equal(http.StatusNotFound), made.body)
+	})
+
+	It("holds a stream on one goroutine, not on its request's", func() {
+		const n = 100
+		session := legacySession(catalog.URL, path)
+		host := strings.TrimPrefix(catalog.URL, "http://")
+		listen := `{"jsonrpc":"2.0","id":"l","method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"0"}},"notifications":{"toolsListChanged":true}}}`
+		before := runtime.NumGoroutine()
+		for i := range n {
+			// A raw connection, which costs this process no goroutine.
+			conn, err := net.Dial("tcp", host)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(conn.Close)
+			request := "GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\nAccept: text/event-stream\r\nMcp-Session-Id: " + session + "\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n"
+			if i%2 == 1 {
+				request = "POST " + path + " HTTP/1.1\r\nHost: " + host + "\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nMcp-Method: subscriptions/listen\r\nMCP-Protocol-Version: 2026-07-28\r\nContent-Length: " + strconv.Itoa(len(listen)) + "\r\n\r\n" + listen
+			}
+			_, err = conn.Write([]byte(request))
+			Expect(err).NotTo(HaveOccurred())
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(resp.StatusCode).To(Equal(http.StatusOK))
+			line, err := bufio.NewReader(resp.Body).ReadString('\n')
+			Expect(err).NotTo(HaveOccurred())
+			Expect(line).To(Equal("event: message\n"), "the stream began")
+		}
+		// Three a stream when net/http's and mcp-go's held it.
+		Eventually(func() int { return runtime.NumGoroutine() - before }).Should(BeNumerically("<", 2*n))
 	})
 
 	It("holds as many streams as it may, answering 503 past the replica's cap and 429 past a caller's", func() {

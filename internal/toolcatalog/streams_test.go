@@ -1,8 +1,9 @@
 package toolcatalog
 
 import (
+	"bufio"
 	"encoding/json"
-	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -98,43 +99,96 @@ func TestCallAnswerOnAStreamIsOneLine(t *testing.T) {
 	}
 }
 
-// TestAFailedStreamWriteEndsTheStream: a write that fails (the client is
-// gone, or stopped reading past the deadline) ends the stream's request,
-// so that mcp-go's loop returns and its slot is freed; nothing more is
-// written, and the keep-alives let it go.
-func TestAFailedStreamWriteEndsTheStream(t *testing.T) {
-	ended := false
-	w := &failingWriter{ResponseRecorder: httptest.NewRecorder()}
-	s := newStreamWriter(w, func() { ended = true }, legacyStream)
-	s.Header().Set("Content-Type", "text/event-stream")
-	s.WriteHeader(http.StatusOK)
-	if !strings.Contains(w.Body.String(), "notifications/tools/list_changed") {
-		t.Fatalf("the stream did not begin with its list changes: %q", w.Body.String())
+// TestAHeldStreamIsAChunkedResponse: a stream the catalog took from
+// net/http is still the response its client asked for: a chunked event
+// stream that begins with the opening events, carries what the catalog
+// tells it, and ends cleanly when the catalog ends it, a 2026-07-28 stream
+// with its request's result; when the client closes it, the stream ends
+// at once and writes nothing more.
+func TestAHeldStreamIsAChunkedResponse(t *testing.T) {
+	type held struct {
+		s    *streamWriter
+		done chan struct{}
 	}
-	w.fail = true
-	if _, err := s.Write([]byte("event: message\ndata: {}\n\n")); err == nil {
-		t.Fatal("a failed write was reported as written")
-	}
-	if !ended {
-		t.Fatal("a failed write did not end the stream")
-	}
-	w.fail = false
-	if _, err := s.Write([]byte("data: late\n\n")); err == nil || strings.Contains(w.Body.String(), "late") {
-		t.Fatalf("an ended stream wrote again: %v, %q", err, w.Body.String())
-	}
-	if s.keepAlive(time.Now()) {
-		t.Fatal("the keep-alives keep an ended stream")
-	}
-}
+	opened := make(chan held, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := newStreamWriter(listenStream, toolsList|resourcesList, json.RawMessage(`"l"`))
+		if r.Method == http.MethodGet {
+			s = newStreamWriter(legacyStream, allLists, nil)
+		}
+		header := http.Header{"Content-Type": {"text/event-stream"}}
+		if err := s.start(w, r, http.StatusOK, header, s.greeting()); err != nil {
+			t.Errorf("start: %v", err)
+			return
+		}
+		h := held{s, make(chan struct{})}
+		go s.hold(func() { close(h.done) })
+		opened <- h
+	}))
+	defer srv.Close()
 
-type failingWriter struct {
-	*httptest.ResponseRecorder
-	fail bool
-}
-
-func (f *failingWriter) Write(b []byte) (int, error) {
-	if f.fail {
-		return 0, errors.New("broken pipe")
+	open := func(method string) (held, *bufio.Reader, io.Closer) {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL, nil)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" || resp.TransferEncoding[0] != "chunked" {
+			t.Fatalf("the stream's head: %d %v %v", resp.StatusCode, resp.Header, resp.TransferEncoding)
+		}
+		return <-opened, bufio.NewReader(resp.Body), resp.Body
 	}
-	return f.ResponseRecorder.Write(b)
+	event := func(r *bufio.Reader) string {
+		t.Helper()
+		var lines []string
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatalf("reading an event after %q: %v", lines, err)
+			}
+			if line == "\n" {
+				return strings.Join(lines, "")
+			}
+			lines = append(lines, line)
+		}
+	}
+
+	h, body, conn := open(http.MethodPost)
+	tagged := `{"_meta":{"io.modelcontextprotocol/subscriptionId":"l"}}`
+	for _, want := range []string{`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":` + tagged + `}`,
+		`{"jsonrpc":"2.0","method":"notifications/resources/list_changed","params":` + tagged + `}`} {
+		if got := event(body); got != "event: message\ndata: "+want+"\n" {
+			t.Fatalf("opening event %q, want %s", got, want)
+		}
+	}
+	h.s.listChanged(promptsList) // not what it listens to
+	h.s.listChanged(toolsList)
+	if got := event(body); !strings.Contains(got, `"method":"notifications/tools/list_changed","params":`+tagged) {
+		t.Fatalf("the change the stream listens to: %q", got)
+	}
+	h.s.finish()
+	if got := event(body); !strings.Contains(got, `"id":"l","jsonrpc":"2.0","result":`+tagged) {
+		t.Fatalf("the stream's end: %q", got)
+	}
+	if rest, err := io.ReadAll(body); err != nil || len(rest) != 0 {
+		t.Fatalf("after its result the response ends cleanly: %q, %v", rest, err)
+	}
+	<-h.done
+	_ = conn.Close()
+
+	h, body, conn = open(http.MethodGet)
+	for range 3 {
+		event(body)
+	}
+	_ = conn.Close()
+	select {
+	case <-h.done:
+	case <-time.After(time.Minute):
+		t.Fatal("a stream whose client closed it is still held")
+	}
+	if !h.s.gone.Load() {
+		t.Fatal("a stream whose client closed it is not ended")
+	}
+	h.s.notify([]byte("data: late\n\n")) // writes nothing, and does not block
 }

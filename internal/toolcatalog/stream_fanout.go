@@ -1,0 +1,109 @@
+package toolcatalog
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// heldStreams are the listening streams open on this replica, by
+// endpoint. A few shared writers tell them of their endpoint's list
+// changes and keep them alive, so that no stream needs a goroutine or a
+// timer of its own for either, and 50,000 streams hear of a change without
+// 50,000 goroutines waking at once.
+type heldStreams struct {
+	// interval is how long a stream may stay silent (keep-alives).
+	interval  time.Duration
+	mu        sync.Mutex
+	byHandler map[*mcpHandler]map[*streamWriter]struct{}
+}
+
+// streamWriters is how many writers tell the streams of one change, and
+// keep them alive: a client that stopped reading holds one up to
+// streamWriteTimeout, and the others go on.
+const streamWriters = 4
+
+func newHeldStreams(interval time.Duration) *heldStreams {
+	return &heldStreams{interval: interval, byHandler: map[*mcpHandler]map[*streamWriter]struct{}{}}
+}
+
+func (o *heldStreams) add(h *mcpHandler, s *streamWriter) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.byHandler[h] == nil {
+		o.byHandler[h] = map[*streamWriter]struct{}{}
+	}
+	o.byHandler[h][s] = struct{}{}
+}
+
+func (o *heldStreams) remove(h *mcpHandler, s *streamWriter) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.byHandler[h], s)
+	if len(o.byHandler[h]) == 0 {
+		delete(o.byHandler, h)
+	}
+}
+
+// of are the streams open at h, or at every endpoint for nil.
+func (o *heldStreams) of(h *mcpHandler) []*streamWriter {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []*streamWriter
+	for at, streams := range o.byHandler {
+		if h != nil && at != h {
+			continue
+		}
+		for s := range streams {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// listChanged tells the streams open at h that a list changed. It returns
+// at once; the writers go on in the background.
+func (o *heldStreams) listChanged(h *mcpHandler, list listSet) {
+	streams := o.of(h)
+	if len(streams) == 0 {
+		return
+	}
+	go each(streams, func(s *streamWriter) { s.listChanged(list) })
+}
+
+// each calls fn for every stream, from streamWriters goroutines, and
+// returns when all are done.
+func each(streams []*streamWriter, fn func(*streamWriter)) {
+	var wg sync.WaitGroup
+	for w := range min(streamWriters, len(streams)) {
+		wg.Go(func() {
+			for i := w; i < len(streams); i += streamWriters {
+				fn(streams[i])
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// keepAlive writes to silent streams until ctx ends: every half interval,
+// to those silent for half an interval, so that none is silent for longer
+// than the interval.
+func (o *heldStreams) keepAlive(ctx context.Context) {
+	tick := time.NewTicker(o.interval / 2)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		quiet := time.Now().Add(-o.interval / 2)
+		var silent []*streamWriter
+		for _, s := range o.of(nil) {
+			if s.silentSince(quiet) {
+				silent = append(silent, s)
+			}
+		}
+		each(silent, func(s *streamWriter) { s.keepAlive(quiet) })
+	}
+}
