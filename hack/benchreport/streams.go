@@ -52,7 +52,7 @@ func streamGoals(get getter, names []string) []goal {
 				measured: fmt.Sprintf("%.1f KiB (heap %.1f, stacks %.1f); %.1f goroutines, %.2f descriptors a stream; %.0f + %.0f calls, %.0f errors; %.0f streams ended",
 					m("KiB/stream"), m("heap-KiB/stream"), m("stack-KiB/stream"), m("goroutines/stream"), m("fds/stream"),
 					m("calls-while-held"), m("hold-calls"), m("call-while-held-errors")+m("hold-call-errors"), m("streams-ended-while-held"))},
-			goal{what: fmt.Sprintf("A menu change reaching all %d listeners, from the patch, and calls made while it goes out", n),
+			goal{what: fmt.Sprintf("A menu change reaching all %d listeners, from the patch, and calls made while it goes out (by a process of their own)", n),
 				target: fmt.Sprintf("p99 ≤ %d ms; a call meanwhile p99 ≤ %d ms (not waiting for it), 0 errors", maxChangeP99Ms, maxCallInChangeP99Ms),
 				met: m("change-p99-ms") <= maxChangeP99Ms && m("call-during-change-errors") == 0 &&
 					m("call-during-change-p99-ms") <= maxCallInChangeP99Ms,

@@ -71,14 +71,28 @@ func (o *heldStreams) listChanged(h *mcpHandler, list listSet) {
 	go each(streams, func(s *streamWriter) { s.listChanged(list) })
 }
 
+// A writer pauses for writePause after every writeBurst streams it
+// writes. A write is a system call that does not give up its thread, and
+// every event wakes a client, so a change that went out to tens of
+// thousands of streams at full speed would take both cores of a small
+// node, and the calls made meanwhile would wait: paced, four writers take
+// about a core and tell 50,000 streams within about 350 ms.
+const (
+	writeBurst = 64
+	writePause = time.Millisecond
+)
+
 // each calls fn for every stream, from streamWriters goroutines, and
 // returns when all are done.
 func each(streams []*streamWriter, fn func(*streamWriter)) {
 	var wg sync.WaitGroup
 	for w := range min(streamWriters, len(streams)) {
 		wg.Go(func() {
-			for i := w; i < len(streams); i += streamWriters {
+			for i, n := w, 1; i < len(streams); i, n = i+streamWriters, n+1 {
 				fn(streams[i])
+				if n%writeBurst == 0 {
+					time.Sleep(writePause)
+				}
 			}
 		})
 	}

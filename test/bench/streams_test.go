@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -126,27 +127,9 @@ func BenchmarkStreams(b *testing.B) {
 	perStream := func(after, before float64) float64 { return (after - before) / float64(n) }
 
 	// A change of the menu, heard by every listener, with calls made one
-	// after another until the last one heard it.
-	fanning := make(chan struct{})
-	calling := make(chan []time.Duration)
-	var fanErrs atomic.Int64
-	go func() {
-		var lat []time.Duration
-		for {
-			select {
-			case <-fanning:
-				calling <- lat
-				return
-			default:
-			}
-			start := time.Now()
-			if err := restCall(base+"/execute", executeBody("mcp_echo_echo")); err != nil {
-				fanErrs.Add(1)
-				continue
-			}
-			lat = append(lat, time.Since(start))
-		}
-	}()
+	// after another until the last one heard it, from a process of their
+	// own (test/bench/caller).
+	caller := startCaller(b, base+"/execute", executeBody("mcp_echo_echo"), `"hi"`)
 	changed := time.Now()
 	patchExclude(b, cp, ns, `["*t0009"]`)
 	lags := make([]time.Duration, 0, n)
@@ -158,8 +141,7 @@ func BenchmarkStreams(b *testing.B) {
 		}
 		lags = append(lags, at.Sub(changed))
 	}
-	close(fanning)
-	fanLat := <-calling
+	fanLat, fanErrs := caller.stop(b)
 	sortDurations(lags)
 	sortDurations(fanLat)
 	// Calls while every stream is held.
@@ -211,8 +193,8 @@ func BenchmarkStreams(b *testing.B) {
 		"change-p50-ms":                 quantile(lags, 0.50) / 1e3,
 		"change-p99-ms":                 quantile(lags, 0.99) / 1e3,
 		"change-max-ms":                 quantile(lags, 1) / 1e3,
-		"calls-during-change":           float64(len(fanLat)) + float64(fanErrs.Load()),
-		"call-during-change-errors":     float64(fanErrs.Load()),
+		"calls-during-change":           float64(len(fanLat) + fanErrs),
+		"call-during-change-errors":     float64(fanErrs),
 		"call-during-change-p50-ms":     quantile(fanLat, 0.50) / 1e3,
 		"call-during-change-p99-ms":     quantile(fanLat, 0.99) / 1e3,
 		"calls-while-held":              float64(len(callLat) + callErrs),
@@ -631,4 +613,63 @@ func churnSessions(url string, rate int, d time.Duration) churn {
 	out.rate = float64(len(out.latencies)) / d.Seconds()
 	sort.Slice(out.latencies, func(i, j int) bool { return out.latencies[i] < out.latencies[j] })
 	return out
+}
+
+// callerProcess is test/bench/caller, calling until stopped.
+type callerProcess struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+}
+
+// startCaller starts test/bench/caller calling url with body, each answer
+// to contain want.
+func startCaller(b *testing.B, url string, body []byte, want string) *callerProcess {
+	b.Helper()
+	bin, err := build("./test/bench/caller")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-url", url, "-body", string(body), "-want", want)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return &callerProcess{cmd: cmd, stdin: stdin, out: bufio.NewReader(out)}
+}
+
+// stop ends the calls and reads their latencies and errors.
+func (c *callerProcess) stop(b *testing.B) ([]time.Duration, int) {
+	b.Helper()
+	_ = c.stdin.Close()
+	var latencies []time.Duration
+	for {
+		line, err := c.out.ReadString('\n')
+		if err != nil {
+			b.Fatalf("reading the caller's latencies: %v", err)
+		}
+		line = strings.TrimSpace(line)
+		if n, ok := strings.CutPrefix(line, "errors "); ok {
+			errs, err := strconv.Atoi(n)
+			if err != nil {
+				b.Fatalf("the caller's errors: %q", line)
+			}
+			_ = c.cmd.Wait()
+			return latencies, errs
+		}
+		us, err := strconv.Atoi(line)
+		if err != nil {
+			b.Fatalf("a latency from the caller: %q", line)
+		}
+		latencies = append(latencies, time.Duration(us)*time.Microsecond)
+	}
 }
