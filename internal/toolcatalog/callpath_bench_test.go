@@ -142,6 +142,36 @@ func BenchmarkCallPath(b *testing.B) {
 			post(b, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_calc_echo","arguments":{"message":"hi"}}}`, header)
 		}
 	})
+	// A 2025-11-25 session from its initialize to its DELETE, with a
+	// listing and a call, as test/bench's churn opens them: what an agent
+	// that comes and goes costs.
+	b.Run("mcp-session-lifecycle", func(b *testing.B) {
+		send := func(method, body string, header http.Header, want int) *httptest.ResponseRecorder {
+			req := httptest.NewRequest(method, "/mcp", bytes.NewReader([]byte(body)))
+			req.Header = header
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != want {
+				b.Fatalf("%s %s: %d %s", method, body, rec.Code, rec.Body)
+			}
+			return rec
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			rec := send(http.MethodPost, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`,
+				mcpHeader.Clone(), http.StatusOK)
+			header := mcpHeader.Clone()
+			header.Set("MCP-Protocol-Version", "2025-11-25")
+			header.Set("Mcp-Session-Id", rec.Header().Get("Mcp-Session-Id"))
+			send(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, header, http.StatusAccepted)
+			send(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, header, http.StatusOK)
+			if rec := send(http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_calc_echo","arguments":{"message":"hi"}}}`,
+				header, http.StatusOK); !bytes.Contains(rec.Body.Bytes(), []byte("echo {")) {
+				b.Fatalf("the call: %s", rec.Body)
+			}
+			send(http.MethodDelete, "", header, http.StatusOK)
+		}
+	})
 }
 
 // callPathPolicy is 20 rules, of which an anonymous caller's call of

@@ -2,6 +2,7 @@ package toolcatalog
 
 import (
 	"context"
+	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -28,6 +29,7 @@ func newHeldStreams(interval time.Duration) *heldStreams {
 }
 
 func (o *heldStreams) add(h *mcpHandler, s *streamWriter) {
+	s.quiet = o.interval/2 + rand.N(o.interval/2-o.tick())
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.byHandler[h] == nil {
@@ -99,11 +101,16 @@ func each(streams []*streamWriter, fn func(*streamWriter)) {
 	wg.Wait()
 }
 
-// keepAlive writes to silent streams until ctx ends: every half interval,
-// to those silent for half an interval, so that none is silent for longer
-// than the interval.
+// tick is how often the keep-alives look for silent streams.
+func (o *heldStreams) tick() time.Duration { return o.interval / 32 }
+
+// keepAlive writes to silent streams until ctx ends. Each stream gets a
+// keep-alive once silent for its own time (quiet), drawn between half the
+// interval and the interval less a tick, so that none is silent for longer
+// than the interval, and streams that opened or heard a change together
+// (all of them, after a change) are not all written at the same tick.
 func (o *heldStreams) keepAlive(ctx context.Context) {
-	tick := time.NewTicker(o.interval / 2)
+	tick := time.NewTicker(o.tick())
 	defer tick.Stop()
 	for {
 		select {
@@ -111,13 +118,13 @@ func (o *heldStreams) keepAlive(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		quiet := time.Now().Add(-o.interval / 2)
+		now := time.Now()
 		var silent []*streamWriter
 		for _, s := range o.of(nil) {
-			if s.silentSince(quiet) {
+			if s.silentAt(now) {
 				silent = append(silent, s)
 			}
 		}
-		each(silent, func(s *streamWriter) { s.keepAlive(quiet) })
+		each(silent, func(s *streamWriter) { s.keepAlive(now) })
 	}
 }

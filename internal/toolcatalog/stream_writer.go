@@ -72,7 +72,10 @@ type streamWriter struct {
 	// chunked is false for an HTTP/1.0 client, whose response ends with
 	// the connection instead.
 	chunked bool
-	last    time.Time
+	// last is when the stream was last written, and quiet how long it may
+	// then stay silent before it gets a keep-alive (stream_fanout.go).
+	last  time.Time
+	quiet time.Duration
 }
 
 // listSet names the lists whose changes a stream hears of.
@@ -216,28 +219,29 @@ func (s *streamWriter) tagged(method string) map[string]any {
 	return notification(method, map[string]json.RawMessage{mcp.MetaKeySubscriptionID: s.tag})
 }
 
-// keepAlive writes a comment to a stream silent since before quiet. A
+// keepAlive writes a comment to the stream if it is silent at now. A
 // stream being written to is not silent: it is left alone rather than
 // waited for.
-func (s *streamWriter) keepAlive(quiet time.Time) {
+func (s *streamWriter) keepAlive(now time.Time) {
 	if !s.mu.TryLock() {
 		return
 	}
 	defer s.mu.Unlock()
-	if s.last.Before(quiet) {
+	if now.Sub(s.last) >= s.quiet {
 		_ = s.writeLocked(s.frame(keepAliveComment))
 	}
 }
 
-// silentSince says whether the stream wrote nothing since t; it is a hint
-// for the keep-alives, which keepAlive checks again. A stream being
-// written to now is not silent, and the keep-alives do not wait for it.
-func (s *streamWriter) silentSince(t time.Time) bool {
+// silentAt says whether the stream, at now, wrote nothing for its quiet
+// time; it is a hint for the keep-alives, which keepAlive checks again. A
+// stream being written to now is not silent, and the keep-alives do not
+// wait for it.
+func (s *streamWriter) silentAt(now time.Time) bool {
 	if !s.mu.TryLock() {
 		return false
 	}
 	defer s.mu.Unlock()
-	return s.open && !s.gone.Load() && s.last.Before(t)
+	return s.open && !s.gone.Load() && now.Sub(s.last) >= s.quiet
 }
 
 // finish ends the stream as the catalog ends it (it stops, or the

@@ -192,3 +192,25 @@ func TestAHeldStreamIsAChunkedResponse(t *testing.T) {
 	}
 	h.s.notify([]byte("data: late\n\n")) // writes nothing, and does not block
 }
+
+// TestKeepAlivesAreSpreadAndTimely: streams that went silent together (all
+// of them, after a change) get their keep-alives spread over half the
+// interval, not at one tick, and none is silent for longer than the
+// interval.
+func TestKeepAlivesAreSpreadAndTimely(t *testing.T) {
+	const interval = 32 * time.Second
+	o := newHeldStreams(interval)
+	h := &mcpHandler{}
+	lo, hi := interval, time.Duration(0)
+	for range 2000 {
+		s := newStreamWriter(legacyStream, allLists, nil)
+		o.add(h, s)
+		if s.quiet < interval/2 || s.quiet+o.tick() > interval {
+			t.Fatalf("a stream's keep-alive is due after %v silent, checked every %v: outside [%v, %v]", s.quiet, o.tick(), interval/2, interval)
+		}
+		lo, hi = min(lo, s.quiet), max(hi, s.quiet)
+	}
+	if lo > interval/2+time.Second || hi < interval-o.tick()-time.Second {
+		t.Fatalf("2,000 streams' keep-alives fall between %v and %v of silence: not spread over [%v, %v)", lo, hi, interval/2, interval-o.tick())
+	}
+}
