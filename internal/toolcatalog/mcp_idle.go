@@ -2,7 +2,9 @@ package toolcatalog
 
 import (
 	"context"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 )
@@ -67,10 +69,12 @@ func (s *idleSessions) unregistered(h *mcpHandler, id string) {
 }
 
 // endStreams ends the session's streams open at h: its client ended it.
+// Ending a stream writes to it, so not under the lock.
 func (s *idleSessions) endStreams(h *mcpHandler, id string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	for hold := range s.streams[sessionKey{h, id}] {
+	holds := slices.Collect(maps.Keys(s.streams[sessionKey{h, id}]))
+	s.mu.Unlock()
+	for _, hold := range holds {
 		hold.end()
 	}
 }

@@ -82,6 +82,9 @@ func (r *Runnable) shutdown(srv *http.Server) error {
 	c.endStreams()
 	drainCtx, cancel := context.WithTimeout(context.Background(), c.opts.DrainTimeout)
 	defer cancel()
+	// The streams are the catalog's, not the server's: Shutdown does not
+	// wait for their ends to be written.
+	c.mcp.held.closed(drainCtx)
 	err := srv.Shutdown(drainCtx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		c.log.Info("Calls still in flight after the drain timeout are cut")

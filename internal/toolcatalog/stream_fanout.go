@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,18 +15,21 @@ import (
 // 50,000 goroutines waking at once.
 type heldStreams struct {
 	// interval is how long a stream may stay silent (keep-alives).
-	interval  time.Duration
+	interval time.Duration
+	// writers are the writers at work, at most streamWriters.
+	writers   chan struct{}
 	mu        sync.Mutex
 	byHandler map[*mcpHandler]map[*streamWriter]struct{}
 }
 
-// streamWriters is how many writers tell the streams of one change, and
-// keep them alive: a client that stopped reading holds one up to
-// streamWriteTimeout, and the others go on.
+// streamWriters is how many writers tell the replica's streams of its
+// changes and keep them alive, however many changes go out at once: a
+// client that stopped reading holds one up to streamWriteTimeout, and the
+// others go on.
 const streamWriters = 4
 
 func newHeldStreams(interval time.Duration) *heldStreams {
-	return &heldStreams{interval: interval, byHandler: map[*mcpHandler]map[*streamWriter]struct{}{}}
+	return &heldStreams{interval: interval, writers: make(chan struct{}, streamWriters), byHandler: map[*mcpHandler]map[*streamWriter]struct{}{}}
 }
 
 func (o *heldStreams) add(h *mcpHandler, s *streamWriter) {
@@ -63,6 +67,19 @@ func (o *heldStreams) of(h *mcpHandler) []*streamWriter {
 	return out
 }
 
+// closed waits until every stream has ended, or ctx ends.
+func (o *heldStreams) closed(ctx context.Context) {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for len(o.of(nil)) > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
 // listChanged tells the streams open at h that a list changed. It returns
 // at once; the writers go on in the background.
 func (o *heldStreams) listChanged(h *mcpHandler, list listSet) {
@@ -70,7 +87,7 @@ func (o *heldStreams) listChanged(h *mcpHandler, list listSet) {
 	if len(streams) == 0 {
 		return
 	}
-	go each(streams, func(s *streamWriter) { s.listChanged(list) })
+	go o.each(streams, func(s *streamWriter) { s.listChanged(list) })
 }
 
 // A writer pauses for writePause after every writeBurst streams it
@@ -84,18 +101,30 @@ const (
 	writePause = time.Millisecond
 )
 
-// each calls fn for every stream, from streamWriters goroutines, and
-// returns when all are done.
-func each(streams []*streamWriter, fn func(*streamWriter)) {
-	var wg sync.WaitGroup
-	for w := range min(streamWriters, len(streams)) {
-		wg.Go(func() {
-			for i, n := w, 1; i < len(streams); i, n = i+streamWriters, n+1 {
-				fn(streams[i])
-				if n%writeBurst == 0 {
-					time.Sleep(writePause)
-				}
+// each calls fn for every stream, from as many of the replica's
+// streamWriters writers as are free (at least one), and returns when all
+// are done. A writer takes the next stream not yet taken, so one held up
+// by a client that stopped reading holds up no other stream.
+func (o *heldStreams) each(streams []*streamWriter, fn func(*streamWriter)) {
+	var next atomic.Int64
+	write := func() {
+		for n := 1; ; n++ {
+			i := int(next.Add(1)) - 1
+			if i >= len(streams) {
+				return
 			}
+			fn(streams[i])
+			if n%writeBurst == 0 {
+				time.Sleep(writePause)
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(streamWriters, len(streams)) {
+		wg.Go(func() {
+			o.writers <- struct{}{}
+			defer func() { <-o.writers }()
+			write()
 		})
 	}
 	wg.Wait()
@@ -125,6 +154,6 @@ func (o *heldStreams) keepAlive(ctx context.Context) {
 				silent = append(silent, s)
 			}
 		}
-		each(silent, func(s *streamWriter) { s.keepAlive(now) })
+		o.each(silent, func(s *streamWriter) { s.keepAlive(now) })
 	}
 }

@@ -43,7 +43,7 @@ func (m *mcpHandlers) serveStream(w http.ResponseWriter, r *http.Request, h *mcp
 	var s *streamWriter
 	status, header, opening := http.StatusOK, w.Header().Clone(), legacyGreeting
 	if kind == legacyStream {
-		s = newStreamWriter(legacyStream, allLists, nil)
+		s = newStreamWriter(legacyStream, allLists, nil, h.name)
 		header.Set("Content-Type", "text/event-stream")
 		header.Set("Cache-Control", "no-cache")
 		if session != "" {
@@ -56,7 +56,7 @@ func (m *mcpHandlers) serveStream(w http.ResponseWriter, r *http.Request, h *mcp
 			tag.Reset()
 			tag.Write(msg.ID)
 		}
-		s = newStreamWriter(listenStream, 0, tag.Bytes())
+		s = newStreamWriter(listenStream, 0, tag.Bytes(), h.name)
 		ended = append(ended, m.openListen(r, key, msg, s))
 		answer := acknowledge(w, r, h)
 		if answer.ack == nil || answer.ack.Params.Notifications.IsEmpty() {

@@ -59,8 +59,10 @@ type streamWriter struct {
 	// lists are the list changes the stream hears of.
 	lists listSet
 	// tag is a 2026-07-28 stream's subscription id (its request's id, as
-	// compact JSON), which tags every event it is sent.
-	tag json.RawMessage
+	// compact JSON), which tags every event it is sent, and server the
+	// name of the endpoint's server, which its result names.
+	tag    json.RawMessage
+	server string
 	// conn is the connection, once taken; gone is set when the stream
 	// ends, by whichever side.
 	conn atomic.Pointer[net.Conn]
@@ -114,8 +116,8 @@ func listsOf(f mcp.SubscriptionFilter) listSet {
 	return l
 }
 
-func newStreamWriter(kind streamKind, lists listSet, tag json.RawMessage) *streamWriter {
-	return &streamWriter{kind: kind, lists: lists, tag: tag}
+func newStreamWriter(kind streamKind, lists listSet, tag json.RawMessage, server string) *streamWriter {
+	return &streamWriter{kind: kind, lists: lists, tag: tag, server: server}
 }
 
 // start answers the stream's request with status and header, takes the
@@ -135,14 +137,15 @@ func (s *streamWriter) start(w http.ResponseWriter, r *http.Request, status int,
 	defer s.mu.Unlock()
 	s.chunked = r.ProtoAtLeast(1, 1)
 	head := responseHead(status, header, s.chunked)
+	s.open = true
 	if s.gone.Load() {
-		// Ended before it began: the head still goes out, so that the
-		// client sees a stream end rather than a broken response.
-		_, _ = conn.Write(append(head, s.frame(nil)...))
+		// Ended before it began: it still begins, and ends as the catalog
+		// ends a stream, so that its client sees its request answered.
+		_ = conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		_, _ = conn.Write(append(append(head, s.frame(opening)...), s.ending()...))
 		_ = conn.Close()
 		return nil
 	}
-	s.open = true
 	_ = s.writeLocked(append(head, s.frame(opening)...))
 	return nil
 }
@@ -245,23 +248,36 @@ func (s *streamWriter) silentAt(now time.Time) bool {
 }
 
 // finish ends the stream as the catalog ends it (it stops, or the
-// stream's session ended): a 2026-07-28 stream gets its request's result,
-// and the response its last chunk, before the connection closes.
+// stream's session ended): the response ends (ending) before the
+// connection closes.
 func (s *streamWriter) finish() {
 	s.mu.Lock()
 	if s.open && !s.gone.Load() {
-		var last []byte
-		if s.kind == listenStream {
-			last = s.frame(sseEvent(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": s.tag,
-				"result": map[string]any{"_meta": map[string]json.RawMessage{mcp.MetaKeySubscriptionID: s.tag}}}))
-		}
-		if s.chunked {
-			last = append(last, s.frame(nil)...)
-		}
-		_ = s.writeLocked(last)
+		_ = s.writeLocked(s.ending())
 	}
 	s.mu.Unlock()
 	s.end()
+}
+
+// ending is what the catalog ends a stream with: a 2026-07-28 stream's
+// request's result, as mcp-go would have answered it, and the response's
+// last chunk (an HTTP/1.0 client's response ends with the connection).
+func (s *streamWriter) ending() []byte {
+	var b []byte
+	if s.kind == listenStream {
+		var id any
+		_ = json.Unmarshal(s.tag, &id) // the request's own id, valid JSON
+		result := &mcp.SubscriptionsListenResult{}
+		result.SetResultType(mcp.ResultTypeComplete)
+		meta := result.EnsureResultMeta()
+		meta.SetSubscriptionID(id)
+		meta.SetServerInfo(mcp.Implementation{Name: s.server, Version: serverVersion})
+		b = s.frame(sseEvent(mcp.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Result: result}))
+	}
+	if s.chunked {
+		b = append(b, s.frame(nil)...)
+	}
+	return b
 }
 
 // end ends the stream at once: it writes nothing more, and its connection

@@ -285,11 +285,17 @@ var _ = Describe("Listening streams and legacy sessions over time", func() {
 		host := strings.TrimPrefix(catalog.URL, "http://")
 		listen := `{"jsonrpc":"2.0","id":"l","method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"0"}},"notifications":{"toolsListChanged":true}}}`
 		before := runtime.NumGoroutine()
+		var conns []net.Conn
+		DeferCleanup(func() {
+			for _, conn := range conns {
+				_ = conn.Close()
+			}
+		})
 		for i := range n {
 			// A raw connection, which costs this process no goroutine.
 			conn, err := net.Dial("tcp", host)
 			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(conn.Close)
+			conns = append(conns, conn)
 			request := "GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\nAccept: text/event-stream\r\nMcp-Session-Id: " + session + "\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n"
 			if i%2 == 1 {
 				request = "POST " + path + " HTTP/1.1\r\nHost: " + host + "\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nMcp-Method: subscriptions/listen\r\nMCP-Protocol-Version: 2026-07-28\r\nContent-Length: " + strconv.Itoa(len(listen)) + "\r\n\r\n" + listen
@@ -304,7 +310,12 @@ var _ = Describe("Listening streams and legacy sessions over time", func() {
 			Expect(line).To(Equal("event: message\n"), "the stream began")
 		}
 		// Three a stream when net/http's and mcp-go's held it.
-		Eventually(func() int { return runtime.NumGoroutine() - before }).Should(BeNumerically("<", 2*n))
+		Eventually(func() int { return runtime.NumGoroutine() - before }).Should(BeNumerically("<", 3*n/2))
+		for _, conn := range conns {
+			Expect(conn.Close()).To(Succeed())
+		}
+		Eventually(func() int { return runtime.NumGoroutine() - before }).Should(BeNumerically("<", n/4),
+			"a stream's goroutine ends with its connection")
 	})
 
 	It("holds as many streams as it may, answering 503 past the replica's cap and 429 past a caller's", func() {

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -112,9 +114,9 @@ func TestAHeldStreamIsAChunkedResponse(t *testing.T) {
 	}
 	opened := make(chan held, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s := newStreamWriter(listenStream, toolsList|resourcesList, json.RawMessage(`"l"`))
+		s := newStreamWriter(listenStream, toolsList|resourcesList, json.RawMessage(`"l"`), "mcp-operator")
 		if r.Method == http.MethodGet {
-			s = newStreamWriter(legacyStream, allLists, nil)
+			s = newStreamWriter(legacyStream, allLists, nil, "mcp-operator")
 		}
 		header := http.Header{"Content-Type": {"text/event-stream"}}
 		if err := s.start(w, r, http.StatusOK, header, s.greeting()); err != nil {
@@ -134,7 +136,7 @@ func TestAHeldStreamIsAChunkedResponse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" || resp.TransferEncoding[0] != "chunked" {
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" || !slices.Equal(resp.TransferEncoding, []string{"chunked"}) {
 			t.Fatalf("the stream's head: %d %v %v", resp.StatusCode, resp.Header, resp.TransferEncoding)
 		}
 		return <-opened, bufio.NewReader(resp.Body), resp.Body
@@ -168,7 +170,8 @@ func TestAHeldStreamIsAChunkedResponse(t *testing.T) {
 		t.Fatalf("the change the stream listens to: %q", got)
 	}
 	h.s.finish()
-	if got := event(body); !strings.Contains(got, `"id":"l","jsonrpc":"2.0","result":`+tagged) {
+	if got := event(body); !strings.HasPrefix(got, "event: message\ndata: ") ||
+		!json.Valid([]byte(strings.TrimPrefix(got, "event: message\ndata: "))) || !resultOfListen(t, strings.TrimPrefix(got, "event: message\ndata: ")) {
 		t.Fatalf("the stream's end: %q", got)
 	}
 	if rest, err := io.ReadAll(body); err != nil || len(rest) != 0 {
@@ -203,7 +206,7 @@ func TestKeepAlivesAreSpreadAndTimely(t *testing.T) {
 	h := &mcpHandler{}
 	lo, hi := interval, time.Duration(0)
 	for range 2000 {
-		s := newStreamWriter(legacyStream, allLists, nil)
+		s := newStreamWriter(legacyStream, allLists, nil, "mcp-operator")
 		o.add(h, s)
 		if s.quiet < interval/2 || s.quiet+o.tick() > interval {
 			t.Fatalf("a stream's keep-alive is due after %v silent, checked every %v: outside [%v, %v]", s.quiet, o.tick(), interval/2, interval)
@@ -212,5 +215,87 @@ func TestKeepAlivesAreSpreadAndTimely(t *testing.T) {
 	}
 	if lo > interval/2+time.Second || hi < interval-o.tick()-time.Second {
 		t.Fatalf("2,000 streams' keep-alives fall between %v and %v of silence: not spread over [%v, %v)", lo, hi, interval/2, interval-o.tick())
+	}
+}
+
+// resultOfListen says whether data is the result of the subscriptions/listen
+// request "l", as mcp-go answers one at 2026-07-28.
+func resultOfListen(t *testing.T, data string) bool {
+	t.Helper()
+	var answer struct {
+		JSONRPC string `json:"jsonrpc"`
+		ID      string `json:"id"`
+		Result  struct {
+			ResultType string `json:"resultType"`
+			Meta       struct {
+				Subscription string `json:"io.modelcontextprotocol/subscriptionId"`
+				ServerInfo   struct {
+					Name, Version string
+				} `json:"io.modelcontextprotocol/serverInfo"`
+			} `json:"_meta"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(data), &answer); err != nil {
+		t.Fatalf("%v: %s", err, data)
+	}
+	return answer.JSONRPC == "2.0" && answer.ID == "l" && answer.Result.ResultType == "complete" &&
+		answer.Result.Meta.Subscription == "l" && answer.Result.Meta.ServerInfo.Name == "mcp-operator" && answer.Result.Meta.ServerInfo.Version == serverVersion
+}
+
+// TestAStreamWhoseClientStoppedReadingEnds: a client that stops reading
+// is let go once a write waits for it past the deadline, and a stream
+// ended before it began still answers its request.
+func TestAStreamWhoseClientStoppedReadingEnds(t *testing.T) {
+	begun := make(chan *streamWriter, 1)
+	done := make(chan struct{})
+	gone := make(chan bool, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := newStreamWriter(listenStream, toolsList, json.RawMessage(`"l"`), "mcp-operator")
+		if r.URL.Path == "/gone" {
+			s.end()
+			gone <- s.start(w, r, http.StatusOK, http.Header{"Content-Type": {"text/event-stream"}}, s.greeting()) == nil
+			return
+		}
+		if err := s.start(w, r, http.StatusOK, http.Header{"Content-Type": {"text/event-stream"}}, s.greeting()); err != nil {
+			t.Errorf("start: %v", err)
+			return
+		}
+		go s.hold(func() { close(done) })
+		begun <- s
+	}))
+	defer srv.Close()
+
+	resp, err := srv.Client().Get(srv.URL + "/gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if !<-gone || err != nil || !strings.Contains(string(all), "notifications/tools/list_changed") || !strings.Contains(string(all), `"resultType":"complete"`) {
+		t.Fatalf("a stream ended before it began: %v, %q", err, all)
+	}
+
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// A small receive buffer, never read from.
+	_ = conn.(*net.TCPConn).SetReadBuffer(4096)
+	if _, err := conn.Write([]byte("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	s := <-begun
+	event := []byte("event: message\ndata: " + strings.Repeat("x", 16<<10) + "\n\n")
+	for start := time.Now(); !s.gone.Load(); {
+		if time.Since(start) > time.Minute {
+			t.Fatal("a stream whose client stopped reading is still open after a minute")
+		}
+		s.notify(event)
+	}
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("an ended stream is still held")
 	}
 }

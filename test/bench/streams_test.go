@@ -129,7 +129,7 @@ func BenchmarkStreams(b *testing.B) {
 	// A change of the menu, heard by every listener, with calls made one
 	// after another until the last one heard it, from a process of their
 	// own (test/bench/caller).
-	caller := startCaller(b, base+"/execute", executeBody("mcp_echo_echo"), `"hi"`)
+	caller := startCaller(b, base+"/execute", executeBody("mcp_echo_echo"), "hi")
 	changed := time.Now()
 	patchExclude(b, cp, ns, `["*t0009"]`)
 	lags := make([]time.Duration, 0, n)
@@ -623,7 +623,7 @@ type callerProcess struct {
 }
 
 // startCaller starts test/bench/caller calling url with body, each answer
-// to contain want.
+// to have the output want, and returns once its first call was answered.
 func startCaller(b *testing.B, url string, body []byte, want string) *callerProcess {
 	b.Helper()
 	bin, err := build("./test/bench/caller")
@@ -632,6 +632,7 @@ func startCaller(b *testing.B, url string, body []byte, want string) *callerProc
 	}
 	cmd := exec.Command(bin, "-url", url, "-body", string(body), "-want", want)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -644,7 +645,11 @@ func startCaller(b *testing.B, url string, body []byte, want string) *callerProc
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return &callerProcess{cmd: cmd, stdin: stdin, out: bufio.NewReader(out)}
+	c := &callerProcess{cmd: cmd, stdin: stdin, out: bufio.NewReader(out)}
+	if line, err := c.out.ReadString('\n'); err != nil || line != "ready\n" {
+		b.Fatalf("the caller did not get ready: %q, %v (its first call failed: see its output)", line, err)
+	}
+	return c
 }
 
 // stop ends the calls and reads their latencies and errors.
