@@ -51,7 +51,7 @@ var (
 
 	catalogSessions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "mcp_catalog_sessions",
-		Help: "Legacy MCP sessions this replica keeps, by menu (global or collection ns/name): from initialize until DELETE or --catalog-session-idle-timeout without a request or stream, or for the life of the GET stream that named one it did not know. 2026-07-28 has no sessions; see mcp_catalog_streams.",
+		Help: "Legacy MCP sessions this replica keeps, by menu (global or collection ns/name): from initialize until DELETE or --catalog-session-idle-timeout without a request or stream. 2026-07-28 has no sessions; see mcp_catalog_streams.",
 	}, []string{"menu"})
 
 	openStreams = prometheus.NewGaugeVec(prometheus.GaugeOpts{
