@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"os/exec"
 	"sort"
 	"strings"
@@ -66,12 +67,30 @@ func bareProxy(b *testing.B, target string) (string, int) {
 // pid.
 func startFloor(b *testing.B, pkg string, args ...string) (string, int) {
 	b.Helper()
+	cmd, _, out := startHelper(b, pkg, args...)
+	addr, err := out.ReadString('\n')
+	if err != nil {
+		b.Fatalf("reading the address %s listens on: %v", pkg, err)
+	}
+	return "http://" + strings.TrimSpace(addr), cmd.Process.Pid
+}
+
+// startHelper builds and starts one of the benchmark's helper commands,
+// killed with the benchmark, and returns it with its standard input and
+// output.
+func startHelper(b *testing.B, pkg string, args ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader) {
+	b.Helper()
 	bin, err := build(pkg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -80,11 +99,7 @@ func startFloor(b *testing.B, pkg string, args ...string) (string, int) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		b.Fatalf("reading the address %s listens on: %v", pkg, err)
-	}
-	return "http://" + strings.TrimSpace(addr), cmd.Process.Pid
+	return cmd, stdin, bufio.NewReader(out)
 }
 
 // inProcessProxy is the same proxy inside this process, where the hop

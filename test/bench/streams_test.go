@@ -626,26 +626,8 @@ type callerProcess struct {
 // to have the output want, and returns once its first call was answered.
 func startCaller(b *testing.B, url string, body []byte, want string) *callerProcess {
 	b.Helper()
-	bin, err := build("./test/bench/caller")
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-url", url, "-body", string(body), "-want", want)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	c := &callerProcess{cmd: cmd, stdin: stdin, out: bufio.NewReader(out)}
+	cmd, stdin, out := startHelper(b, "./test/bench/caller", "-url", url, "-body", string(body), "-want", want)
+	c := &callerProcess{cmd: cmd, stdin: stdin, out: out}
 	if line, err := c.out.ReadString('\n'); err != nil || line != "ready\n" {
 		b.Fatalf("the caller did not get ready: %q, %v (its first call failed: see its output)", line, err)
 	}
