@@ -33,7 +33,10 @@ func newHeldStreams(interval time.Duration) *heldStreams {
 }
 
 func (o *heldStreams) add(h *mcpHandler, s *streamWriter) {
-	s.quiet = o.interval/2 + rand.N(o.interval/2-o.tick())
+	s.quiet = o.interval / 2
+	if spread := o.interval/2 - o.tick(); spread > 0 {
+		s.quiet += rand.N(spread)
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.byHandler[h] == nil {
