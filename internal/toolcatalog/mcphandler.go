@@ -88,8 +88,8 @@ func (m *mcpHandlers) changed() {
 	}
 }
 
-// forget drops the handler of a deleted collection; its clients' next
-// request finds no session and no collection.
+// forget drops the handler of a deleted collection and ends its streams;
+// its clients' next request finds no session and no collection.
 func (m *mcpHandlers) forget(key viewKey) {
 	m.mu.Lock()
 	h := m.byKey[key]
@@ -97,6 +97,8 @@ func (m *mcpHandlers) forget(key viewKey) {
 	m.mu.Unlock()
 	if h != nil {
 		m.idle.forget(h)
+		// Ending a stream writes to it: not on the informer's goroutine.
+		go m.held.each(m.held.of(h), (*streamWriter).finish)
 	}
 	refusedTools.DeleteLabelValues(menuLabel(key))
 	catalogSessions.DeleteLabelValues(menuLabel(key))

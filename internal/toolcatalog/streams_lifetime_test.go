@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
@@ -277,6 +278,20 @@ var _ = Describe("Listening streams and legacy sessions over time", func() {
 		By("a GET naming an id the catalog never issued")
 		made := openStream(catalog.URL, path, "mcp-session-made-up")
 		Expect(made.status).To(Equal(http.StatusNotFound), made.body)
+	})
+
+	It("ends a deleted collection's streams", func() {
+		legacy := openStream(catalog.URL, path, legacySession(catalog.URL, path))
+		listen := openStream(catalog.URL, path, "")
+		for _, s := range []*stream{legacy, listen} {
+			Expect(s.status).To(Equal(http.StatusOK))
+			Eventually(func() int { return s.count("data: ", toolsChanged) }).Should(Equal(1))
+		}
+		Expect(env.Client.Delete(ctx, &mcpv1alpha1.ToolCollection{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kit"}})).To(Succeed())
+		Eventually(legacy.ended).Should(BeTrue(), "the endpoint went with its collection")
+		Eventually(listen.ended).Should(BeTrue())
+		Expect(listen.data()[len(listen.data())-1]).To(ContainSubstring(`"resultType":"complete"`), "a 2026-07-28 stream ends with its request's result")
+		Expect(openStream(catalog.URL, path, "").status).To(Equal(http.StatusNotFound), "and its client, reconnecting, learns why")
 	})
 
 	It("holds a stream on one goroutine, not on its request's", func() {
