@@ -194,6 +194,28 @@ func TestAHeldStreamIsAChunkedResponse(t *testing.T) {
 		t.Fatal("a stream whose client closed it is not ended")
 	}
 	h.s.notify([]byte("data: late\n\n")) // writes nothing, and does not block
+
+	// An HTTP/1.0 client's stream is not chunked: it ends with the
+	// connection.
+	raw, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Write([]byte("GET / HTTP/1.0\r\nHost: x\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	h = <-opened
+	h.s.finish()
+	all, err := io.ReadAll(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, rest, _ := strings.Cut(string(all), "\r\n\r\n")
+	if !strings.Contains(head, "Connection: close") || strings.Contains(head, "Transfer-Encoding") ||
+		!strings.HasPrefix(rest, "event: message\ndata: ") || !strings.HasSuffix(rest, "\n\n") || strings.Contains(rest, "\r\n") {
+		t.Fatalf("an HTTP/1.0 stream: %q", all)
+	}
 }
 
 // TestKeepAlivesAreSpreadAndTimely: streams that went silent together (all
