@@ -10,14 +10,17 @@ import (
 
 // heldStreams are the listening streams open on this replica, by
 // endpoint. A few shared writers tell them of their endpoint's list
-// changes and keep them alive, so that no stream needs a goroutine or a
-// timer of its own for either, and 50,000 streams hear of a change without
-// 50,000 goroutines waking at once.
+// changes and keep them alive, and one watch learns of their clients
+// closing them, so that no stream needs a goroutine or a timer of its
+// own, and 50,000 streams hear of a change without 50,000 goroutines
+// waking at once.
 type heldStreams struct {
 	// interval is how long a stream may stay silent (keep-alives).
 	interval time.Duration
 	// writers are the writers at work, at most streamWriters.
-	writers   chan struct{}
+	writers chan struct{}
+	// closes learns of the streams' clients closing them.
+	closes    *closeWatch
 	mu        sync.Mutex
 	byHandler map[*mcpHandler]map[*streamWriter]struct{}
 }
@@ -29,7 +32,7 @@ type heldStreams struct {
 const streamWriters = 4
 
 func newHeldStreams(interval time.Duration) *heldStreams {
-	return &heldStreams{interval: interval, writers: make(chan struct{}, streamWriters), byHandler: map[*mcpHandler]map[*streamWriter]struct{}{}}
+	return &heldStreams{interval: interval, writers: make(chan struct{}, streamWriters), closes: newCloseWatch(), byHandler: map[*mcpHandler]map[*streamWriter]struct{}{}}
 }
 
 func (o *heldStreams) add(h *mcpHandler, s *streamWriter) {

@@ -13,7 +13,7 @@ import (
 
 // serveStream opens a listening stream of kind, within the replica's and
 // the caller's stream limits (stream_gate.go), and holds it until either
-// side ends it (stream_writer.go). A legacy stream is the catalog's alone;
+// side ends it (stream_writer.go, stream_watch_linux.go). A legacy stream is the catalog's alone;
 // a 2026-07-28 stream begins with mcp-go's answer to its
 // subscriptions/listen request, up to the acknowledgment that says what
 // the stream hears of, and from there on it is the catalog's too.
@@ -71,13 +71,11 @@ func (m *mcpHandlers) serveStream(w http.ResponseWriter, r *http.Request, h *mcp
 	m.held.add(h, s)
 	stop := context.AfterFunc(m.catalog.streams, s.finish)
 	ended = append(ended, func() { m.held.remove(h, s) }, func() { stop() })
-	if err := s.start(w, r, status, header, opening); err != nil {
+	if err := s.start(w, r, status, header, opening, m.held.closes, end); err != nil {
 		end()
 		m.catalog.log.Error(err, "A listening stream could not be held", "menu", menuLabel(key))
 		writeError(w, http.StatusInternalServerError, "the catalog cannot hold this stream")
-		return
 	}
-	go s.hold(end)
 }
 
 // listenAnswer is mcp-go's answer to a subscriptions/listen request, up to

@@ -38,9 +38,10 @@ var keepAliveComment = []byte(": keep-alive\n\n")
 // 2026-07-28 subscriptions/listen request. Once its request is answered
 // with the response's head and the stream's opening events, the catalog
 // takes the connection from net/http (Hijack) and the request's goroutines
-// end: what an open stream costs is its connection, this struct, and one
-// goroutine reading the connection to learn of its close at once (hold).
-// The catalog writes it from a few shared writers (stream_fanout.go):
+// end: what an open stream costs is its connection and this struct. The
+// replica's closeWatch learns of its client's close at once
+// (stream_watch_linux.go), and the catalog writes it from a few shared
+// writers (stream_fanout.go):
 //   - every write is one chunk of the response, with its own deadline
 //     (streamWriteTimeout); a write that fails ends the stream, so that its
 //     client reconnects;
@@ -67,7 +68,14 @@ type streamWriter struct {
 	// ends, by whichever side.
 	conn atomic.Pointer[net.Conn]
 	gone atomic.Bool
-	mu   sync.Mutex
+	// closes watches the connection for its close, under the number
+	// watched; done undoes what the stream holds, once it ended
+	// (released).
+	closes   *closeWatch
+	watched  uint64
+	done     func()
+	released sync.Once
+	mu       sync.Mutex
 	// open is true once the head and the opening events went out; only
 	// then does the stream take events.
 	open bool
@@ -121,11 +129,14 @@ func newStreamWriter(kind streamKind, lists listSet, tag json.RawMessage, server
 }
 
 // start answers the stream's request with status and header, takes the
-// connection, and writes opening, the stream's first events. Until it
-// returns the stream takes no events (its opening covers any it missed).
-// An error means the connection was not taken: the request is still the
-// handler's to answer.
-func (s *streamWriter) start(w http.ResponseWriter, r *http.Request, status int, header http.Header, opening []byte) error {
+// connection, writes opening, the stream's first events, and has closes
+// watch the connection. Until it returns the stream takes no events (its
+// opening covers any it missed). Once the stream has ended, by either
+// side, done is called once, from a goroutine of its own. An error means
+// the connection was not taken: the request is still the handler's to
+// answer, and done is not called.
+func (s *streamWriter) start(w http.ResponseWriter, r *http.Request, status int, header http.Header, opening []byte, closes *closeWatch, done func()) error {
+	s.closes, s.done = closes, done
 	conn, _, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		return fmt.Errorf("taking a listening stream's connection: %w", err)
@@ -143,10 +154,12 @@ func (s *streamWriter) start(w http.ResponseWriter, r *http.Request, status int,
 		// ends a stream, so that its client sees its request answered.
 		_ = conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 		_, _ = conn.Write(append(append(head, s.frame(opening)...), s.ending()...))
-		_ = conn.Close()
+		s.release()
 		return nil
 	}
-	_ = s.writeLocked(append(head, s.frame(opening)...))
+	if s.writeLocked(append(head, s.frame(opening)...)) == nil {
+		closes.watch(s)
+	}
 	return nil
 }
 
@@ -280,28 +293,27 @@ func (s *streamWriter) ending() []byte {
 	return b
 }
 
-// end ends the stream at once: it writes nothing more, and its connection
-// closes, which wakes its hold. It may be called from anywhere, at any
-// time, any number of times.
+// end ends the stream at once: it writes nothing more, and once it
+// started, its connection closes (release). It may be called from
+// anywhere, at any time, any number of times.
 func (s *streamWriter) end() {
 	s.gone.Store(true)
-	if conn := s.conn.Load(); conn != nil {
-		_ = (*conn).Close()
+	// start stores the connection before it reads gone, and end reads
+	// the connection after it stored gone: one of them sees the other,
+	// and releases the stream.
+	if s.conn.Load() != nil {
+		s.release()
 	}
 }
 
-// hold waits for the stream to end, by either side, then calls done. What
-// the client sends after its request ends the stream too: a listening
-// stream's connection carries nothing more.
-func (s *streamWriter) hold(done func()) {
-	defer done()
-	conn := s.conn.Load()
-	if conn == nil {
-		return
-	}
-	var b [1]byte
-	_, _ = (*conn).Read(b[:])
-	s.end()
+// release lets go of a stream that ended: its watch, its connection, and
+// what it holds (done), once.
+func (s *streamWriter) release() {
+	s.released.Do(func() {
+		s.closes.forget(s)
+		_ = (*s.conn.Load()).Close()
+		go s.done()
+	})
 }
 
 var errStreamClosed = errors.New("the stream is closed")

@@ -113,18 +113,18 @@ func TestAHeldStreamIsAChunkedResponse(t *testing.T) {
 		done chan struct{}
 	}
 	opened := make(chan held, 1)
+	closes := newCloseWatch()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s := newStreamWriter(listenStream, toolsList|resourcesList, json.RawMessage(`"l"`), "mcp-operator")
 		if r.Method == http.MethodGet {
 			s = newStreamWriter(legacyStream, allLists, nil, "mcp-operator")
 		}
 		header := http.Header{"Content-Type": {"text/event-stream"}}
-		if err := s.start(w, r, http.StatusOK, header, s.greeting()); err != nil {
+		h := held{s, make(chan struct{})}
+		if err := s.start(w, r, http.StatusOK, header, s.greeting(), closes, func() { close(h.done) }); err != nil {
 			t.Errorf("start: %v", err)
 			return
 		}
-		h := held{s, make(chan struct{})}
-		go s.hold(func() { close(h.done) })
 		opened <- h
 	}))
 	defer srv.Close()
@@ -141,36 +141,22 @@ func TestAHeldStreamIsAChunkedResponse(t *testing.T) {
 		}
 		return <-opened, bufio.NewReader(resp.Body), resp.Body
 	}
-	event := func(r *bufio.Reader) string {
-		t.Helper()
-		var lines []string
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				t.Fatalf("reading an event after %q: %v", lines, err)
-			}
-			if line == "\n" {
-				return strings.Join(lines, "")
-			}
-			lines = append(lines, line)
-		}
-	}
 
 	h, body, conn := open(http.MethodPost)
 	tagged := `{"_meta":{"io.modelcontextprotocol/subscriptionId":"l"}}`
 	for _, want := range []string{`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":` + tagged + `}`,
 		`{"jsonrpc":"2.0","method":"notifications/resources/list_changed","params":` + tagged + `}`} {
-		if got := event(body); got != "event: message\ndata: "+want+"\n" {
+		if got := readEvent(t, body); got != "event: message\ndata: "+want+"\n" {
 			t.Fatalf("opening event %q, want %s", got, want)
 		}
 	}
 	h.s.listChanged(promptsList) // not what it listens to
 	h.s.listChanged(toolsList)
-	if got := event(body); !strings.Contains(got, `"method":"notifications/tools/list_changed","params":`+tagged) {
+	if got := readEvent(t, body); !strings.Contains(got, `"method":"notifications/tools/list_changed","params":`+tagged) {
 		t.Fatalf("the change the stream listens to: %q", got)
 	}
 	h.s.finish()
-	if got := event(body); !strings.HasPrefix(got, "event: message\ndata: ") ||
+	if got := readEvent(t, body); !strings.HasPrefix(got, "event: message\ndata: ") ||
 		!json.Valid([]byte(strings.TrimPrefix(got, "event: message\ndata: "))) || !resultOfListen(t, strings.TrimPrefix(got, "event: message\ndata: ")) {
 		t.Fatalf("the stream's end: %q", got)
 	}
@@ -182,7 +168,7 @@ func TestAHeldStreamIsAChunkedResponse(t *testing.T) {
 
 	h, body, conn = open(http.MethodGet)
 	for range 3 {
-		event(body)
+		readEvent(t, body)
 	}
 	_ = conn.Close()
 	select {
@@ -271,18 +257,21 @@ func TestAStreamWhoseClientStoppedReadingEnds(t *testing.T) {
 	begun := make(chan *streamWriter, 1)
 	done := make(chan struct{})
 	gone := make(chan bool, 1)
+	closes := newCloseWatch()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s := newStreamWriter(listenStream, toolsList, json.RawMessage(`"l"`), "mcp-operator")
 		if r.URL.Path == "/gone" {
 			s.end()
-			gone <- s.start(w, r, http.StatusOK, http.Header{"Content-Type": {"text/event-stream"}}, s.greeting()) == nil
+			released := make(chan struct{})
+			started := s.start(w, r, http.StatusOK, http.Header{"Content-Type": {"text/event-stream"}}, s.greeting(), closes, func() { close(released) }) == nil
+			<-released
+			gone <- started
 			return
 		}
-		if err := s.start(w, r, http.StatusOK, http.Header{"Content-Type": {"text/event-stream"}}, s.greeting()); err != nil {
+		if err := s.start(w, r, http.StatusOK, http.Header{"Content-Type": {"text/event-stream"}}, s.greeting(), closes, func() { close(done) }); err != nil {
 			t.Errorf("start: %v", err)
 			return
 		}
-		go s.hold(func() { close(done) })
 		begun <- s
 	}))
 	defer srv.Close()
@@ -319,5 +308,21 @@ func TestAStreamWhoseClientStoppedReadingEnds(t *testing.T) {
 	case <-done:
 	case <-time.After(time.Minute):
 		t.Fatal("an ended stream is still held")
+	}
+}
+
+// readEvent reads one SSE event.
+func readEvent(t *testing.T, r *bufio.Reader) string {
+	t.Helper()
+	var lines []string
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading an event after %q: %v", lines, err)
+		}
+		if line == "\n" {
+			return strings.Join(lines, "")
+		}
+		lines = append(lines, line)
 	}
 }

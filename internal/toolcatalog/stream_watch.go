@@ -1,0 +1,25 @@
+package toolcatalog
+
+import "syscall"
+
+// readUntilEnd ends s once its connection closes, or its client sends
+// anything more on it, from a goroutine of its own: how a stream is
+// watched where the replica's closeWatch cannot watch it.
+func readUntilEnd(s *streamWriter) {
+	conn := *s.conn.Load()
+	go func() {
+		var b [1]byte
+		_, _ = conn.Read(b[:])
+		s.end()
+	}()
+}
+
+// rawConnOf is the file descriptor of s's connection, if it has one.
+func rawConnOf(s *streamWriter) (syscall.RawConn, bool) {
+	conn, ok := (*s.conn.Load()).(syscall.Conn)
+	if !ok {
+		return nil, false
+	}
+	raw, err := conn.SyscallConn()
+	return raw, err == nil
+}
