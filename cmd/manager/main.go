@@ -197,6 +197,7 @@ func bindCatalogFlags(fs *flag.FlagSet, cfg *config) {
 	fs.IntVar(&opts.CallerBurst, "catalog-caller-burst", 0, "Tool calls one caller may make at once above --catalog-caller-rate (default: the rate, rounded up).")
 	fs.DurationVar(&opts.DrainTimeout, "catalog-drain-timeout", 20*time.Second, "How long tool calls in flight may finish after SIGTERM before they are cut.")
 	fs.DurationVar(&opts.SessionIdleTimeout, "catalog-session-idle-timeout", 5*time.Minute, "How long a legacy MCP session (before 2026-07-28) that no request names and no listening stream holds is kept before the catalog ends it as a DELETE would. Its id stays valid: the client's next request is served as before.")
+	fs.IntVar(&opts.MaxSessions, "catalog-max-sessions", 0, "Legacy MCP sessions (before 2026-07-28) one replica keeps; past it, the least recently used with no listening stream are ended as --catalog-session-idle-timeout would end them, and their ids stay valid. 0: as many as a quarter of the heap limit has room for at 16 KiB a session, 65,536 with no limit.")
 	fs.IntVar(&opts.MaxStreams, "catalog-max-streams", 0, "Listening streams (legacy GET streams and 2026-07-28 subscriptions/listen) one replica holds; past it, 503 with Retry-After. 0: the process's file descriptor limit less a tenth of it (at least 1024 less), kept for probes, metrics and connections to servers, and no more than half the heap limit has room for at 16 KiB a stream.")
 	fs.IntVar(&opts.MaxCallerStreams, "catalog-max-caller-streams", 0, "Listening streams one authenticated caller may hold on one replica; past it, 429 with Retry-After; agents sharing one identity share it. 0: half of --catalog-max-streams.")
 	fs.BoolVar(&opts.Console.Enabled, "console", true, "Serve the console, a web page for people, at /ui/ on the catalog's address. Its data comes from the catalog's API, with the viewer's token and permissions (docs/console.md).")
@@ -239,6 +240,8 @@ func (cfg *config) check() error {
 	switch {
 	case cfg.catalog.SessionIdleTimeout < time.Second:
 		return fmt.Errorf("--catalog-session-idle-timeout (%s) must be at least 1s", cfg.catalog.SessionIdleTimeout)
+	case cfg.catalog.MaxSessions < 0:
+		return errors.New("--catalog-max-sessions must not be negative")
 	case cfg.catalog.MaxStreams < 0:
 		return errors.New("--catalog-max-streams must not be negative")
 	case cfg.catalog.MaxCallerStreams < 0:

@@ -101,6 +101,7 @@ func TestConfigCheck(t *testing.T) {
 		{"an idle timeout that would end sessions between requests", []string{"--catalog-session-idle-timeout=100ms"}, "--catalog-session-idle-timeout (100ms) must be at least 1s"},
 		{"a negative stream cap", []string{"--catalog-max-streams=-1"}, "--catalog-max-streams must not be negative"},
 		{"a negative caller stream cap", []string{"--catalog-max-caller-streams=-2"}, "--catalog-max-caller-streams must not be negative"},
+		{"a negative session cap", []string{"--catalog-max-sessions=-1"}, "--catalog-max-sessions must not be negative"},
 		{"oidc without an issuer", []string{"--catalog-auth=oidc"}, "--catalog-auth=oidc needs --catalog-oidc-issuer-url"},
 		{"an issuer without authentication", []string{"--catalog-oidc-issuer-url=https://idp.example.com"}, "--catalog-oidc-issuer-url needs --catalog-auth=oidc or kubernetes"},
 		{"an issuer without the public URL", []string{"--catalog-auth=kubernetes", "--catalog-oidc-issuer-url=https://idp.example.com"},

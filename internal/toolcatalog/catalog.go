@@ -103,6 +103,12 @@ type Options struct {
 	// names and no listening stream holds is kept before it is ended as a
 	// DELETE would end it (default 5m; mcp_idle.go). Its id stays valid.
 	SessionIdleTimeout time.Duration
+	// MaxSessions caps the legacy MCP sessions this replica keeps; past
+	// it, the least recently named with no open stream are ended as the
+	// idle timeout would end them (default: as many as a quarter of the
+	// heap limit has room for at 16 KiB a session, 65,536 with no limit;
+	// mcp_idle.go).
+	MaxSessions int
 	// MaxStreams caps the listening streams (legacy GET streams and
 	// 2026-07-28 subscriptions/listen) this replica holds; past it a new
 	// one is answered 503 with Retry-After (default: the process's file
@@ -189,6 +195,9 @@ func New(reader client.Reader, opts Options) (*Catalog, error) {
 	}
 	if opts.SessionIdleTimeout <= 0 {
 		opts.SessionIdleTimeout = defaultSessionIdleTimeout
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = defaultMaxSessions()
 	}
 	if opts.MaxStreams <= 0 {
 		opts.MaxStreams = defaultMaxStreams()

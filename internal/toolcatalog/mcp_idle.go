@@ -3,7 +3,9 @@ package toolcatalog
 import (
 	"context"
 	"maps"
+	"math"
 	"net/http"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -12,6 +14,24 @@ import (
 // defaultSessionIdleTimeout is how long a legacy session with no request
 // and no open stream is kept (Options.SessionIdleTimeout).
 const defaultSessionIdleTimeout = 5 * time.Minute
+
+// sessionMemory is what a legacy session's records cost, and to spare
+// (6,000 abandoned sessions added 60 MB of live heap: about 10 KiB each).
+const sessionMemory = 16 << 10
+
+// defaultMaxSessions is how many legacy sessions a replica keeps unless
+// told otherwise (Options.MaxSessions): as many as a quarter of its heap
+// limit has room for, or 65,536 with no limit.
+func defaultMaxSessions() int { return maxSessionsFor(debug.SetMemoryLimit(-1)) }
+
+// maxSessionsFor is the default cap for a heap limit (math.MaxInt64:
+// none); never below 64.
+func maxSessionsFor(heap int64) int {
+	if heap == math.MaxInt64 {
+		return 1 << 16
+	}
+	return int(max(heap/4/sessionMemory, 64))
+}
 
 // idleSessions reclaims the legacy sessions clients abandon. mcp-go keeps
 // a record of every session from its initialize until a DELETE (about
@@ -27,10 +47,18 @@ const defaultSessionIdleTimeout = 5 * time.Minute
 // The table holds the sessions mcp-go registered on initialize and the
 // streams open, so caller input cannot grow it beyond what mcp-go itself
 // keeps and the stream cap allows; requests naming unknown ids touch
-// nothing.
+// nothing. So that clients initializing without end (or crashing, faster
+// than the idle timeout reclaims their sessions) cannot grow mcp-go's
+// records without bound either, a replica keeps at most max sessions:
+// past it, the least recently named sessions with no open stream are
+// ended (trim), down to nine tenths of max. Their clients lose nothing
+// they can observe, as above.
 type idleSessions struct {
 	timeout time.Duration
+	max     int
 	mu      sync.Mutex
+	// trimming is true while a trim is under way.
+	trimming bool
 	// known are the registered sessions, and when a request last named
 	// each.
 	known map[sessionKey]time.Time
@@ -49,16 +77,62 @@ type sessionKey struct {
 	id      string
 }
 
-func newIdleSessions(timeout time.Duration) *idleSessions {
-	return &idleSessions{timeout: timeout, known: map[sessionKey]time.Time{},
+func newIdleSessions(timeout time.Duration, maxSessions int) *idleSessions {
+	return &idleSessions{timeout: timeout, max: maxSessions, known: map[sessionKey]time.Time{},
 		streams: map[sessionKey]map[*streamHold]struct{}{}, ending: map[sessionKey]chan struct{}{}}
 }
 
-// registered records a session mcp-go registered at h (on its initialize).
+// registered records a session mcp-go registered at h (on its initialize),
+// and has the table trimmed once it holds more than max.
 func (s *idleSessions) registered(h *mcpHandler, id string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.known[sessionKey{h, id}] = time.Now()
+	trim := len(s.known) > s.max && !s.trimming
+	s.trimming = s.trimming || trim
+	s.mu.Unlock()
+	if trim {
+		go s.trim()
+	}
+}
+
+// trim ends the least recently named sessions with no open stream, until
+// nine tenths of max are left (or every one left has a stream), and again
+// while sessions registered meanwhile keep the table over max. One round
+// frees a tenth of the table, so that its sort is paid once for that many
+// sessions, not once for each.
+func (s *idleSessions) trim() {
+	type aged struct {
+		key  sessionKey
+		last time.Time
+	}
+	for {
+		s.mu.Lock()
+		if len(s.known) <= s.max {
+			s.trimming = false
+			s.mu.Unlock()
+			return
+		}
+		var idle []aged
+		for key, last := range s.known {
+			if len(s.streams[key]) == 0 {
+				idle = append(idle, aged{key, last})
+			}
+		}
+		slices.SortFunc(idle, func(a, b aged) int { return a.last.Compare(b.last) })
+		var ended []sessionKey
+		for _, a := range idle[:min(len(idle), len(s.known)-(s.max-s.max/10))] {
+			ended = append(ended, a.key)
+			s.endingLocked(a.key)
+		}
+		if len(ended) == 0 {
+			// Every session left has a stream open: the stream cap bounds them.
+			s.trimming = false
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		s.end(ended, "capacity")
+	}
 }
 
 // unregistered forgets a session mcp-go let go of.
@@ -161,13 +235,26 @@ func (s *idleSessions) sweep(now time.Time) {
 	for key, last := range s.known {
 		if len(s.streams[key]) == 0 && now.Sub(last) >= s.timeout {
 			ended = append(ended, key)
-			delete(s.known, key)
-			s.ending[key] = make(chan struct{})
+			s.endingLocked(key)
 		}
 	}
 	s.mu.Unlock()
+	s.end(ended, "idle")
+}
+
+// endingLocked marks a known session as being ended: a stream that opens
+// on it meanwhile waits (streamOpened).
+func (s *idleSessions) endingLocked(key sessionKey) {
+	delete(s.known, key)
+	s.ending[key] = make(chan struct{})
+}
+
+// end ends sessions marked as being ended, for reason (a label of
+// mcp_catalog_sessions_ended_total).
+func (s *idleSessions) end(ended []sessionKey, reason string) {
 	for _, key := range ended {
 		key.handler.end(key.id)
+		endedSessions.WithLabelValues(reason).Inc()
 		s.mu.Lock()
 		close(s.ending[key])
 		delete(s.ending, key)

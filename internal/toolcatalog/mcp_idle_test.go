@@ -4,17 +4,20 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // TestNoSessionEndsUnderItsStream: requests, streams and sweeps race on
 // the same sessions, and a session is never ended while a stream holds
 // it; every session no stream holds is ended in the end.
 func TestNoSessionEndsUnderItsStream(t *testing.T) {
-	idle := newIdleSessions(time.Nanosecond)
+	idle := newIdleSessions(time.Nanosecond, math.MaxInt)
 	var underStream, ended atomic.Int64
 	h := &mcpHandler{path: "/mcp"}
 	h.http = http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
@@ -75,7 +78,7 @@ func TestNoSessionEndsUnderItsStream(t *testing.T) {
 // session is being ended waits until it is over, so that the session is
 // never ended under it; it holds the session from then on.
 func TestAStreamWaitsForItsSessionsEnding(t *testing.T) {
-	idle := newIdleSessions(time.Nanosecond)
+	idle := newIdleSessions(time.Nanosecond, math.MaxInt)
 	deleting, release := make(chan struct{}), make(chan struct{})
 	h := &mcpHandler{path: "/mcp"}
 	h.http = http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
@@ -110,7 +113,7 @@ func TestAStreamWaitsForItsSessionsEnding(t *testing.T) {
 // of leaves its streams open (the catalog's, not mcp-go's); the client's
 // DELETE ends them, at the endpoint it was sent to only.
 func TestOnlyTheClientsDeleteEndsASessionsStreams(t *testing.T) {
-	idle := newIdleSessions(time.Hour)
+	idle := newIdleSessions(time.Hour, math.MaxInt)
 	h, other := &mcpHandler{path: "/mcp"}, &mcpHandler{path: "/other"}
 	ended := map[*mcpHandler]int{}
 	idle.registered(h, "s")
@@ -152,6 +155,87 @@ func TestTheStreamCapLeavesRoomForTheRest(t *testing.T) {
 	} {
 		if got := maxStreamsFor(tc.fds, tc.heap); got != tc.want {
 			t.Errorf("with %d descriptors and a heap limit of %d: %d streams, want %d", tc.fds, tc.heap, got, tc.want)
+		}
+	}
+}
+
+// TestSessionsPastTheCapEndTheLeastRecentlyUsed: a replica keeps at most
+// max legacy sessions. Past it, the least recently named with no stream
+// open are ended, down to nine tenths of max; the one a stream holds and
+// the one just named stay. Registered from many goroutines at once, the
+// table comes back under max.
+func TestSessionsPastTheCapEndTheLeastRecentlyUsed(t *testing.T) {
+	const maxSessions = 10
+	idle := newIdleSessions(time.Hour, maxSessions)
+	var mu sync.Mutex
+	var ended []string
+	h := &mcpHandler{path: "/mcp"}
+	h.http = http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("Mcp-Session-Id")
+		mu.Lock()
+		ended = append(ended, id)
+		mu.Unlock()
+		idle.unregistered(h, id) // what mcp-go's hook does on a DELETE
+	})
+	endedByCap := func() float64 { return testutil.ToFloat64(endedSessions.WithLabelValues("capacity")) }
+	before := endedByCap()
+	base := time.Now().Add(-time.Hour)
+	for i := range maxSessions {
+		id := fmt.Sprint("s", i)
+		idle.registered(h, id)
+		idle.mu.Lock()
+		idle.known[sessionKey{h, id}] = base.Add(time.Duration(i) * time.Second)
+		idle.mu.Unlock()
+	}
+	idle.touch(h, "s0")
+	hold := idle.streamOpened(h, "s1", func() {})
+	defer hold.release()
+	idle.registered(h, "s10") // one past the cap
+	waitFor(t, "the trim", func() bool {
+		idle.mu.Lock()
+		defer idle.mu.Unlock()
+		return !idle.trimming
+	})
+	if !slices.Equal(ended, []string{"s2", "s3"}) {
+		t.Fatalf("ended %v, want the two least recently named without a stream, s2 and s3", ended)
+	}
+	if got := endedByCap() - before; got != 2 {
+		t.Fatalf("mcp_catalog_sessions_ended_total{reason=capacity} went up by %v, want 2", got)
+	}
+	for _, id := range []string{"s0", "s1", "s10"} {
+		if _, ok := idle.known[sessionKey{h, id}]; !ok {
+			t.Fatalf("%s was ended: just named, holding a stream, or new", id)
+		}
+	}
+
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 500 {
+				id := fmt.Sprint("w", w, "-", i)
+				idle.registered(h, id)
+				idle.touch(h, id)
+			}
+		})
+	}
+	wg.Wait()
+	waitFor(t, "the table back under its cap", func() bool {
+		idle.mu.Lock()
+		defer idle.mu.Unlock()
+		return !idle.trimming && len(idle.known) <= maxSessions && len(idle.ending) == 0
+	})
+	if _, ok := idle.known[sessionKey{h, "s1"}]; !ok {
+		t.Fatal("the session a stream holds was ended")
+	}
+}
+
+// TestTheSessionCapIsAQuarterOfTheHeap: by default a replica keeps as many
+// legacy sessions as a quarter of its heap limit has room for.
+func TestTheSessionCapIsAQuarterOfTheHeap(t *testing.T) {
+	chart := int64(512<<20) - int64(512<<20)/10 // 90% of the chart's 512Mi
+	for heap, want := range map[int64]int{chart: 7372, math.MaxInt64: 65536, 1 << 20: 64} {
+		if got := maxSessionsFor(heap); got != want {
+			t.Errorf("with a heap limit of %d: %d sessions, want %d", heap, got, want)
 		}
 	}
 }

@@ -76,7 +76,7 @@ type mcpHandler struct {
 
 func newMCPHandlers(c *Catalog) *mcpHandlers {
 	return &mcpHandlers{catalog: c, sessions: newCallerSessions(), relays: newRelayTable(c.opts.Peers.Self), peers: &peerList{}, states: newStateKeys(c.opts.Peers.Self), parks: newParkedCalls(),
-		idle: newIdleSessions(c.opts.SessionIdleTimeout), subs: newSubscriptions(c), gate: newStreamGate(c.opts.MaxStreams, c.opts.MaxCallerStreams), held: newHeldStreams(c.opts.StreamKeepAlive),
+		idle: newIdleSessions(c.opts.SessionIdleTimeout, c.opts.MaxSessions), subs: newSubscriptions(c), gate: newStreamGate(c.opts.MaxStreams, c.opts.MaxCallerStreams), held: newHeldStreams(c.opts.StreamKeepAlive),
 		byKey: map[viewKey]*mcpHandler{}, kick: make(chan struct{}, 1)}
 }
 

@@ -54,6 +54,11 @@ var (
 		Help: "Legacy MCP sessions this replica keeps, by menu (global or collection ns/name): from initialize until DELETE or --catalog-session-idle-timeout without a request or stream. 2026-07-28 has no sessions; see mcp_catalog_streams.",
 	}, []string{"menu"})
 
+	endedSessions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_catalog_sessions_ended_total",
+		Help: "Legacy MCP sessions the catalog ended itself, by reason: idle (--catalog-session-idle-timeout) or capacity (past --catalog-max-sessions, the least recently used first). Their ids stay valid.",
+	}, []string{"reason"})
+
 	openStreams = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "mcp_catalog_streams",
 		Help: "Listening streams open on this replica, by kind: legacy (a session's GET) or listen (2026-07-28 subscriptions/listen).",
@@ -86,7 +91,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(toolCalls, relayedRequests, toolCallDuration, upstreamErrors, toolsServed, menuRevisions, busyCalls, refusedTools, mcpSyncFailures, catalogSessions,
+	metrics.Registry.MustRegister(toolCalls, relayedRequests, toolCallDuration, upstreamErrors, toolsServed, menuRevisions, busyCalls, refusedTools, mcpSyncFailures, catalogSessions, endedSessions,
 		openStreams, refusedStreams, resourceWatches, resourceUpdates,
 		policyDecisions, surfaceRequests)
 }

@@ -46,7 +46,7 @@ func (r *Runnable) Start(ctx context.Context) error {
 	}
 	srv := c.newServer()
 	c.log.Info("Serving the catalog", "address", ln.Addr().String(),
-		"fileDescriptors", fileDescriptors(), "maxStreams", c.opts.MaxStreams, "maxCallerStreams", c.opts.MaxCallerStreams)
+		"fileDescriptors", fileDescriptors(), "maxStreams", c.opts.MaxStreams, "maxCallerStreams", c.opts.MaxCallerStreams, "maxSessions", c.opts.MaxSessions)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	r.serving.Store(true)

@@ -190,6 +190,47 @@ var _ = Describe("Listening streams and legacy sessions over time", func() {
 		Eventually(sessions).Should(BeZero(), "once its stream closes, the held session is idle too")
 	})
 
+	It("keeps at most --catalog-max-sessions legacy sessions, ending the least recently used, whose ids go on working", func() {
+		c, srv := newCatalog(Options{MaxSessions: 10})
+		sessions := func() float64 {
+			return testutil.ToFloat64(catalogSessions.WithLabelValues("collection " + ns + "/kit"))
+		}
+		kept := func(id string) bool {
+			c.mcp.idle.mu.Lock()
+			defer c.mcp.idle.mu.Unlock()
+			_, ok := c.mcp.idle.known[sessionKey{c.mcp.handlerFor(viewKey{kind: collectionView, namespace: ns, name: "kit"}), id}]
+			return ok
+		}
+		held := legacySession(srv.URL, path)
+		listening := openStream(srv.URL, path, held)
+		Expect(listening.status).To(Equal(http.StatusOK))
+		var older []string
+		for range 9 {
+			older = append(older, legacySession(srv.URL, path))
+		}
+		Expect(sessions()).To(Equal(10.0))
+		// One past the cap: the table goes back to nine tenths of it, the
+		// two least recently named without a stream ended.
+		last := legacySession(srv.URL, path)
+		Eventually(sessions).Should(Equal(9.0))
+		Consistently(sessions, time.Second).Should(Equal(9.0))
+		Expect(kept(older[0]) || kept(older[1])).To(BeFalse(), "the least recently named are ended")
+		Expect(kept(held) && kept(older[2]) && kept(last)).To(BeTrue(), "the one a stream holds and the more recent are kept")
+		Expect(listening.ended()).To(BeFalse())
+
+		// Its client, and the ended sessions' clients, are served as before.
+		for _, id := range append(older, held, last) {
+			r := callTo(srv.URL, path, `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`,
+				"Content-Type", "application/json", "Accept", "application/json, text/event-stream",
+				"Mcp-Session-Id", id, "MCP-Protocol-Version", "2025-11-25")
+			Expect(r.code).To(Equal(http.StatusOK), string(r.body))
+			Expect(string(r.body)).To(ContainSubstring(`"mcp_calc_add"`))
+		}
+		exclude("mcp_calc_fail")
+		Eventually(func() int { return listening.count("data: ", toolsChanged) }).Should(BeNumerically(">=", 2),
+			"the held session still hears of changes")
+	})
+
 	It("keeps a session's records and streams at each endpoint apart, and a stream registers no session", func() {
 		collection(ns, "other", "calc")
 		other := "/v1/namespaces/" + ns + "/toolcollections/other/mcp"
