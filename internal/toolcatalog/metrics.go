@@ -54,6 +54,11 @@ var (
 		Help: "Legacy MCP sessions this replica keeps, by menu (global or collection ns/name): from initialize until DELETE or --catalog-session-idle-timeout without a request or stream. 2026-07-28 has no sessions; see mcp_catalog_streams.",
 	}, []string{"menu"})
 
+	streamsWatchedAlone = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mcp_catalog_streams_watched_alone_total",
+		Help: "Listening streams watched for their client's close by a goroutine of their own, because the replica's epoll watch could not take them (off Linux, or descriptors or fs.epoll.max_user_watches ran out). Each costs a goroutine and its stack while open.",
+	})
+
 	endedSessions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcp_catalog_sessions_ended_total",
 		Help: "Legacy MCP sessions the catalog ended itself, by reason: idle (--catalog-session-idle-timeout) or capacity (past --catalog-max-sessions, the least recently used first). Their ids stay valid.",
@@ -91,7 +96,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(toolCalls, relayedRequests, toolCallDuration, upstreamErrors, toolsServed, menuRevisions, busyCalls, refusedTools, mcpSyncFailures, catalogSessions, endedSessions,
+	metrics.Registry.MustRegister(toolCalls, relayedRequests, toolCallDuration, upstreamErrors, toolsServed, menuRevisions, busyCalls, refusedTools, mcpSyncFailures, catalogSessions, endedSessions, streamsWatchedAlone,
 		openStreams, refusedStreams, resourceWatches, resourceUpdates,
 		policyDecisions, surfaceRequests)
 }

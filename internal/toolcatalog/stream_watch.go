@@ -2,10 +2,12 @@ package toolcatalog
 
 import "syscall"
 
-// readUntilEnd ends s once its connection closes, or its client sends
-// anything more on it, from a goroutine of its own: how a stream is
-// watched where the replica's closeWatch cannot watch it.
-func readUntilEnd(s *streamWriter) {
+// watchAlone ends s once its connection closes, or its client sends
+// anything more on it, from a goroutine of its own that reads the
+// connection: how a stream is watched where the replica's closeWatch
+// cannot watch it.
+func watchAlone(s *streamWriter) {
+	streamsWatchedAlone.Inc()
 	conn := *s.conn.Load()
 	go func() {
 		var b [1]byte

@@ -18,17 +18,22 @@ import (
 // would leave 7 MiB behind for good.
 //
 // The watch runs while it watches a stream, and lets go of its epoll
-// instance a second after its last stream ended. Events carry the
-// stream's own number, never its file descriptor, which a connection
-// opened meanwhile may have been given: a stream is forgotten (its
-// registration removed) before its connection closes, and an event for a
-// stream forgotten meanwhile is dropped.
+// instance within about two seconds of its last stream's end. Events
+// carry the stream's own number, never its file descriptor, which a
+// connection opened meanwhile may have been given: a stream is forgotten
+// (its registration removed) before its connection closes, and an event
+// for a stream forgotten meanwhile is dropped (watched). Should the
+// kernel refuse the watch a stream (descriptors or
+// fs.epoll.max_user_watches run out), the stream is watched alone, by a
+// goroutine of its own.
 type closeWatch struct {
 	mu sync.Mutex
 	// epfd is the epoll instance, -1 while the watch is not running.
 	epfd    int
 	next    uint64
 	streams map[uint64]*streamWriter
+	// alone has every stream watched alone (tests of that way).
+	alone bool
 }
 
 func newCloseWatch() *closeWatch {
@@ -44,8 +49,8 @@ const watchedEvents = unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLERR | unix.EPOL
 // already is not watched.
 func (c *closeWatch) watch(s *streamWriter) {
 	raw, ok := rawConnOf(s)
-	if !ok {
-		readUntilEnd(s)
+	if !ok || c.alone {
+		watchAlone(s)
 		return
 	}
 	c.mu.Lock()
@@ -56,7 +61,7 @@ func (c *closeWatch) watch(s *streamWriter) {
 	if c.epfd < 0 {
 		epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 		if err != nil {
-			readUntilEnd(s)
+			watchAlone(s)
 			return
 		}
 		c.epfd = epfd
@@ -70,7 +75,7 @@ func (c *closeWatch) watch(s *streamWriter) {
 		err = cerr
 	}
 	if err != nil {
-		readUntilEnd(s)
+		watchAlone(s)
 		return
 	}
 	s.watched = id
@@ -98,7 +103,6 @@ const watchIdle = 1000 // milliseconds
 // none.
 func (c *closeWatch) run(epfd int) {
 	var events [128]unix.EpollEvent
-	var ended []*streamWriter
 	for {
 		n, err := unix.EpollWait(epfd, events[:], watchIdle)
 		if errors.Is(err, syscall.EINTR) {
@@ -107,30 +111,39 @@ func (c *closeWatch) run(epfd int) {
 		c.mu.Lock()
 		if err != nil {
 			// Not expected of an instance the watch owns: its streams are
-			// watched each on a goroutine of its own instead.
+			// watched alone instead.
 			for id, s := range c.streams {
 				delete(c.streams, id)
-				readUntilEnd(s)
+				watchAlone(s)
 			}
 			n = 0
-		}
-		ended = ended[:0]
-		for _, e := range events[:max(n, 0)] {
-			if s := c.streams[uint64(uint32(e.Fd))|uint64(uint32(e.Pad))<<32]; s != nil {
-				ended = append(ended, s)
-			}
 		}
 		if n <= 0 && len(c.streams) == 0 {
 			_ = unix.Close(epfd)
 			c.epfd = -1
+			// A map keeps the room it once needed.
+			c.streams = map[uint64]*streamWriter{}
 			c.mu.Unlock()
 			return
 		}
+		ended := c.watchedLocked(events[:max(n, 0)])
 		c.mu.Unlock()
 		for _, s := range ended {
 			s.end()
 		}
 	}
+}
+
+// watchedLocked are the streams still watched that events report; an
+// event for a stream forgotten since is dropped.
+func (c *closeWatch) watchedLocked(events []unix.EpollEvent) []*streamWriter {
+	var ended []*streamWriter
+	for _, e := range events {
+		if s := c.streams[uint64(uint32(e.Fd))|uint64(uint32(e.Pad))<<32]; s != nil {
+			ended = append(ended, s)
+		}
+	}
+	return ended
 }
 
 // watching is how many streams the watch watches.

@@ -2,13 +2,18 @@ package toolcatalog
 
 import (
 	"bufio"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"golang.org/x/sys/unix"
 )
 
 // TestOneWatchLearnsOfEveryClientsClose: streams are held on no goroutine
@@ -17,14 +22,34 @@ import (
 // lets go of its epoll instance once it watches nothing, and starts again
 // with the next stream.
 func TestOneWatchLearnsOfEveryClientsClose(t *testing.T) {
+	exerciseWatch(t, newCloseWatch())
+}
+
+// TestAStreamWatchedAloneEndsWithItsClient: where the watch cannot take a
+// stream, a goroutine of its own watches it, to the same effect.
+func TestAStreamWatchedAloneEndsWithItsClient(t *testing.T) {
+	closes := newCloseWatch()
+	closes.alone = true
+	before := testutil.ToFloat64(streamsWatchedAlone)
+	opened := exerciseWatch(t, closes)
+	if got := testutil.ToFloat64(streamsWatchedAlone) - before; got != float64(opened) {
+		t.Fatalf("mcp_catalog_streams_watched_alone_total went up by %v, want %d (every stream)", got, opened)
+	}
+}
+
+// exerciseWatch holds streams watched by closes, and checks that each
+// ends, once, as soon as its client closes its connection or sends more
+// on it, and no other stream with it. It returns how many it opened.
+func exerciseWatch(t *testing.T, closes *closeWatch) int {
+	t.Helper()
 	type held struct {
 		s      *streamWriter
 		ended  chan struct{}
 		client net.Conn
 		events *bufio.Reader
 	}
-	closes := newCloseWatch()
 	opened := make(chan held, 1)
+	count := 0
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := held{s: newStreamWriter(legacyStream, allLists, nil, "mcp-operator"), ended: make(chan struct{})}
 		// done is called once: a second close panics.
@@ -46,7 +71,8 @@ func TestOneWatchLearnsOfEveryClientsClose(t *testing.T) {
 		if _, err := conn.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
 			t.Fatal(err)
 		}
-		h := <-opened
+		h := within(t, opened, "the stream to open")
+		count++
 		h.client, h.events = conn, bufio.NewReader(conn)
 		resp, err := http.ReadResponse(h.events, nil)
 		if err != nil || resp.StatusCode != http.StatusOK {
@@ -81,9 +107,11 @@ func TestOneWatchLearnsOfEveryClientsClose(t *testing.T) {
 	for i := range streams {
 		streams[i] = open()
 	}
-	waitFor(t, "no goroutine held for each stream", func() bool { return runtime.NumGoroutine()-before < n/4 })
-	if got := closes.watching(); got != n {
-		t.Fatalf("watching %d streams, want %d", got, n)
+	if !closes.alone {
+		waitFor(t, "no goroutine held for each stream", func() bool { return runtime.NumGoroutine()-before < n/4 })
+		if got := closes.watching(); got != n {
+			t.Fatalf("watching %d streams, want %d", got, n)
+		}
 	}
 
 	// Half the clients close; exactly their streams end.
@@ -91,11 +119,7 @@ func TestOneWatchLearnsOfEveryClientsClose(t *testing.T) {
 		_ = h.client.Close()
 	}
 	for _, h := range streams[:n/2] {
-		select {
-		case <-h.ended:
-		case <-time.After(time.Minute):
-			t.Fatal("a stream whose client closed it is still held")
-		}
+		within(t, h.ended, "a stream whose client closed it to end")
 	}
 	for _, h := range streams[n/2:] {
 		if ended(h) {
@@ -111,9 +135,9 @@ func TestOneWatchLearnsOfEveryClientsClose(t *testing.T) {
 	if _, err := sends.client.Write([]byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	<-sends.ended
+	within(t, sends.ended, "a stream whose client sent more to end")
 	finished.s.finish()
-	<-finished.ended
+	within(t, finished.ended, "a stream the catalog ended to be let go")
 	_ = finished.client.Close()
 	next := open()
 	alive(next)
@@ -122,9 +146,12 @@ func TestOneWatchLearnsOfEveryClientsClose(t *testing.T) {
 			t.Fatal("a stream ended with another's client")
 		}
 		_ = h.client.Close()
-		<-h.ended
+		within(t, h.ended, "a stream whose client closed it to end")
 	}
 
+	if closes.alone {
+		return count
+	}
 	// Watching nothing, the watch lets go of its instance; the next
 	// stream starts it again.
 	waitFor(t, "the watch to let go of its epoll instance", func() bool {
@@ -135,5 +162,106 @@ func TestOneWatchLearnsOfEveryClientsClose(t *testing.T) {
 	again := open()
 	alive(again)
 	_ = again.client.Close()
-	<-again.ended
+	within(t, again.ended, "a stream whose client closed it to end")
+	return count
+}
+
+// TestTheWatchKnowsStreamsByNumber: the kernel hands back a stream's own
+// number, never its descriptor, which a later connection may be given; a
+// number no stream holds any more ends nothing; and a forgotten stream's
+// registration is gone before its connection closes.
+func TestTheWatchKnowsStreamsByNumber(t *testing.T) {
+	closes := newCloseWatch()
+	opened := make(chan *streamWriter, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := newStreamWriter(legacyStream, allLists, nil, "mcp-operator")
+		if err := s.start(w, r, http.StatusOK, http.Header{"Content-Type": {"text/event-stream"}}, legacyGreeting, closes, func() {}); err != nil {
+			t.Errorf("start: %v", err)
+			return
+		}
+		opened <- s
+	}))
+	defer srv.Close()
+	open := func() *streamWriter {
+		t.Helper()
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = conn.Close() })
+		if _, err := conn.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		return within(t, opened, "the stream to open")
+	}
+	a, b := open(), open()
+	fdA, fdB := fdOf(t, a), fdOf(t, b)
+	registered := epollData(t, closes)
+	if registered[fdA] != a.watched || registered[fdB] != b.watched || a.watched == uint64(fdA) && b.watched == uint64(fdB) {
+		t.Fatalf("registered %v; want the streams' numbers (%d at %d, %d at %d), not their descriptors", registered, a.watched, fdA, b.watched, fdB)
+	}
+	event := func(id uint64) unix.EpollEvent {
+		return unix.EpollEvent{Fd: int32(uint32(id)), Pad: int32(uint32(id >> 32))}
+	}
+
+	closes.forget(a)
+	if _, ok := epollData(t, closes)[fdA]; ok {
+		t.Fatal("a forgotten stream's connection is still registered")
+	}
+	closes.mu.Lock()
+	stale, live := closes.watchedLocked([]unix.EpollEvent{event(a.watched)}), closes.watchedLocked([]unix.EpollEvent{event(b.watched)})
+	closes.mu.Unlock()
+	if len(stale) != 0 || len(live) != 1 || live[0] != b {
+		t.Fatalf("an event for a forgotten stream ends %v, one for a watched stream %v", stale, live)
+	}
+	a.end()
+	b.end()
+}
+
+// fdOf is the descriptor of s's connection.
+func fdOf(t *testing.T, s *streamWriter) int {
+	t.Helper()
+	raw, ok := rawConnOf(s)
+	if !ok {
+		t.Fatal("a stream's connection has no descriptor")
+	}
+	var fd int
+	if err := raw.Control(func(f uintptr) { fd = int(f) }); err != nil {
+		t.Fatal(err)
+	}
+	return fd
+}
+
+// epollData is what the watch's epoll instance holds, as the kernel shows
+// it: each registered descriptor's data.
+func epollData(t *testing.T, c *closeWatch) map[int]uint64 {
+	t.Helper()
+	c.mu.Lock()
+	epfd := c.epfd
+	c.mu.Unlock()
+	info, err := os.ReadFile(fmt.Sprintf("/proc/self/fdinfo/%d", epfd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := map[int]uint64{}
+	for line := range strings.Lines(string(info)) {
+		var fd int
+		var events, d uint64
+		if n, _ := fmt.Sscanf(line, "tfd: %d events: %x data: %x", &fd, &events, &d); n == 3 {
+			data[fd] = d
+		}
+	}
+	return data
+}
+
+// within waits for a value from ch, failing the test after a minute.
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(time.Minute):
+		t.Fatalf("waited a minute for %s", what)
+		panic("unreachable")
+	}
 }

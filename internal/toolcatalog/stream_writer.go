@@ -68,6 +68,9 @@ type streamWriter struct {
 	// ends, by whichever side.
 	conn atomic.Pointer[net.Conn]
 	gone atomic.Bool
+	// started is set once start wrote the stream's beginning: end then
+	// releases the stream itself.
+	started atomic.Bool
 	// closes watches the connection for its close, under the number
 	// watched; done undoes what the stream holds, once it ended
 	// (released).
@@ -147,30 +150,41 @@ func (s *streamWriter) start(w http.ResponseWriter, r *http.Request, status int,
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.chunked = r.ProtoAtLeast(1, 1)
-	head := responseHead(status, header, s.chunked)
 	s.open = true
-	if s.gone.Load() {
-		// Ended before it began: it still begins, and ends as the catalog
-		// ends a stream, so that its client sees its request answered.
-		_ = conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-		_, _ = conn.Write(append(append(head, s.frame(opening)...), s.ending()...))
-		s.release()
-		return nil
+	first := append(responseHead(status, header, s.chunked), s.frame(opening)...)
+	// Ended before it began: it still begins, and ends as the catalog ends
+	// a stream, so that its client sees its request answered.
+	ended := s.gone.Load()
+	if ended {
+		first = append(first, s.ending()...)
 	}
-	if s.writeLocked(append(head, s.frame(opening)...)) == nil {
+	_ = conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	_, err = conn.Write(first)
+	s.last = time.Now()
+	if err == nil && !ended {
 		closes.watch(s)
+	}
+	// end, from here on, releases the stream itself; one that came
+	// meanwhile left it to start. start stores started before it reads
+	// gone, and end reads started after it stored gone: one of them sees
+	// the other.
+	s.started.Store(true)
+	if err != nil || s.gone.Load() {
+		s.gone.Store(true)
+		s.release()
 	}
 	return nil
 }
 
-// responseHead is the head of a listening stream's response.
+// responseHead is the head of a listening stream's response. Its
+// connection closes with the stream, which the head says (Connection:
+// close), so that no client sends its next request on it.
 func responseHead(status int, header http.Header, chunked bool) []byte {
 	h := header.Clone()
 	h.Del("Content-Length")
+	h.Set("Connection", "close")
 	if chunked {
 		h.Set("Transfer-Encoding", "chunked")
-	} else {
-		h.Set("Connection", "close")
 	}
 	h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
 	var b bytes.Buffer
@@ -293,15 +307,12 @@ func (s *streamWriter) ending() []byte {
 	return b
 }
 
-// end ends the stream at once: it writes nothing more, and once it
-// started, its connection closes (release). It may be called from
-// anywhere, at any time, any number of times.
+// end ends the stream at once: it writes nothing more, and its
+// connection closes (release), once start wrote its beginning. It may be
+// called from anywhere, at any time, any number of times.
 func (s *streamWriter) end() {
 	s.gone.Store(true)
-	// start stores the connection before it reads gone, and end reads
-	// the connection after it stored gone: one of them sees the other,
-	// and releases the stream.
-	if s.conn.Load() != nil {
+	if s.started.Load() {
 		s.release()
 	}
 }

@@ -326,3 +326,35 @@ func readEvent(t *testing.T, r *bufio.Reader) string {
 		lines = append(lines, line)
 	}
 }
+
+// TestAStreamEndedAsItBeginsStillAnswers: a stream the catalog ends while
+// it is beginning (its session's DELETE, the catalog stopping) still
+// answers its request: its client reads the head, the opening events and
+// the request's result, then the end of the response. The head says the
+// connection closes with the stream, so that the client does not send
+// its next request on it (which, once the catalog closed it, would fail).
+// Sequential requests from one client would otherwise take it from the
+// pool.
+func TestAStreamEndedAsItBeginsStillAnswers(t *testing.T) {
+	closes := newCloseWatch()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := newStreamWriter(listenStream, toolsList, json.RawMessage(`"l"`), "mcp-operator")
+		go s.finish()
+		if err := s.start(w, r, http.StatusOK, http.Header{"Content-Type": {"text/event-stream"}}, s.greeting(), closes, func() {}); err != nil {
+			t.Errorf("start: %v", err)
+		}
+	}))
+	defer srv.Close()
+	for i := range 200 {
+		resp, err := srv.Client().Post(srv.URL, "application/json", nil)
+		if err != nil {
+			t.Fatalf("stream %d: %v", i, err)
+		}
+		all, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || !resp.Close || !strings.HasPrefix(string(all), "event: message\ndata: ") ||
+			!strings.Contains(string(all), "notifications/tools/list_changed") || !strings.Contains(string(all), `"resultType":"complete"`) {
+			t.Fatalf("stream %d: %d %q, %v", i, resp.StatusCode, all, err)
+		}
+	}
+}
