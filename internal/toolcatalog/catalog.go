@@ -103,9 +103,10 @@ type Options struct {
 	// names and no listening stream holds is kept before it is ended as a
 	// DELETE would end it (default 5m; mcp_idle.go). Its id stays valid.
 	SessionIdleTimeout time.Duration
-	// MaxSessions caps the legacy MCP sessions this replica keeps; past
-	// it, the least recently named with no open stream are ended as the
-	// idle timeout would end them (default: as many as a quarter of the
+	// MaxSessions caps the legacy MCP sessions with no open stream this
+	// replica keeps (one with a stream counts against MaxStreams); past
+	// it, the least recently named are ended as the idle timeout would
+	// end them (default: as many as a quarter of the
 	// heap limit has room for at 16 KiB a session, 65,536 with no limit;
 	// mcp_idle.go).
 	MaxSessions int

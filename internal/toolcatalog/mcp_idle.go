@@ -49,10 +49,11 @@ func maxSessionsFor(heap int64) int {
 // keeps and the stream cap allows; requests naming unknown ids touch
 // nothing. So that clients initializing without end (or crashing, faster
 // than the idle timeout reclaims their sessions) cannot grow mcp-go's
-// records without bound either, a replica keeps at most max sessions:
-// past it, the least recently named sessions with no open stream are
-// ended (trim), down to nine tenths of max. Their clients lose nothing
-// they can observe, as above.
+// records without bound either, a replica keeps at most max sessions with
+// no open stream (a session with one counts against the stream cap, whose
+// memory budget includes its record): past it, the least recently named
+// are ended (trim), down to nine tenths of max. Their clients lose
+// nothing they can observe, as above.
 type idleSessions struct {
 	timeout time.Duration
 	max     int
@@ -60,8 +61,9 @@ type idleSessions struct {
 	// trimming is true while a trim is under way.
 	trimming bool
 	// known are the registered sessions, and when a request last named
-	// each.
-	known map[sessionKey]time.Time
+	// each; streaming counts those with a stream open.
+	known     map[sessionKey]time.Time
+	streaming int
 	// streams are the open listening streams of each session.
 	streams map[sessionKey]map[*streamHold]struct{}
 	// ending are the sessions being ended now; a stream that opens on one
@@ -83,11 +85,16 @@ func newIdleSessions(timeout time.Duration, maxSessions int) *idleSessions {
 }
 
 // registered records a session mcp-go registered at h (on its initialize),
-// and has the table trimmed once it holds more than max.
+// and has the table trimmed once it holds more than max sessions with no
+// stream.
 func (s *idleSessions) registered(h *mcpHandler, id string) {
+	key := sessionKey{h, id}
 	s.mu.Lock()
-	s.known[sessionKey{h, id}] = time.Now()
-	trim := len(s.known) > s.max && !s.trimming
+	if _, ok := s.known[key]; !ok && len(s.streams[key]) > 0 {
+		s.streaming++
+	}
+	s.known[key] = time.Now()
+	trim := len(s.known)-s.streaming > s.max && !s.trimming
 	s.trimming = s.trimming || trim
 	s.mu.Unlock()
 	if trim {
@@ -96,10 +103,9 @@ func (s *idleSessions) registered(h *mcpHandler, id string) {
 }
 
 // trim ends the least recently named sessions with no open stream, until
-// nine tenths of max are left (or every one left has a stream), and again
-// while sessions registered meanwhile keep the table over max. One round
-// frees a tenth of the table, so that its sort is paid once for that many
-// sessions, not once for each.
+// nine tenths of max are left, and again while sessions registered
+// meanwhile keep them over max. One round frees a tenth of max, so that
+// its sort is paid once for that many sessions, not once for each.
 func (s *idleSessions) trim() {
 	type aged struct {
 		key  sessionKey
@@ -107,7 +113,7 @@ func (s *idleSessions) trim() {
 	}
 	for {
 		s.mu.Lock()
-		if len(s.known) <= s.max {
+		if len(s.known)-s.streaming <= s.max {
 			s.trimming = false
 			s.mu.Unlock()
 			return
@@ -120,13 +126,12 @@ func (s *idleSessions) trim() {
 		}
 		slices.SortFunc(idle, func(a, b aged) int { return a.last.Compare(b.last) })
 		var ended []sessionKey
-		for _, a := range idle[:min(len(idle), len(s.known)-(s.max-s.max/10))] {
+		for _, a := range idle[:max(len(idle)-(s.max-s.max/10), 0)] {
 			ended = append(ended, a.key)
 			s.endingLocked(a.key)
 		}
 		if len(ended) == 0 {
-			// Every session left has a stream open: the stream cap bounds them.
-			s.trimming = false
+			s.trimming = false // not expected: len(idle) is len(s.known)-s.streaming
 			s.mu.Unlock()
 			return
 		}
@@ -139,7 +144,15 @@ func (s *idleSessions) trim() {
 func (s *idleSessions) unregistered(h *mcpHandler, id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.known, sessionKey{h, id})
+	s.forgetLocked(sessionKey{h, id})
+}
+
+// forgetLocked forgets a known session.
+func (s *idleSessions) forgetLocked(key sessionKey) {
+	if _, ok := s.known[key]; ok && len(s.streams[key]) > 0 {
+		s.streaming--
+	}
+	delete(s.known, key)
 }
 
 // endStreams ends the session's streams open at h: its client ended it.
@@ -200,6 +213,9 @@ func (s *idleSessions) streamOpened(h *mcpHandler, id string, end func()) *strea
 func (s *idleSessions) holdLocked(hold *streamHold) {
 	if s.streams[hold.key] == nil {
 		s.streams[hold.key] = map[*streamHold]struct{}{}
+		if _, ok := s.known[hold.key]; ok {
+			s.streaming++
+		}
 	}
 	s.streams[hold.key][hold] = struct{}{}
 }
@@ -208,9 +224,16 @@ func (h *streamHold) release() {
 	s := h.sessions
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.streams[h.key], h)
-	if len(s.streams[h.key]) == 0 {
+	holds := s.streams[h.key]
+	if _, ok := holds[h]; !ok {
+		return // released already
+	}
+	delete(holds, h)
+	if len(holds) == 0 {
 		delete(s.streams, h.key)
+		if _, ok := s.known[h.key]; ok {
+			s.streaming--
+		}
 	}
 	if _, ok := s.known[h.key]; ok {
 		s.known[h.key] = time.Now()
@@ -223,7 +246,7 @@ func (s *idleSessions) forget(h *mcpHandler) {
 	defer s.mu.Unlock()
 	for key := range s.known {
 		if key.handler == h {
-			delete(s.known, key)
+			s.forgetLocked(key)
 		}
 	}
 }
@@ -245,7 +268,7 @@ func (s *idleSessions) sweep(now time.Time) {
 // endingLocked marks a known session as being ended: a stream that opens
 // on it meanwhile waits (streamOpened).
 func (s *idleSessions) endingLocked(key sessionKey) {
-	delete(s.known, key)
+	s.forgetLocked(key)
 	s.ending[key] = make(chan struct{})
 }
 

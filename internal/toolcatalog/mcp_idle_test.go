@@ -65,9 +65,9 @@ func TestNoSessionEndsUnderItsStream(t *testing.T) {
 	idle.sweep(time.Now().Add(time.Second))
 	idle.mu.Lock()
 	defer idle.mu.Unlock()
-	if len(idle.known) != 0 || len(idle.streams) != 0 || len(idle.ending) != 0 {
-		t.Fatalf("after the streams closed and a sweep, %d sessions are known, %d streaming, %d ending",
-			len(idle.known), len(idle.streams), len(idle.ending))
+	if len(idle.known) != 0 || len(idle.streams) != 0 || len(idle.ending) != 0 || idle.streaming != 0 {
+		t.Fatalf("after the streams closed and a sweep, %d sessions are known, %d streaming (%d counted), %d ending",
+			len(idle.known), len(idle.streams), idle.streaming, len(idle.ending))
 	}
 	if ended.Load() == 0 {
 		t.Fatal("no session was ended")
@@ -160,10 +160,11 @@ func TestTheStreamCapLeavesRoomForTheRest(t *testing.T) {
 }
 
 // TestSessionsPastTheCapEndTheLeastRecentlyUsed: a replica keeps at most
-// max legacy sessions. Past it, the least recently named with no stream
-// open are ended, down to nine tenths of max; the one a stream holds and
-// the one just named stay. Registered from many goroutines at once, the
-// table comes back under max.
+// max legacy sessions with no stream open (one with a stream counts
+// against the stream cap). Past it, the least recently named with no
+// stream open are ended, down to nine tenths of max; the one a stream
+// holds and the one just named stay. Registered from many goroutines at
+// once, the table comes back under max.
 func TestSessionsPastTheCapEndTheLeastRecentlyUsed(t *testing.T) {
 	const maxSessions = 10
 	idle := newIdleSessions(time.Hour, maxSessions)
@@ -190,7 +191,8 @@ func TestSessionsPastTheCapEndTheLeastRecentlyUsed(t *testing.T) {
 	idle.touch(h, "s0")
 	hold := idle.streamOpened(h, "s1", func() {})
 	defer hold.release()
-	idle.registered(h, "s10") // one past the cap
+	idle.registered(h, "s10") // ten without a stream: at the cap
+	idle.registered(h, "s11") // one past it
 	waitFor(t, "the trim", func() bool {
 		idle.mu.Lock()
 		defer idle.mu.Unlock()
@@ -202,11 +204,12 @@ func TestSessionsPastTheCapEndTheLeastRecentlyUsed(t *testing.T) {
 	if got := endedByCap() - before; got != 2 {
 		t.Fatalf("mcp_catalog_sessions_ended_total{reason=capacity} went up by %v, want 2", got)
 	}
-	for _, id := range []string{"s0", "s1", "s10"} {
+	for _, id := range []string{"s0", "s1", "s10", "s11"} {
 		if _, ok := idle.known[sessionKey{h, id}]; !ok {
 			t.Fatalf("%s was ended: just named, holding a stream, or new", id)
 		}
 	}
+	checkStreaming(t, idle)
 
 	var wg sync.WaitGroup
 	for w := range 8 {
@@ -222,10 +225,48 @@ func TestSessionsPastTheCapEndTheLeastRecentlyUsed(t *testing.T) {
 	waitFor(t, "the table back under its cap", func() bool {
 		idle.mu.Lock()
 		defer idle.mu.Unlock()
-		return !idle.trimming && len(idle.known) <= maxSessions && len(idle.ending) == 0
+		return !idle.trimming && len(idle.known) <= maxSessions+1 && len(idle.ending) == 0
 	})
 	if _, ok := idle.known[sessionKey{h, "s1"}]; !ok {
 		t.Fatal("the session a stream holds was ended")
+	}
+	checkStreaming(t, idle)
+
+	// Sessions with streams, however many, are not the cap's: they cause
+	// no trim. (Here each stream opens first, as one of a session
+	// registered at another endpoint may.)
+	var holds []*streamHold
+	for i := range 3 * maxSessions {
+		id := fmt.Sprint("streaming", i)
+		holds = append(holds, idle.streamOpened(h, id, func() {}))
+		idle.registered(h, id)
+	}
+	idle.mu.Lock()
+	trimming, streaming := idle.trimming, idle.streaming
+	idle.mu.Unlock()
+	if trimming || streaming != 3*maxSessions+1 {
+		t.Fatalf("with %d sessions streaming, a trim is under way: %v", streaming, trimming)
+	}
+	for _, hold := range holds {
+		hold.release()
+		hold.release() // a second release changes nothing
+	}
+	checkStreaming(t, idle)
+}
+
+// checkStreaming checks the count of known sessions with a stream open.
+func checkStreaming(t *testing.T, idle *idleSessions) {
+	t.Helper()
+	idle.mu.Lock()
+	defer idle.mu.Unlock()
+	want := 0
+	for key := range idle.known {
+		if len(idle.streams[key]) > 0 {
+			want++
+		}
+	}
+	if idle.streaming != want {
+		t.Fatalf("%d known sessions counted as streaming, %d are", idle.streaming, want)
 	}
 }
 
