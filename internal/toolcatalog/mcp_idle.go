@@ -118,26 +118,44 @@ func (s *idleSessions) trim() {
 			s.mu.Unlock()
 			return
 		}
-		var idle []aged
+		idle := make([]aged, 0, len(s.known)-s.streaming)
 		for key, last := range s.known {
 			if len(s.streams[key]) == 0 {
 				idle = append(idle, aged{key, last})
 			}
 		}
+		excess := len(idle) - (s.max - s.max/10)
+		s.mu.Unlock()
+		// Sorted without the lock, which every legacy request takes.
 		slices.SortFunc(idle, func(a, b aged) int { return a.last.Compare(b.last) })
+		s.mu.Lock()
 		var ended []sessionKey
-		for _, a := range idle[:max(len(idle)-(s.max-s.max/10), 0)] {
-			ended = append(ended, a.key)
-			s.endingLocked(a.key)
+		for _, a := range idle {
+			if len(ended) >= excess {
+				break
+			}
+			// Not named, nor streaming, nor ended since.
+			if last, ok := s.known[a.key]; ok && last.Equal(a.last) && len(s.streams[a.key]) == 0 {
+				ended = append(ended, a.key)
+				s.endingLocked(a.key)
+			}
 		}
 		if len(ended) == 0 {
-			s.trimming = false // not expected: len(idle) is len(s.known)-s.streaming
+			s.trimming = false // every one was named since: the next registration looks again
 			s.mu.Unlock()
 			return
 		}
 		s.mu.Unlock()
 		s.end(ended, "capacity")
 	}
+}
+
+// registeredAt says whether mcp-go holds a record of the session at h.
+func (s *idleSessions) registeredAt(h *mcpHandler, id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.known[sessionKey{h, id}]
+	return ok
 }
 
 // unregistered forgets a session mcp-go let go of.

@@ -407,11 +407,18 @@ func (m *mcpHandlers) serveDelete(w http.ResponseWriter, r *http.Request, h *mcp
 // the session only once mcp-go accepted it, so a made-up session id keeps
 // nothing. The level is this replica's: a session's later calls that
 // land on another replica relay no log messages (docs/protocol.md).
+// mcp-go keeps a level too, for any session id it accepts, until the
+// session's DELETE: for a session it holds no record of (issued by
+// another replica, ended as idle or for room, or made up), the catalog
+// ends it at once, so that such requests grow nothing of mcp-go's.
 func (m *mcpHandlers) serveSetLevel(w http.ResponseWriter, r *http.Request, h *mcpHandler, key viewKey, level string) {
 	rec := &statusRecorder{ResponseWriter: w}
 	h.http.ServeHTTP(rec, r)
 	if rec.status == http.StatusOK {
 		m.sessions.setLevel(sessionOf(r, key), level)
+		if id := r.Header.Get("Mcp-Session-Id"); !m.idle.registeredAt(h, id) {
+			h.end(id)
+		}
 	}
 }
 

@@ -51,7 +51,7 @@ var (
 
 	catalogSessions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "mcp_catalog_sessions",
-		Help: "Legacy MCP sessions this replica keeps, by menu (global or collection ns/name): from initialize until DELETE or --catalog-session-idle-timeout without a request or stream. 2026-07-28 has no sessions; see mcp_catalog_streams.",
+		Help: "Legacy MCP sessions this replica keeps, by menu (global or collection ns/name): from initialize until DELETE, --catalog-session-idle-timeout without a request or stream, or more than --catalog-max-sessions without a stream. 2026-07-28 has no sessions; see mcp_catalog_streams.",
 	}, []string{"menu"})
 
 	streamsWatchedAlone = prometheus.NewCounter(prometheus.CounterOpts{

@@ -282,6 +282,9 @@ func (s *streamWriter) finish() {
 	if s.open && !s.gone.Load() {
 		_ = s.writeLocked(s.ending())
 	}
+	// Before the lock goes: a start that takes it next writes the ending
+	// itself.
+	s.gone.Store(true)
 	s.mu.Unlock()
 	s.end()
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -221,14 +222,29 @@ var _ = Describe("Listening streams and legacy sessions over time", func() {
 		Expect(kept(held) && kept(older[2]) && kept(last)).To(BeTrue(), "the one a stream holds and the more recent are kept")
 		Expect(listening.ended()).To(BeFalse())
 
-		// Its client, and the ended sessions' clients, are served as before.
-		for _, id := range append(older, held, last) {
-			r := callTo(srv.URL, path, `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`,
-				"Content-Type", "application/json", "Accept", "application/json, text/event-stream",
+		// Its client, and the ended sessions' clients, are served as before,
+		// by the catalog (tools/list) and by mcp-go (ping, setLevel).
+		inSession := func(id, body string) response {
+			return callTo(srv.URL, path, body, "Content-Type", "application/json", "Accept", "application/json, text/event-stream",
 				"Mcp-Session-Id", id, "MCP-Protocol-Version", "2025-11-25")
+		}
+		for _, id := range append(older, held, last) {
+			r := inSession(id, `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`)
 			Expect(r.code).To(Equal(http.StatusOK), string(r.body))
 			Expect(string(r.body)).To(ContainSubstring(`"mcp_calc_add"`))
+			r = inSession(id, `{"jsonrpc":"2.0","id":8,"method":"ping"}`)
+			Expect(string(r.body)).To(MatchJSON(`{"jsonrpc":"2.0","id":8,"result":{}}`))
+			r = inSession(id, `{"jsonrpc":"2.0","id":9,"method":"logging/setLevel","params":{"level":"debug"}}`)
+			Expect(string(r.body)).To(MatchJSON(`{"jsonrpc":"2.0","id":9,"result":{}}`))
 		}
+		// mcp-go keeps a level for every id it accepts until its DELETE:
+		// none for the ended sessions, or a client sending setLevel
+		// without end would grow it again.
+		levels := reflect.ValueOf(c.mcp.handlerFor(viewKey{kind: collectionView, namespace: ns, name: "kit"}).http).
+			Elem().FieldByName("sessionLogLevels").Elem().FieldByName("logs")
+		Expect(levels.Len()).To(Equal(9), "levels kept by mcp-go: the nine sessions it holds that set one, none of the two it let go")
+		r := doAt(srv.URL, http.MethodDelete, path, "", "Mcp-Session-Id", older[0], "MCP-Protocol-Version", "2025-11-25")
+		Expect(r.code).To(Equal(http.StatusOK), "an ended session's DELETE is answered as any")
 		exclude("mcp_calc_fail")
 		Eventually(func() int { return listening.count("data: ", toolsChanged) }).Should(BeNumerically(">=", 2),
 			"the held session still hears of changes")
