@@ -287,7 +287,9 @@ func (s *idleSessions) sweep(now time.Time) {
 // on it meanwhile waits (streamOpened).
 func (s *idleSessions) endingLocked(key sessionKey) {
 	s.forgetLocked(key)
-	s.ending[key] = make(chan struct{})
+	if _, ok := s.ending[key]; !ok {
+		s.ending[key] = make(chan struct{})
+	}
 }
 
 // end ends sessions marked as being ended, for reason (a label of
@@ -297,8 +299,10 @@ func (s *idleSessions) end(ended []sessionKey, reason string) {
 		key.handler.end(key.id)
 		endedSessions.WithLabelValues(reason).Inc()
 		s.mu.Lock()
-		close(s.ending[key])
-		delete(s.ending, key)
+		if ending, ok := s.ending[key]; ok { // the first of two ends of one key closes it
+			close(ending)
+			delete(s.ending, key)
+		}
 		s.mu.Unlock()
 	}
 }

@@ -63,14 +63,7 @@ func exerciseWatch(t *testing.T, closes *closeWatch) int {
 
 	open := func() held {
 		t.Helper()
-		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = conn.Close() })
-		if _, err := conn.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
-			t.Fatal(err)
-		}
+		conn := askForStream(t, srv)
 		h := within(t, opened, "the stream to open")
 		count++
 		h.client, h.events = conn, bufio.NewReader(conn)
@@ -184,14 +177,7 @@ func TestTheWatchKnowsStreamsByNumber(t *testing.T) {
 	defer srv.Close()
 	open := func() *streamWriter {
 		t.Helper()
-		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = conn.Close() })
-		if _, err := conn.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
-			t.Fatal(err)
-		}
+		askForStream(t, srv)
 		return within(t, opened, "the stream to open")
 	}
 	a, b := open(), open()
@@ -216,6 +202,21 @@ func TestTheWatchKnowsStreamsByNumber(t *testing.T) {
 	}
 	a.end()
 	b.end()
+}
+
+// askForStream sends a stream's GET to srv on a connection of its own,
+// closed when the test ends.
+func askForStream(t *testing.T, srv *httptest.Server) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	if _, err := conn.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	return conn
 }
 
 // fdOf is the descriptor of s's connection.
