@@ -13,10 +13,10 @@ import (
 
 // serveStream opens a listening stream of kind, within the replica's and
 // the caller's stream limits (stream_gate.go), and holds it until either
-// side ends it (stream_writer.go, stream_watch_linux.go). A legacy stream is the catalog's alone;
-// a 2026-07-28 stream begins with mcp-go's answer to its
-// subscriptions/listen request, up to the acknowledgment that says what
-// the stream hears of, and from there on it is the catalog's too.
+// side ends it (stream_writer.go, stream_watch_linux.go). A legacy stream
+// is the catalog's alone; a 2026-07-28 stream begins with mcp-go's answer
+// to its subscriptions/listen request, up to the acknowledgment that says
+// what the stream hears of, and from there on it is the catalog's too.
 func (m *mcpHandlers) serveStream(w http.ResponseWriter, r *http.Request, h *mcpHandler, key viewKey, msg *rpcMessage, kind streamKind) {
 	session := r.Header.Get("Mcp-Session-Id")
 	if kind == legacyStream {
