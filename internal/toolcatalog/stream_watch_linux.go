@@ -145,10 +145,3 @@ func (c *closeWatch) watchedLocked(events []unix.EpollEvent) []*streamWriter {
 	}
 	return ended
 }
-
-// watching is how many streams the watch watches.
-func (c *closeWatch) watching() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.streams)
-}

@@ -102,7 +102,10 @@ func exerciseWatch(t *testing.T, closes *closeWatch) int {
 	}
 	if !closes.alone {
 		waitFor(t, "no goroutine held for each stream", func() bool { return runtime.NumGoroutine()-before < n/4 })
-		if got := closes.watching(); got != n {
+		closes.mu.Lock()
+		got := len(closes.streams)
+		closes.mu.Unlock()
+		if got != n {
 			t.Fatalf("watching %d streams, want %d", got, n)
 		}
 	}
