@@ -8,7 +8,9 @@
 // MCPServer workloads), so memory does not grow with every workload in the
 // cluster.
 // managedFields, which nothing here reads, are dropped from every cached
-// object.
+// object, and the tool lists of MCPServer and ToolCollection status are kept
+// at their length: decoding grows a list by doubling, which left up to
+// twelve unused entries of 200 bytes for a server's twenty tools.
 package cachepolicy
 
 import (
@@ -19,6 +21,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcpv1alpha1 "github.com/toolmesh/mcp-operator/api/v1alpha1"
 )
 
 // ManagedByLabel and ManagedBy mark the objects the operator makes for
@@ -30,7 +34,7 @@ const (
 
 // Apply sets the policy on manager options.
 func Apply(opts *ctrl.Options) {
-	opts.Cache.DefaultTransform = cache.TransformStripManagedFields()
+	opts.Cache.DefaultTransform = transform
 	if opts.Client.Cache == nil {
 		opts.Client.Cache = &client.CacheOptions{}
 	}
@@ -43,4 +47,29 @@ func Apply(opts *ctrl.Options) {
 	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &networkingv1.NetworkPolicy{}, &corev1.Pod{}} {
 		opts.Cache.ByObject[obj] = cache.ByObject{Label: managed}
 	}
+}
+
+var stripManagedFields = cache.TransformStripManagedFields()
+
+// transform is what every object goes through before the cache keeps it.
+func transform(in any) (any, error) {
+	out, err := stripManagedFields(in)
+	if err != nil {
+		return nil, err
+	}
+	switch obj := out.(type) {
+	case *mcpv1alpha1.MCPServer:
+		obj.Status.Tools = exact(obj.Status.Tools)
+	case *mcpv1alpha1.ToolCollection:
+		obj.Status.Tools = exact(obj.Status.Tools)
+	}
+	return out, nil
+}
+
+// exact is s in an array of its own length.
+func exact[T any](s []T) []T {
+	if cap(s) == len(s) {
+		return s
+	}
+	return append(make([]T, 0, len(s)), s...)
 }
