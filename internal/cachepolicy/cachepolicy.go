@@ -8,9 +8,10 @@
 // MCPServer workloads), so memory does not grow with every workload in the
 // cluster.
 // managedFields, which nothing here reads, are dropped from every cached
-// object, and the tool lists of MCPServer and ToolCollection status are kept
-// at their length: decoding grows a list by doubling, which left up to
-// twelve unused entries of 200 bytes for a server's twenty tools.
+// object, and the status lists of MCPServers and ToolCollections that grow
+// with their tools are kept in arrays of their length: decoding grows a
+// list as it reads, and the spare capacity it leaves would stay in memory
+// as long as the object is cached.
 package cachepolicy
 
 import (
@@ -51,7 +52,11 @@ func Apply(opts *ctrl.Options) {
 
 var stripManagedFields = cache.TransformStripManagedFields()
 
-// transform is what every object goes through before the cache keeps it.
+// transform is what every object the cache keeps goes through: a freshly
+// decoded object of its own, changed in place. Running it again on its
+// result changes nothing (client-go may transform an object twice).
+// Anything else, a tombstone or a metadata-only object, passes as it is
+// but for its managedFields.
 func transform(in any) (any, error) {
 	out, err := stripManagedFields(in)
 	if err != nil {
@@ -62,11 +67,14 @@ func transform(in any) (any, error) {
 		obj.Status.Tools = exact(obj.Status.Tools)
 	case *mcpv1alpha1.ToolCollection:
 		obj.Status.Tools = exact(obj.Status.Tools)
+		obj.Status.Conflicts = exact(obj.Status.Conflicts)
+		obj.Status.UnapprovedTools = exact(obj.Status.UnapprovedTools)
 	}
 	return out, nil
 }
 
-// exact is s in an array of its own length.
+// exact is s in a new array of its length, or s when it has no spare
+// capacity. Clipping it (s[:n:n]) would keep the larger array alive.
 func exact[T any](s []T) []T {
 	if cap(s) == len(s) {
 		return s
