@@ -36,8 +36,8 @@ func decoded[T runtime.Object](t *testing.T, obj T) T {
 	return out.(T)
 }
 
-// fleetObjects are an MCPServer and a ToolCollection of 20 tools, each with
-// managedFields, and the lists the cache keeps at their length.
+// fleetObjects are an MCPServer and a ToolCollection with managedFields and
+// 20 entries in each list the cache keeps at its length.
 func fleetObjects() (*mcpv1alpha1.MCPServer, *mcpv1alpha1.ToolCollection) {
 	managed := []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
 	server := &mcpv1alpha1.MCPServer{ObjectMeta: metav1.ObjectMeta{Name: "s", ManagedFields: managed}}
